@@ -1,0 +1,153 @@
+"""The library entry points: detect, read, write, convert.
+
+Readers work on bytes and know nothing of paths; this layer adds the path to
+every error, chooses the format (by content, never by file name, when
+reading), validates every profile it returns, and writes outputs atomically
+(a temporary file renamed into place), so a failure never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+
+from polyprof.errors import InputError, MalformedInputError, OptionsError, OutputError, UnrecognizedFormatError
+from polyprof.formats import registry
+from polyprof.formats.loss import LossReport
+from polyprof.formats.options import ReadOptions, WriteOptions
+from polyprof.formats.source import Source
+from polyprof.model.profile import Label, Profile
+
+__all__ = ["convert", "detect", "read", "read_all", "write"]
+
+PathOrBytes = "str | os.PathLike[str] | bytes | Source"
+
+
+def detect(src: PathOrBytes) -> registry.FormatSpec:
+    """The format of ``src``, decided by content. Raises UnrecognizedFormatError."""
+    source = Source.of(src)
+    head = source.head()
+    for spec in registry.available():
+        if not spec.can_read:
+            continue
+        if spec.load().sniff(head):
+            return spec
+    if not head:
+        raise UnrecognizedFormatError("file is empty", path=source.path)
+    readable = ", ".join(registry.names(readable=True))
+    raise UnrecognizedFormatError(
+        f"not a profile format polyprof reads (tried {readable}); run 'polyprof formats' for the list",
+        path=source.path)
+
+
+def read_all(src: PathOrBytes, *, format: str | None = None,
+             options: ReadOptions | None = None) -> list[Profile]:
+    """Every profile in ``src`` (one for pprof; several for some traces and logs)."""
+    opts = options or ReadOptions()
+    source = Source.of(src, opts.max_inflate)
+    if format:
+        spec = registry.by_name(format)
+        if spec is None or not spec.can_read:
+            raise OptionsError(f"cannot read format {format!r}; readable: "
+                               f"{', '.join(registry.names(readable=True))}")
+    else:
+        spec = detect(source)
+    try:
+        profiles = spec.load().read(source, opts)
+    except InputError as exc:
+        exc.format = exc.format or spec.name
+        raise exc.with_path(source.name) from None
+    except (ValueError, IndexError, OverflowError, KeyError, UnicodeDecodeError) as exc:
+        # A reader bug or data no check anticipated; still one clear line.
+        raise MalformedInputError(f"cannot decode ({type(exc).__name__}: {exc})",
+                                  path=source.name, fmt=spec.name) from exc
+    from polyprof.model.validate import check
+    for p in profiles:
+        p.source_format = p.source_format or spec.name
+        try:
+            check(p)
+        except InputError as exc:
+            exc.format = spec.name
+            raise exc.with_path(source.name) from None
+    return profiles
+
+
+def read(src: PathOrBytes, *, format: str | None = None, options: ReadOptions | None = None) -> Profile:
+    """One profile from ``src``.
+
+    When the input holds several profiles with the same sample types they are
+    merged, each sample labelled with the profile it came from (see each
+    reader's ``profile_labels`` extra). Otherwise the caller must choose.
+    """
+    profiles = read_all(src, format=format, options=options)
+    if len(profiles) == 1:
+        return profiles[0]
+    if not profiles:
+        raise InputError("holds no profile data", path=Source.of(src).name)
+    from polyprof.model.merge import merge
+    first = profiles[0].sample_types
+    if any(p.sample_types != first for p in profiles):
+        kinds = sorted({", ".join(map(str, p.sample_types)) for p in profiles})
+        raise OptionsError(
+            f"{Source.of(src).name}: holds {len(profiles)} profiles of different kinds ({'; '.join(kinds)}); "
+            "select one with --pid/--heap or use 'polyprof info' to see them")
+    labels: list[Sequence[Label]] = [
+        tuple(Label(k, str=str(v)) if isinstance(v, str) else Label(k, num=int(v))
+              for k, v in p.extras.get("profile_labels", {}).items())
+        for p in profiles]
+    return merge(profiles, labels)
+
+
+def _target(path: str, format: str | None) -> registry.FormatSpec:
+    if format:
+        spec = registry.by_name(format)
+        if spec is None or not spec.can_write:
+            raise OptionsError(f"cannot write format {format!r}; writable: "
+                               f"{', '.join(registry.names(writable=True))}")
+        return spec
+    spec = registry.by_extension(path)
+    if spec is None or not spec.can_write:
+        raise OptionsError(f"cannot tell the output format from {path!r}; pass --to "
+                           f"({', '.join(registry.names(writable=True))})")
+    return spec
+
+
+def write(profile: Profile, path: str | os.PathLike[str], *, format: str | None = None,
+          options: WriteOptions | None = None) -> LossReport:
+    """Write ``profile`` to ``path`` ("-" for stdout) atomically; return the loss report."""
+    path = os.fspath(path)
+    spec = _target(path, format)
+    opts = options or WriteOptions()
+    module = spec.load()
+    if path == "-":
+        report = module.write(profile, sys.stdout.buffer, opts)
+        sys.stdout.buffer.flush()
+        report.target = spec.name
+        return report
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".polyprof-", dir=directory)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            report = module.write(profile, out, opts)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    report.target = spec.name
+    return report
+
+
+def convert(src: PathOrBytes, dst: str | os.PathLike[str], *, to: str | None = None,
+            read_options: ReadOptions | None = None,
+            write_options: WriteOptions | None = None) -> LossReport:
+    """Read ``src`` and write it to ``dst``; return what the target could not keep."""
+    profile = read(src, options=read_options)
+    return write(profile, dst, format=to, options=write_options)

@@ -1,0 +1,38 @@
+"""Options every reader and writer accepts (one object, whatever the front end)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from polyprof.formats.source import DEFAULT_MAX_INFLATE
+
+__all__ = ["ReadOptions", "WriteOptions"]
+
+
+@dataclass
+class ReadOptions:
+    """What to read. Readers use the fields that apply to their format.
+
+    ``pid``/``tid``/``heap``/``time_range`` let streaming readers skip data
+    early; the analysis filters apply the same selections to any profile.
+    ``time_range`` is (start_ns, end_ns), either end None for open.
+    """
+
+    pid: frozenset[int] | None = None
+    tid: frozenset[int] | None = None
+    heap: str | None = None
+    time_range: tuple[int | None, int | None] | None = None
+    metadata_names: str | None = None  # file of names to resolve Chromium hashes
+    symbols: str | None = None  # Breakpad symbol directory
+    merge: bool = False  # several profiles in one input -> one profile
+    max_inflate: int = DEFAULT_MAX_INFLATE
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class WriteOptions:
+    """How to write. ``extra`` carries format-specific switches."""
+
+    sample_index: str | int | None = None  # for single-value targets (folded, ...)
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,143 @@
+"""Where input bytes come from, and the one place gzip is undone.
+
+A :class:`Source` wraps a path or in-memory bytes. ``data()`` returns the
+content with at most one gzip layer removed, refusing to inflate past
+``max_inflate`` bytes (a decompression bomb gets a clear error instead of
+eating the machine). ``stream()`` gives a file object for readers that work
+through inputs larger than memory.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from polyprof.errors import DecompressionLimitError, InputError, MalformedInputError
+
+__all__ = ["DEFAULT_MAX_INFLATE", "GZIP_MAGIC", "Source", "inflate"]
+
+GZIP_MAGIC = b"\x1f\x8b"
+#: Default ceiling for inflated input: 4 GiB, or POLYPROF_MAX_INFLATE bytes.
+DEFAULT_MAX_INFLATE = int(os.environ.get("POLYPROF_MAX_INFLATE", 4 << 30))
+_CHUNK = 1 << 20
+
+
+def inflate(data: bytes, limit: int) -> bytes:
+    """Gunzip ``data`` (all members), refusing output larger than ``limit``."""
+    out = []
+    size = 0
+    rest = data
+    while rest:
+        d = zlib.decompressobj(wbits=31)
+        pending = rest
+        while True:
+            try:
+                chunk = d.decompress(pending, _CHUNK)
+            except zlib.error as exc:
+                raise MalformedInputError(f"corrupt gzip data ({exc})") from None
+            size += len(chunk)
+            if size > limit:
+                raise DecompressionLimitError(
+                    f"gzip data inflates past {limit} bytes; refusing (a decompression bomb?). "
+                    "Set POLYPROF_MAX_INFLATE to allow more")
+            out.append(chunk)
+            pending = d.unconsumed_tail
+            if d.eof:
+                break
+            if not pending and not chunk:
+                raise MalformedInputError("truncated gzip data")
+        rest = d.unused_data.lstrip(b"\x00")
+        if rest and not rest.startswith(GZIP_MAGIC):
+            raise MalformedInputError("trailing garbage after gzip data")
+    return b"".join(out)
+
+
+@dataclass
+class Source:
+    """A profile input: a file path or bytes, with a display name for errors."""
+
+    path: str | None = None
+    raw: bytes | None = None
+    max_inflate: int = DEFAULT_MAX_INFLATE
+    _data: bytes | None = field(default=None, repr=False)
+    gzipped: bool = False
+
+    @classmethod
+    def of(cls, src: "str | os.PathLike[str] | bytes | Source", max_inflate: int | None = None) -> "Source":
+        if isinstance(src, Source):
+            return src
+        limit = DEFAULT_MAX_INFLATE if max_inflate is None else max_inflate
+        if isinstance(src, (bytes, bytearray, memoryview)):
+            return cls(raw=bytes(src), max_inflate=limit)
+        return cls(path=os.fspath(src), max_inflate=limit)
+
+    @property
+    def name(self) -> str:
+        return self.path or "<bytes>"
+
+    def _raw(self) -> bytes:
+        if self.raw is None:
+            try:
+                with open(self.path, "rb") as fh:
+                    self.raw = fh.read()
+            except FileNotFoundError:
+                raise InputError("no such file", path=self.path) from None
+            except IsADirectoryError:
+                raise InputError("is a directory, not a profile file", path=self.path) from None
+            except OSError as exc:
+                raise InputError(f"cannot read ({exc.strerror})", path=self.path) from None
+        return self.raw
+
+    def head(self, n: int = 1 << 16) -> bytes:
+        """The first ``n`` bytes of the content (after gzip), for sniffing."""
+        if self._data is not None:
+            return self._data[:n]
+        if self.raw is not None:
+            first = self.raw[: 1 << 20]
+        else:
+            try:
+                with open(self.path, "rb") as fh:
+                    first = fh.read(1 << 20)
+            except OSError:
+                first = self._raw()[: 1 << 20]  # raises the right InputError
+        if not first.startswith(GZIP_MAGIC):
+            return first[:n]
+        try:
+            return zlib.decompressobj(wbits=31).decompress(first, n)
+        except zlib.error as exc:
+            raise MalformedInputError(f"corrupt gzip data ({exc})", path=self.path) from None
+
+    def data(self) -> bytes:
+        """The whole content with one gzip layer removed (bounded by max_inflate)."""
+        if self._data is None:
+            raw = self._raw()
+            if raw.startswith(GZIP_MAGIC):
+                self.gzipped = True
+                try:
+                    self._data = inflate(raw, self.max_inflate)
+                except InputError as exc:
+                    raise exc.with_path(self.name) from None
+                if self._data.startswith(GZIP_MAGIC):
+                    raise MalformedInputError(
+                        "gzip inside gzip: unpack the outer layer first", path=self.path)
+            else:
+                self._data = raw
+        return self._data
+
+    def stream(self) -> BinaryIO:
+        """A file object over the content (gzip undone on the fly)."""
+        if self._data is not None:
+            return io.BytesIO(self._data)
+        if self.path is not None:
+            fh = open(self.path, "rb")
+            if fh.read(2) == GZIP_MAGIC:
+                fh.seek(0)
+                self.gzipped = True
+                return gzip.GzipFile(fileobj=fh)  # type: ignore[return-value]
+            fh.seek(0)
+            return fh
+        return io.BytesIO(self.data())

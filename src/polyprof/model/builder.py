@@ -1,0 +1,372 @@
+"""The one builder every reader uses to make a :class:`Profile`.
+
+Identity keys (the answer to "are these two the same?"), also used by merge:
+
+- string: its text;
+- function: (name, system_name, filename, start_line);
+- mapping: (start, limit, offset, filename, build_id, flags);
+- location: (mapping, address, folded, lines) where lines is the tuple of
+  (function, line, column), innermost first;
+- callsite: (parent callsite, location);
+- label set: the tuple of labels in order.
+
+Samples are never merged by the builder: every ``add_sample`` is one row, in
+order, so a read -> write -> read round trip keeps sample order.
+
+Two ways in: per-item calls (``function``, ``location``, ``stack``,
+``add_sample``) for readers that walk records, and bulk calls
+(``add_locations_bulk``, ``stacks_from_csr``, ``add_samples_bulk``) that take
+numpy columns for the fast pprof path. Bulk locations are appended without
+de-duplication (wire ids already make them unique).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from polyprof.model.profile import (
+    CallsiteTable,
+    FunctionTable,
+    Label,
+    LineTable,
+    LocationTable,
+    MappingTable,
+    Profile,
+    SampleTable,
+    ValueType,
+)
+
+__all__ = ["ProfileBuilder"]
+
+LineSpec = tuple[int, int, int]  # (function row or -1, line, column)
+
+
+class ProfileBuilder:
+    """Interns strings, functions, mappings, locations, callsites and labels."""
+
+    def __init__(self, source_format: str = "") -> None:
+        self.profile = Profile(source_format=source_format)
+        self._strings: dict[str, int] = {"": 0}
+        self._str_list: list[str] = [""]
+        self._functions: dict[tuple, int] = {}
+        self._fn_cols: list[list[int]] = [[], [], [], []]
+        self._mappings: dict[tuple, int] = {}
+        self._map_cols: list[list[int]] = [[], [], [], [], [], []]
+        self._locations: dict[tuple, int] = {}
+        self._loc_mapping: list[int] = []
+        self._loc_address: list[int] = []
+        self._loc_folded: list[bool] = []
+        self._loc_line_start: list[int] = [0]
+        self._line_cols: list[list[int]] = [[], [], []]
+        self._loc_chunks: list[tuple] = []  # bulk location chunks, appended at the end
+        self._callsites: dict[tuple[int, int], int] | None = {}
+        self._cs_parent: list[int] = []
+        self._cs_location: list[int] = []
+        self._cs_arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._labelsets: dict[tuple[Label, ...], int] = {(): 0}
+        self._labelset_list: list[tuple[Label, ...]] = [()]
+        self._samples: dict[str, list] = {k: [] for k in ("stack", "values", "labelset", *SampleTable.OPTIONAL_COLUMNS)}
+        self._sample_chunks: list[dict[str, np.ndarray | None]] = []
+        self._has: set[str] = set()
+
+    # ---- metadata -------------------------------------------------------
+
+    def set_sample_types(self, types: Iterable[tuple[str, str] | ValueType]) -> None:
+        self.profile.sample_types = [ValueType(*t) for t in types]
+
+    @property
+    def meta(self) -> Profile:
+        """The profile under construction, for its metadata fields."""
+        return self.profile
+
+    # ---- tables -----------------------------------------------------------
+
+    def string(self, text: str) -> int:
+        sid = self._strings.get(text)
+        if sid is None:
+            sid = self._strings[text] = len(self._str_list)
+            self._str_list.append(text)
+        return sid
+
+    def function(self, name: str, system_name: str = "", filename: str = "",
+                 start_line: int = 0) -> int:
+        key = (name, system_name, filename, start_line)
+        fid = self._functions.get(key)
+        if fid is None:
+            fid = self._functions[key] = len(self._fn_cols[0])
+            for col, v in zip(self._fn_cols, (self.string(name), self.string(system_name),
+                                              self.string(filename), start_line)):
+                col.append(v)
+        return fid
+
+    def mapping(self, start: int = 0, limit: int = 0, offset: int = 0, filename: str = "",
+                build_id: str = "", flags: int = 0) -> int:
+        key = (start, limit, offset, filename, build_id, flags)
+        mid = self._mappings.get(key)
+        if mid is None:
+            mid = self._mappings[key] = len(self._map_cols[0])
+            for col, v in zip(self._map_cols, (start, limit, offset, self.string(filename),
+                                               self.string(build_id), flags)):
+                col.append(v)
+        return mid
+
+    def location(self, mapping: int = -1, address: int = 0, lines: Sequence[LineSpec] = (),
+                 folded: bool = False) -> int:
+        """Intern a location. ``lines`` run innermost inlined function first."""
+        if self._loc_chunks:
+            raise RuntimeError("per-item locations cannot follow bulk locations")
+        lines = tuple((int(f), int(ln), int(c)) for f, ln, c in lines)
+        key = (mapping, address, folded, lines)
+        lid = self._locations.get(key)
+        if lid is None:
+            lid = self._locations[key] = len(self._loc_mapping)
+            self._loc_mapping.append(mapping)
+            self._loc_address.append(address)
+            self._loc_folded.append(folded)
+            for f, ln, c in lines:
+                self._line_cols[0].append(f)
+                self._line_cols[1].append(ln)
+                self._line_cols[2].append(c)
+            self._loc_line_start.append(len(self._line_cols[0]))
+        return lid
+
+    def frame(self, name: str, filename: str = "", line: int = 0, *, mapping: int = -1,
+              address: int = 0, system_name: str = "", start_line: int = 0) -> int:
+        """Shortcut: a location with one line of a function named ``name``."""
+        fn = self.function(name, system_name, filename, start_line) if name or filename else -1
+        lines = ((fn, line, 0),) if fn >= 0 else ()
+        return self.location(mapping, address, lines)
+
+    def add_locations_bulk(self, mapping: np.ndarray, address: np.ndarray, folded: np.ndarray,
+                           line_counts: np.ndarray, line_function: np.ndarray,
+                           line_line: np.ndarray, line_column: np.ndarray) -> int:
+        """Append locations column-wise; returns the row of the first one."""
+        first = len(self._loc_mapping) + sum(len(c[0]) for c in self._loc_chunks)
+        self._loc_chunks.append((mapping, address, folded, line_counts, line_function,
+                                 line_line, line_column))
+        return first
+
+    # ---- stacks -----------------------------------------------------------
+
+    def callsite(self, parent: int, location: int) -> int:
+        if self._callsites is None:
+            self._rebuild_callsite_index()
+        key = (parent, location)
+        cs = self._callsites.get(key)
+        if cs is None:
+            cs = self._callsites[key] = len(self._cs_parent)
+            self._cs_parent.append(parent)
+            self._cs_location.append(location)
+        return cs
+
+    def stack(self, locations_leaf_first: Sequence[int]) -> int:
+        """Intern a stack given leaf first (pprof order); returns its leaf callsite."""
+        node = -1
+        for loc in reversed(locations_leaf_first):
+            node = self.callsite(node, loc)
+        return node
+
+    def stack_root_first(self, locations_root_first: Iterable[int]) -> int:
+        node = -1
+        for loc in locations_root_first:
+            node = self.callsite(node, loc)
+        return node
+
+    def stacks_from_csr(self, flat: np.ndarray, offsets: np.ndarray, *,
+                        leaf_first: bool = True) -> np.ndarray:
+        """Intern many stacks at once; returns the leaf callsite of each.
+
+        ``flat[offsets[i]:offsets[i+1]]`` are the locations of stack ``i``.
+        Works one depth level at a time over all stacks (vectorized), so the
+        cost is a sort per level rather than a dict lookup per frame.
+        """
+        flat = np.asarray(flat, dtype=np.int64)
+        offsets = np.asarray(offsets, dtype=np.int64)
+        n = len(offsets) - 1
+        result = np.full(n, -1, dtype=np.int32)
+        if n == 0 or len(flat) == 0:
+            return result
+        self._flush_callsites_to_arrays()
+        parents, locs = self._cs_arrays
+        n_loc = max(int(flat.max()), int(locs.max()) if locs.size else 0) + 2
+        new_parent: list[np.ndarray] = [parents]
+        new_loc: list[np.ndarray] = [locs]
+        next_id = len(parents)
+        existing = None
+        if next_id:
+            existing = (parents.astype(np.int64) + 1) * n_loc + locs
+            order = np.argsort(existing, kind="stable")
+            existing_sorted = existing[order]
+        lengths = np.diff(offsets)
+        alive = np.nonzero(lengths > 0)[0]
+        parent = np.full(alive.size, -1, dtype=np.int64)
+        depth = 0
+        while alive.size:
+            pos = offsets[alive + 1] - 1 - depth if leaf_first else offsets[alive] + depth
+            key = (parent + 1) * n_loc + flat[pos]
+            uniq, inverse = np.unique(key, return_inverse=True)
+            node_of_uniq = np.empty(uniq.size, dtype=np.int64)
+            fresh = np.ones(uniq.size, dtype=bool)
+            if existing is not None:
+                at = np.searchsorted(existing_sorted, uniq)
+                at_ok = at < existing_sorted.size
+                hit = np.zeros(uniq.size, dtype=bool)
+                hit[at_ok] = existing_sorted[at[at_ok]] == uniq[at_ok]
+                node_of_uniq[hit] = order[at[hit]]
+                fresh = ~hit
+            k = int(fresh.sum())
+            node_of_uniq[fresh] = next_id + np.arange(k)
+            new_parent.append((uniq[fresh] // n_loc - 1).astype(np.int32))
+            new_loc.append((uniq[fresh] % n_loc).astype(np.int32))
+            next_id += k
+            node = node_of_uniq[inverse]
+            done = lengths[alive] == depth + 1
+            result[alive[done]] = node[done]
+            alive, parent = alive[~done], node[~done]
+            depth += 1
+        self._cs_arrays = (np.concatenate(new_parent).astype(np.int32),
+                           np.concatenate(new_loc).astype(np.int32))
+        self._callsites = None  # rebuilt lazily if per-item calls follow
+        return result
+
+    def _flush_callsites_to_arrays(self) -> None:
+        if self._cs_arrays is None:
+            self._cs_arrays = (np.array(self._cs_parent, dtype=np.int32),
+                               np.array(self._cs_location, dtype=np.int32))
+        elif self._cs_parent:
+            self._cs_arrays = (np.concatenate([self._cs_arrays[0], np.array(self._cs_parent, dtype=np.int32)]),
+                               np.concatenate([self._cs_arrays[1], np.array(self._cs_location, dtype=np.int32)]))
+        self._cs_parent, self._cs_location = [], []
+        self._callsites = None
+
+    def _rebuild_callsite_index(self) -> None:
+        parents, locs = self._cs_arrays if self._cs_arrays is not None else ([], [])
+        self._cs_parent = [int(x) for x in parents] + self._cs_parent
+        self._cs_location = [int(x) for x in locs] + self._cs_location
+        self._cs_arrays = None
+        self._callsites = {(p, loc): i for i, (p, loc) in enumerate(zip(self._cs_parent, self._cs_location))}
+
+    # ---- samples ----------------------------------------------------------
+
+    def labelset(self, labels: Sequence[Label]) -> int:
+        labels = tuple(labels)
+        ls = self._labelsets.get(labels)
+        if ls is None:
+            ls = self._labelsets[labels] = len(self._labelset_list)
+            self._labelset_list.append(labels)
+        return ls
+
+    def add_sample(self, stack: int, values: Sequence[int], *, labels: Sequence[Label] = (),
+                   time: int | None = None, pid: int | None = None, tid: int | None = None,
+                   cpu: int | None = None) -> None:
+        s = self._samples
+        s["stack"].append(stack)
+        s["values"].append(values)
+        s["labelset"].append(self.labelset(labels) if labels else 0)
+        for name, v in (("time", time), ("pid", pid), ("tid", tid), ("cpu", cpu)):
+            if v is not None:
+                self._has.add(name)
+            s[name].append(v)
+
+    def add_samples_bulk(self, stack: np.ndarray, values: np.ndarray,
+                         labelset: np.ndarray | None = None, **optional: np.ndarray | None) -> None:
+        """Append many samples column-wise (``optional``: time, pid, tid, cpu)."""
+        self._flush_samples()
+        chunk = {"stack": np.asarray(stack, dtype=np.int32),
+                 "values": np.asarray(values, dtype=np.int64).reshape(len(stack), -1),
+                 "labelset": (np.zeros(len(stack), dtype=np.int32) if labelset is None
+                              else np.asarray(labelset, dtype=np.int32))}
+        for name in SampleTable.OPTIONAL_COLUMNS:
+            col = optional.get(name)
+            if col is not None:
+                self._has.add(name)
+                col = np.asarray(col, dtype=np.int64)
+            chunk[name] = col
+        self._sample_chunks.append(chunk)
+
+    def _flush_samples(self) -> None:
+        s = self._samples
+        n = len(s["stack"])
+        if not n:
+            return
+        width = len(self.profile.sample_types)
+        chunk: dict[str, np.ndarray | None] = {
+            "stack": np.array(s["stack"], dtype=np.int32),
+            "values": np.array(s["values"], dtype=np.int64).reshape(n, width),
+            "labelset": np.array(s["labelset"], dtype=np.int32),
+        }
+        for name in SampleTable.OPTIONAL_COLUMNS:
+            if name in self._has and any(v is not None for v in s[name]):
+                chunk[name] = np.array([0 if v is None else v for v in s[name]], dtype=np.int64)
+            else:
+                chunk[name] = None
+        self._sample_chunks.append(chunk)
+        self._samples = {k: [] for k in s}
+
+    # ---- finish -----------------------------------------------------------
+
+    def finish(self, *, check: bool = True) -> Profile:
+        """Return the finished profile (validated unless ``check`` is False)."""
+        p = self.profile
+        p.strings = self._str_list
+        f = self._fn_cols
+        p.functions = FunctionTable(np.array(f[0], np.int32), np.array(f[1], np.int32),
+                                    np.array(f[2], np.int32), np.array(f[3], np.int64))
+        m = self._map_cols
+        p.mappings = MappingTable(np.array(m[0], np.uint64), np.array(m[1], np.uint64),
+                                  np.array(m[2], np.uint64), np.array(m[3], np.int32),
+                                  np.array(m[4], np.int32), np.array(m[5], np.uint8))
+        self._finish_locations(p)
+        self._flush_callsites_to_arrays()
+        p.callsites = CallsiteTable(*self._cs_arrays)
+        p.labelsets = self._labelset_list
+        self._finish_samples(p)
+        if check:
+            from polyprof.model.validate import check as check_profile
+            check_profile(p)
+        return p
+
+    def _finish_locations(self, p: Profile) -> None:
+        mapping = [np.array(self._loc_mapping, np.int32)]
+        address = [np.array(self._loc_address, np.uint64)]
+        folded = [np.array(self._loc_folded, np.bool_)]
+        counts = [np.diff(np.array(self._loc_line_start, np.int64))]
+        lf = [np.array(self._line_cols[0], np.int32)]
+        ll = [np.array(self._line_cols[1], np.int64)]
+        lc = [np.array(self._line_cols[2], np.int64)]
+        for cm, ca, cf, cn, clf, cll, clc in self._loc_chunks:
+            mapping.append(np.asarray(cm, np.int32))
+            address.append(np.asarray(ca, np.uint64))
+            folded.append(np.asarray(cf, np.bool_))
+            counts.append(np.asarray(cn, np.int64))
+            lf.append(np.asarray(clf, np.int32))
+            ll.append(np.asarray(cll, np.int64))
+            lc.append(np.asarray(clc, np.int64))
+        line_start = np.zeros(sum(len(c) for c in counts) + 1, dtype=np.int64)
+        np.cumsum(np.concatenate(counts), out=line_start[1:])
+        p.locations = LocationTable(np.concatenate(mapping), np.concatenate(address),
+                                    np.concatenate(folded), line_start)
+        p.lines = LineTable(np.concatenate(lf), np.concatenate(ll), np.concatenate(lc))
+
+    def _finish_samples(self, p: Profile) -> None:
+        self._flush_samples()
+        width = len(p.sample_types)
+        chunks = self._sample_chunks
+        if not chunks:
+            p.samples = SampleTable(values=np.zeros((0, width), dtype=np.int64))
+            return
+        total = sum(len(c["stack"]) for c in chunks)
+        table = SampleTable(
+            stack=np.concatenate([c["stack"] for c in chunks]),
+            values=np.concatenate([c["values"].reshape(len(c["stack"]), width) for c in chunks]),
+            labelset=np.concatenate([c["labelset"] for c in chunks]),
+        )
+        for name in SampleTable.OPTIONAL_COLUMNS:
+            if name in self._has:
+                parts = [c[name] if c[name] is not None else np.zeros(len(c["stack"]), np.int64)
+                         for c in chunks]
+                col = np.concatenate(parts) if parts else np.zeros(total, np.int64)
+                setattr(table, name, col)
+        p.samples = table

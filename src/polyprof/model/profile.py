@@ -1,0 +1,259 @@
+"""The columnar profile model every reader fills and every writer drains.
+
+A :class:`Profile` is a set of struct-of-arrays tables (numpy arrays, one per
+column) plus metadata. Row numbers are the model's own ids; they never match
+wire ids. All string columns hold indexes into ``Profile.strings`` (index 0 is
+always ``""``).
+
+Tables and their columns:
+
+``functions``  name, system_name, filename (string ids), start_line
+``mappings``   start, limit, offset (uint64), filename, build_id (string ids),
+               flags (bit set of ``MAPPING_HAS_*``)
+``locations``  mapping (-1 = none), address (uint64), folded (bool),
+               line_start (offsets into ``lines``; ``len + 1`` entries)
+``lines``      function (-1 = none), line, column. A location's lines run
+               innermost inlined function first, physical function last.
+``callsites``  parent (-1 = root), location. A stack is its leaf callsite;
+               identical prefixes are shared, so flame-graph nodes *are*
+               callsites.
+``samples``    stack (-1 = empty stack), values (n x len(sample_types)),
+               optional time (ns), pid, tid, cpu columns (None when absent),
+               labelset (row of ``Profile.labelsets``; 0 = no labels).
+
+Build profiles with :class:`polyprof.model.builder.ProfileBuilder`; check them
+with :func:`polyprof.model.validate.check`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "CallsiteTable",
+    "FunctionTable",
+    "Label",
+    "LineTable",
+    "LocationTable",
+    "MAPPING_HAS_FILENAMES",
+    "MAPPING_HAS_FUNCTIONS",
+    "MAPPING_HAS_INLINE_FRAMES",
+    "MAPPING_HAS_LINE_NUMBERS",
+    "MappingTable",
+    "Profile",
+    "SampleTable",
+    "ValueType",
+]
+
+MAPPING_HAS_FUNCTIONS = 1
+MAPPING_HAS_FILENAMES = 2
+MAPPING_HAS_LINE_NUMBERS = 4
+MAPPING_HAS_INLINE_FRAMES = 8
+
+I32 = np.int32
+I64 = np.int64
+U64 = np.uint64
+
+
+class ValueType(NamedTuple):
+    """What a column of sample values measures, e.g. ``("cpu", "nanoseconds")``."""
+
+    type: str
+    unit: str
+
+    def __str__(self) -> str:
+        return f"{self.type}/{self.unit}"
+
+
+class Label(NamedTuple):
+    """One sample label. Exactly one of ``str``/``num`` is meaningful.
+
+    ``unit`` qualifies ``num`` (pprof ``num_unit``); it is "" when unknown.
+    """
+
+    key: str
+    str: str | None = None
+    num: int | None = None
+    unit: str = ""
+
+
+def _empty(dtype: Any) -> np.ndarray:
+    return np.zeros(0, dtype=dtype)
+
+
+@dataclass
+class FunctionTable:
+    name: np.ndarray = field(default_factory=lambda: _empty(I32))
+    system_name: np.ndarray = field(default_factory=lambda: _empty(I32))
+    filename: np.ndarray = field(default_factory=lambda: _empty(I32))
+    start_line: np.ndarray = field(default_factory=lambda: _empty(I64))
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+
+@dataclass
+class MappingTable:
+    start: np.ndarray = field(default_factory=lambda: _empty(U64))
+    limit: np.ndarray = field(default_factory=lambda: _empty(U64))
+    offset: np.ndarray = field(default_factory=lambda: _empty(U64))
+    filename: np.ndarray = field(default_factory=lambda: _empty(I32))
+    build_id: np.ndarray = field(default_factory=lambda: _empty(I32))
+    flags: np.ndarray = field(default_factory=lambda: _empty(np.uint8))
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+
+@dataclass
+class LineTable:
+    function: np.ndarray = field(default_factory=lambda: _empty(I32))
+    line: np.ndarray = field(default_factory=lambda: _empty(I64))
+    column: np.ndarray = field(default_factory=lambda: _empty(I64))
+
+    def __len__(self) -> int:
+        return len(self.function)
+
+
+@dataclass
+class LocationTable:
+    mapping: np.ndarray = field(default_factory=lambda: _empty(I32))
+    address: np.ndarray = field(default_factory=lambda: _empty(U64))
+    folded: np.ndarray = field(default_factory=lambda: _empty(np.bool_))
+    line_start: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=I64))
+
+    def __len__(self) -> int:
+        return len(self.mapping)
+
+    def lines_of(self, loc: int) -> range:
+        """Row numbers in the lines table of location ``loc``."""
+        return range(int(self.line_start[loc]), int(self.line_start[loc + 1]))
+
+
+@dataclass
+class CallsiteTable:
+    parent: np.ndarray = field(default_factory=lambda: _empty(I32))
+    location: np.ndarray = field(default_factory=lambda: _empty(I32))
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    def depth(self) -> np.ndarray:
+        """Depth of every callsite (roots have depth 0)."""
+        depth = np.zeros(len(self.parent), dtype=I32)
+        cur = self.parent.astype(np.int64)
+        live = np.nonzero(cur >= 0)[0]
+        cur = cur[live]
+        while live.size:  # one vector step per level, not per node
+            depth[live] += 1
+            cur = self.parent[cur].astype(np.int64)
+            keep = cur >= 0
+            live, cur = live[keep], cur[keep]
+        return depth
+
+    def path(self, node: int) -> list[int]:
+        """Locations of the stack ending at ``node``, leaf first."""
+        out = []
+        while node >= 0:
+            out.append(int(self.location[node]))
+            node = int(self.parent[node])
+        return out
+
+
+@dataclass
+class SampleTable:
+    stack: np.ndarray = field(default_factory=lambda: _empty(I32))
+    values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=I64))
+    labelset: np.ndarray = field(default_factory=lambda: _empty(I32))
+    time: np.ndarray | None = None
+    pid: np.ndarray | None = None
+    tid: np.ndarray | None = None
+    cpu: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.stack)
+
+    OPTIONAL_COLUMNS = ("time", "pid", "tid", "cpu")
+
+
+@dataclass
+class Profile:
+    """A stack-sampling profile in columnar form (see the module docstring)."""
+
+    sample_types: list[ValueType] = field(default_factory=list)
+    default_sample_type: str = ""
+    period_type: ValueType | None = None
+    period: int = 0
+    time_nanos: int = 0
+    duration_nanos: int = 0
+    comments: list[str] = field(default_factory=list)
+    drop_frames: str = ""
+    keep_frames: str = ""
+    doc_url: str = ""
+    source_format: str = ""
+    #: Per-format facts a reader keeps that have no column (lost samples,
+    #: process names, ...). JSON-compatible values only.
+    extras: dict[str, Any] = field(default_factory=dict)
+    #: Problems the reader tolerated (shown by ``info``).
+    warnings: list[str] = field(default_factory=list)
+
+    strings: list[str] = field(default_factory=lambda: [""])
+    functions: FunctionTable = field(default_factory=FunctionTable)
+    mappings: MappingTable = field(default_factory=MappingTable)
+    locations: LocationTable = field(default_factory=LocationTable)
+    lines: LineTable = field(default_factory=LineTable)
+    callsites: CallsiteTable = field(default_factory=CallsiteTable)
+    samples: SampleTable = field(default_factory=SampleTable)
+    labelsets: list[tuple[Label, ...]] = field(default_factory=lambda: [()])
+
+    # ---- small conveniences (views computed on demand, never storage) ----
+
+    def string(self, sid: int) -> str:
+        return self.strings[sid]
+
+    def function_name(self, fn: int) -> str:
+        return self.strings[self.functions.name[fn]] if fn >= 0 else ""
+
+    def mapping_file(self, m: int) -> str:
+        return self.strings[self.mappings.filename[m]] if m >= 0 else ""
+
+    def default_index(self) -> int:
+        """Index of the preferred sample type, chosen as pprof does.
+
+        ``default_sample_type`` when it names a type, else the last one.
+        """
+        if self.default_sample_type:
+            for i, vt in enumerate(self.sample_types):
+                if vt.type == self.default_sample_type:
+                    return i
+        return max(len(self.sample_types) - 1, 0)
+
+    def sample_index(self, spec: str | int | None) -> int:
+        """Resolve ``--sample-index`` (a type name or a number) to a column."""
+        from polyprof.errors import OptionsError
+
+        if spec is None or spec == "":
+            return self.default_index()
+        if isinstance(spec, int) or (isinstance(spec, str) and spec.isdigit()):
+            i = int(spec)
+            if 0 <= i < len(self.sample_types):
+                return i
+        else:
+            for i, vt in enumerate(self.sample_types):
+                if vt.type == spec:
+                    return i
+        names = ", ".join(vt.type for vt in self.sample_types) or "none"
+        raise OptionsError(f"unknown sample type {spec!r}; this profile has: {names}")
+
+    def totals(self) -> list[int]:
+        """Sum of every sample-value column."""
+        if self.samples.values.size == 0:
+            return [0] * len(self.sample_types)
+        return [int(x) for x in self.samples.values.sum(axis=0)]
+
+    def stack_locations(self, sample: int) -> list[int]:
+        """Locations of sample ``sample``, leaf first."""
+        return self.callsites.path(int(self.samples.stack[sample]))

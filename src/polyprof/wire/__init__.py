@@ -1,0 +1,1 @@
+"""Wire-level helpers: run-time protobuf schemas and vectorized decode kernels."""

@@ -1,0 +1,76 @@
+"""Shared test fixtures: where peer data lives, golden files, the CLI runner."""
+
+from __future__ import annotations
+
+import io
+import os
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PEER = Path(os.environ.get("POLYPROF_PEER_DATA", REPO.parent / "shared" / "peer-data"))
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true",
+                     help="rewrite golden text dumps instead of comparing against them")
+
+
+@pytest.fixture
+def peer() -> Path:
+    """The peer-data folder; tests using it skip with a visible reason when absent."""
+    if not PEER.is_dir():
+        pytest.skip(f"peer data not found at {PEER} (set POLYPROF_PEER_DATA)")
+    return PEER
+
+
+def peer_files(pattern: str) -> list[Path]:
+    """Peer files matching ``pattern`` (for parametrize); empty when absent."""
+    if not PEER.is_dir():
+        return []
+    return sorted(PEER.glob(pattern))
+
+
+def peer_id(path: Path) -> str:
+    return str(path.relative_to(PEER)) if PEER in path.parents else path.name
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest):
+    """Compare text with tests/golden/NAME, or rewrite it with --update-goldens."""
+    update = request.config.getoption("--update-goldens")
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN / name
+        if update or not path.exists():
+            if not update and os.environ.get("CI"):
+                pytest.fail(f"golden {name} is missing; run pytest --update-goldens and commit it")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            return
+        expected = path.read_text()
+        assert text == expected, f"output differs from golden {name} (refresh with --update-goldens)"
+
+    return check
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+
+@pytest.fixture
+def cli():
+    """Run the polyprof command line in-process: cli("top", path) -> CliResult."""
+    from polyprof.cli.main import main
+
+    def run(*argv: str) -> CliResult:
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main([str(a) for a in argv])
+        return CliResult(code, out.getvalue(), err.getvalue())
+
+    return run
