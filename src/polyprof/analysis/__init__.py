@@ -1,0 +1,1 @@
+"""Analyses: functions from a Profile and Options to result objects (never printing)."""

@@ -1,0 +1,1 @@
+"""The polyprof command line: verbs over the library, nothing more."""

@@ -1,0 +1,97 @@
+"""Entry point: parse the verb and its flags, run it, map errors to one line.
+
+Verbs live in ``polyprof.cli.verbs`` (one module each, discovered by name),
+so adding a verb is adding a module. Nothing heavy is imported until a verb
+runs: ``polyprof --help`` loads neither numpy nor protobuf.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from types import ModuleType
+
+from polyprof import __version__
+from polyprof.cli.env import Env
+
+__all__ = ["build_parser", "main"]
+
+# The order verbs are listed in --help; verbs not named here follow alphabetically.
+_ORDER = ("info", "top", "tree", "traces", "peek", "flame", "diff", "merge", "convert", "dump",
+          "validate", "symbolize", "formats")
+
+DESCRIPTION = """\
+polyprof reads pprof, Perfetto, simpleperf and Chromium CallStackProfile files,
+analyses them and converts between them and the viewers people use.
+The input format is detected from the content (gzip is undone automatically)."""
+
+EPILOG = """\
+start here:
+  polyprof info cpu.pb.gz                 what is in the file
+  polyprof top cpu.pb.gz                  where the time (or memory) goes
+  polyprof convert in.trace -o out.pb.gz  to pprof, folded, speedscope, ...
+  polyprof VERB --help                    flags and examples of one verb
+
+exit codes: 0 ok, 1 other error, 2 unreadable input, 3 unknown format,
+4 malformed input, 5 unsupported feature, 6 bad option, 7 cannot write output,
+130 interrupted."""
+
+
+def _verbs() -> list[ModuleType]:
+    import polyprof.cli.verbs as package
+
+    names = [m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")]
+    names.sort(key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
+    return [importlib.import_module(f"polyprof.cli.verbs.{n}") for n in names]
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=30)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="polyprof", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=_Formatter)
+    parser.add_argument("--version", action="version", version=f"polyprof {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs")
+    for module in _verbs():
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP[0].upper() + module.HELP[1:] + ".",
+                           epilog=getattr(module, "EXAMPLES", None), formatter_class=_Formatter)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None, env: Env | None = None) -> int:
+    """Run polyprof with ``argv``; returns the exit code (documented in --help)."""
+    env = env or Env()
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed usage or help
+        return int(exc.code or 0)
+    if not getattr(args, "_run", None):
+        parser.print_help(env.stdout)
+        return 0
+    from polyprof.errors import PolyprofError
+
+    try:
+        return int(args._run(args, env) or 0)
+    except PolyprofError as exc:
+        env.stderr.write(f"polyprof: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        env.stderr.write("polyprof: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except MemoryError:
+        env.stderr.write("polyprof: error: out of memory (try --pid/--time-range to read less)\n")
+        return 1
+
+
+def entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""polyprof convert: write a profile in another format, reporting what is lost."""
+
+from __future__ import annotations
+
+import argparse
+
+from polyprof.cli import common
+
+NAME = "convert"
+HELP = "convert a profile to another format (and say what the target cannot hold)"
+EXAMPLES = """\
+examples:
+  polyprof convert trace.perfetto-trace -o heap.pb.gz          # format from the extension
+  polyprof convert perf.trace -o out.folded --to folded
+  polyprof convert cpu.pb.gz -o - --to folded | flamegraph.pl > cpu.svg
+The output is written atomically: on any error no partial file is left."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", help="profile file")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="output file, or - for stdout")
+    p.add_argument("--to", metavar="FORMAT",
+                   help="output format (default: from OUT's extension; see 'polyprof formats')")
+    p.add_argument("--sample-index", metavar="NAME|N",
+                   help="for single-value targets (folded...): which sample type to write")
+    common.add_input_flags(p)
+    common.add_output_format(p)
+
+
+def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
+    import json
+
+    import polyprof
+    from polyprof.formats.options import WriteOptions
+
+    profile = common.read_profile(args, env)
+    with env.status(f"writing {args.output}"):
+        report = polyprof.write(profile, args.output, format=args.to,
+                                options=WriteOptions(sample_index=args.sample_index))
+    if args.format == "json":
+        env.stderr.write(json.dumps(report.to_json()) + "\n")
+    else:
+        if args.output != "-":
+            env.note(f"wrote {args.output} ({report.target}, {len(profile.samples)} samples)")
+        for line in report.lines():
+            env.note(f"not kept by {report.target}: {line}")
+    return 0

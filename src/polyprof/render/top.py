@@ -1,0 +1,80 @@
+"""Render a TopResult as pprof-style text or as JSON for scripts."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+
+from polyprof.analysis.top import TopResult
+from polyprof.model.profile import Profile
+from polyprof.render import units
+
+__all__ = ["profile_header", "top_json", "top_text"]
+
+
+def profile_header(p: Profile, sample_type: str, sample_unit: str, total: int, fmt) -> list[str]:  # noqa: ANN001
+    """The lines pprof prints above a report (File, Type, Time, Duration...)."""
+    out = []
+    if len(p.mappings):
+        first = p.strings[p.mappings.filename[0]]
+        build = p.strings[p.mappings.build_id[0]]
+        if first:
+            out.append("File: " + os.path.basename(first))
+        if build:
+            out.append("Build ID: " + build)
+    out.extend(c for c in p.comments if not c.startswith("#"))
+    if sample_type:
+        out.append("Type: " + sample_type)
+    if p.doc_url:
+        out.append("Doc: " + p.doc_url)
+    if p.time_nanos:
+        t = _dt.datetime.fromtimestamp(p.time_nanos / 1e9, tz=_dt.timezone.utc)
+        hour = t.hour % 12 or 12
+        out.append(f"Time: {t.strftime('%b')} {t.day}, {t.year} at {hour}:{t.minute:02d}"
+                   f"{'am' if t.hour < 12 else 'pm'} (UTC)")
+    if p.duration_nanos:
+        duration = units.label(p.duration_nanos, "nanoseconds")
+        nanos, unit = units.scale(total, sample_unit, "nanoseconds")
+        ratio = f"({units.percentage(int(nanos), p.duration_nanos)})" if unit == "ns" and nanos else ""
+        out.append(f"Duration: {duration}, Total samples = {fmt(total)} {ratio}")  # pprof keeps the space
+    return out
+
+
+def top_text(r: TopResult, *, exact: bool = False) -> str:
+    """pprof's ``-top`` text. ``exact`` prints raw values in the type's own unit."""
+    unit = r.sample_type.unit
+    if exact:
+        out_unit = unit
+    else:
+        nonzero = [abs(row.flat) or abs(row.cum) for row in r.rows if row.flat or row.cum]
+        out_unit = units.output_unit(min(nonzero, default=0), r.total, unit)
+
+    def fmt(v: int) -> str:
+        return units.scaled_label(v, unit, out_unit)
+
+    lines = profile_header(r.profile, r.sample_type.type, unit, r.total, fmt)
+    shown = r.shown_flat
+    lines.append(f"Showing nodes accounting for {fmt(shown)}, "
+                 f"{units.percentage(shown, r.total).strip()} of {fmt(r.total)} total")
+    if r.total and 0 < len(r.rows) < r.node_count:
+        lines.append(f"Showing top {len(r.rows)} nodes out of {r.node_count}")
+    lines.append(f"{'flat':>10} {'flat':>5}% {'sum':>5}% {'cum':>10} {'cum':>5}%")
+    running = 0
+    for row in r.rows:
+        running += row.flat
+        inl = " " + row.inline if row.inline else ""
+        lines.append(f"{fmt(row.flat):>10} {units.percentage(row.flat, r.total)} "
+                     f"{units.percentage(running, r.total)} {fmt(row.cum):>10} "
+                     f"{units.percentage(row.cum, r.total)}  {row.name}{inl}")
+    return "\n".join(lines) + "\n"
+
+
+def top_json(r: TopResult) -> dict:
+    """``{"sample_type", "unit", "total", "rows": [{"name", "flat", "cum"}]}`` in raw units."""
+    return {
+        "sample_type": r.sample_type.type,
+        "unit": r.sample_type.unit,
+        "total": r.total,
+        "rows": [{"name": row.name, "flat": row.flat, "cum": row.cum,
+                  **({"inline": row.inline} if row.inline else {})} for row in r.rows],
+    }
