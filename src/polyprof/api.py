@@ -32,7 +32,8 @@ def detect(src: PathOrBytes) -> registry.FormatSpec:
     for spec in registry.available():
         if not spec.can_read:
             continue
-        if spec.load().sniff(head):
+        sniff = getattr(spec.load(), "sniff", None)
+        if sniff is not None and sniff(head):
             return spec
     if not head:
         raise UnrecognizedFormatError("file is empty", path=source.path)
@@ -63,6 +64,9 @@ def read_all(src: PathOrBytes, *, format: str | None = None,
         # A reader bug or data no check anticipated; still one clear line.
         raise MalformedInputError(f"cannot decode ({type(exc).__name__}: {exc})",
                                   path=source.name, fmt=spec.name) from exc
+    if opts.symbols:  # symbolization is its own layer, applied to any format
+        from polyprof.symbolize import symbolize_all
+        profiles = symbolize_all(profiles, opts.symbols)
     from polyprof.model.validate import check
     for p in profiles:
         p.source_format = p.source_format or spec.name

@@ -70,6 +70,7 @@ class NodeMap:
     loc_start: np.ndarray   # CSR offsets per location into loc_nodes
     loc_nodes: np.ndarray   # node ids, innermost line first
     loc_inlined: np.ndarray  # True where that line is inlined (not the last)
+    entry_dup: np.ndarray    # True where the node already occurs earlier in its location
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -104,6 +105,7 @@ def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True
     infos: list[NodeInfo] = []
     out_nodes: list[int] = []
     out_inl: list[bool] = []
+    out_dup: list[bool] = []
     out_start = [0]
     modules = granularity == "modules"
     for i, (m, addr) in enumerate(zip(loc.mapping.tolist(), loc.address.tolist())):
@@ -125,11 +127,13 @@ def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True
             if node is None:
                 node = index[key] = len(infos)
                 infos.append(key)
+            out_dup.append(k > 0 and key in keys[:k])
             out_nodes.append(node)
             out_inl.append(k != last)
         out_start.append(len(out_nodes))
     return NodeMap(infos, [n.printable() for n in infos], np.array(out_start, dtype=np.int64),
-                   np.array(out_nodes, dtype=np.int64), np.array(out_inl, dtype=bool))
+                   np.array(out_nodes, dtype=np.int64), np.array(out_inl, dtype=bool),
+                   np.array(out_dup, dtype=bool))
 
 
 def display_name(name: str, system_name: str) -> str:
@@ -181,11 +185,43 @@ def _line_node(fn: int, line: int, column: int, addr: int, obj: str, names: list
 
 # ---------------------------------------------------------------- weights
 
+_EXACT_FLOAT = 2 ** 53
+
+
 def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """Exact int64 sums of ``values`` grouped by ``keys`` in [0, size)."""
+    """Exact int64 sums of ``values`` grouped by ``keys`` in [0, size).
+
+    bincount (fast, float64) is used when every partial sum is exactly
+    representable; otherwise an exact, slower scatter-add.
+    """
+    if not keys.size:
+        return np.zeros(size, dtype=np.int64)
+    if values.dtype == np.bool_ or int(np.abs(values).sum(dtype=np.float64)) < _EXACT_FLOAT:
+        return np.bincount(keys, weights=values, minlength=size).astype(np.int64)
     out = np.zeros(size, dtype=np.int64)
-    if keys.size:
-        np.add.at(out, keys, values.astype(np.int64, copy=False))
+    np.add.at(out, keys, values.astype(np.int64, copy=False))
+    return out
+
+
+def _push_up(cs, values: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    """Subtree sums of each column of ``values`` (n or n x k) over the callsite tree.
+
+    Level by level from the deepest, children are grouped by parent and
+    summed with one ``reduceat`` per level (exact int64 arithmetic).
+    """
+    out = np.array(values, dtype=np.int64, copy=True)
+    order, bounds = cs.levels()
+    parent = cs.parent
+    for d in range(len(bounds) - 2, 0, -1):  # children before parents
+        nodes = order[bounds[d]:bounds[d + 1]]
+        if not nodes.size:
+            continue
+        par = parent[nodes]
+        if par.size > 1 and (par[1:] < par[:-1]).any():
+            by_parent = np.argsort(par, kind="stable")
+            nodes, par = nodes[by_parent], par[by_parent]
+        starts = np.flatnonzero(np.concatenate(([True], par[1:] != par[:-1])))
+        out[par[starts]] += np.add.reduceat(out[nodes], starts, axis=0)
     return out
 
 
@@ -207,156 +243,169 @@ def callsite_weights(p: Profile, values: np.ndarray, mask: np.ndarray | None = N
         stack, values = stack[mask], values[mask]
     has = stack >= 0
     leaf = sum_by(stack[has], values[has], n)
-    nz = sum_by(stack[has], (values[has] != 0).astype(np.int64), n)
-    subtree, nonzero = leaf.copy(), nz.copy()
-    depth = p.callsites.depth()
-    parent = p.callsites.parent
-    if n:
-        order = np.argsort(depth, kind="stable")
-        bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
-        for d in range(int(depth.max()), 0, -1):  # children before parents
-            nodes = order[bounds[d]:bounds[d + 1]]
-            np.add.at(subtree, parent[nodes], subtree[nodes])
-            np.add.at(nonzero, parent[nodes], nonzero[nodes])
-    return Weights(leaf, subtree, nonzero, int(values.astype(np.int64).sum()))
+    nz = sum_by(stack[has], values[has] != 0, n)
+    both = _push_up(p.callsites, np.stack([leaf, nz], axis=1)) if n else np.zeros((0, 2), np.int64)
+    return Weights(leaf, both[:, 0], both[:, 1], int(values.astype(np.int64).sum()))
 
 
 def euler(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     """Pre-order entry index and last descendant's entry index of every callsite."""
     cs = p.callsites
     n = len(cs)
-    size = np.ones(n, dtype=np.int64)
-    depth = cs.depth()
     tin = np.zeros(n, dtype=np.int64)
     if not n:
         return tin, tin
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
-    for d in range(int(depth.max()), 0, -1):
-        nodes = order[bounds[d]:bounds[d + 1]]
-        np.add.at(size, cs.parent[nodes], size[nodes])
+    size = _push_up(cs, np.ones(n, dtype=np.int64))
+    order, bounds = cs.levels()
     roots = order[bounds[0]:bounds[1]]
     tin[roots] = np.cumsum(size[roots]) - size[roots]
-    for d in range(1, int(depth.max()) + 1):
+    for d in range(1, len(bounds) - 1):
         nodes = order[bounds[d]:bounds[d + 1]]
         par = cs.parent[nodes]
         by_parent = np.argsort(par, kind="stable")
         nodes, par = nodes[by_parent], par[by_parent]
-        sizes = size[nodes]
-        before = np.cumsum(sizes) - sizes  # running sum across all groups
+        before = np.cumsum(size[nodes]) - size[nodes]  # running sum across all groups
         group_first = np.searchsorted(par, par, side="left")
-        offset_in_group = before - before[group_first]
-        tin[nodes] = tin[par] + 1 + offset_in_group
+        tin[nodes] = tin[par] + 1 + before - before[group_first]
     return tin, tin + size - 1
 
 
+def _small_ids(ids: np.ndarray, count: int) -> np.ndarray:
+    """``ids`` in the narrowest unsigned type (numpy radix-sorts 8/16-bit keys)."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if count <= np.iinfo(dtype).max:
+            return ids.astype(dtype)
+    return ids
+
+
 def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np.ndarray]:
-    """(flat, cum) of every node, with pprof's rules (recursion counted once)."""
+    """(flat, cum) of every node, with pprof's rules (recursion counted once).
+
+    cum: a node's occurrences on callsites are visited in pre-order per node;
+    an occurrence counts when it lies outside the subtree of the previous
+    counted one, i.e. no ancestor holds the same node.
+    """
     cs = p.callsites
     nn = len(nodes)
-    flat = np.zeros(nn, dtype=np.int64)
-    cum = np.zeros(nn, dtype=np.int64)
     if not len(cs):
-        return flat, cum
+        return np.zeros(nn, dtype=np.int64), np.zeros(nn, dtype=np.int64)
     loc_of = cs.location.astype(np.int64)
     first_entry = nodes.loc_start[loc_of]
     count = nodes.loc_start[loc_of + 1] - first_entry
     leafy = (w.leaf != 0) & (count > 0)
-    np.add.at(flat, nodes.loc_nodes[first_entry[leafy]], w.leaf[leafy])
-    pc, pn = pairs(nodes, loc_of, first_entry, count)
-    if not pc.size:
-        return flat, cum
+    flat = sum_by(nodes.loc_nodes[first_entry[leafy]], w.leaf[leafy], nn)
     tin, tout = euler(p)
+    preorder = np.empty(len(cs), dtype=np.int64)
+    preorder[tin] = np.arange(len(cs), dtype=np.int64)
+    live = preorder[w.nonzero[preorder] > 0]  # where no non-zero sample passes there is nothing to count
+    pc, pn = pairs(nodes, live, loc_of)
+    order = np.argsort(_small_ids(pn, nn), kind="stable")  # by node, pre-order within
+    pn, pc = pn[order], pc[order]
     big = np.int64(len(cs) + 1)
-    key = pn * big + tin[pc]
-    order = np.argsort(key, kind="stable")
-    key, pc_sorted = key[order], pc[order]
-    reach = pn[order] * big + tout[pc_sorted]
-    prev = np.maximum.accumulate(reach)
-    prev = np.concatenate(([-1], prev[:-1]))
-    top = key > prev  # no occurrence of this node on an ancestor callsite
-    np.add.at(cum, pn[order][top], w.subtree[pc_sorted[top]])
+    reach = np.maximum.accumulate(pn * big + tout[pc])
+    top = np.ones(pn.size, dtype=bool)
+    top[1:] = pn[1:] * big + tin[pc[1:]] > reach[:-1]
+    cum = sum_by(pn[top], w.subtree[pc[top]], nn)
     return flat, cum
 
 
-def pairs(nodes: NodeMap, loc_of: np.ndarray, first_entry: np.ndarray,
-          count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(callsite, node) for every line of every callsite, duplicates within a callsite removed."""
+def pairs(nodes: NodeMap, callsites: np.ndarray, loc_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(callsite, node) for every line of ``callsites``, in that order; a node
+    repeated inside one location (inlined recursion) is listed once."""
+    locs = loc_of[callsites]
+    first = nodes.loc_start[locs]
+    count = nodes.loc_start[locs + 1] - first
     total = int(count.sum())
-    pc = np.repeat(np.arange(loc_of.size, dtype=np.int64), count)
+    pc = np.repeat(callsites, count)
     within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
-    pn = nodes.loc_nodes[np.repeat(first_entry, count) + within]
-    multi = count > 1
-    if multi.any():  # the same node twice inside one location (inlined recursion)
-        key = np.unique(pc * np.int64(len(nodes) + 1) + pn)
-        pc, pn = key // (len(nodes) + 1), key % (len(nodes) + 1)
+    entry = np.repeat(first, count) + within
+    pn = nodes.loc_nodes[entry]
+    dup = nodes.entry_dup[entry]
+    if dup.any():
+        return pc[~dup], pn[~dup]
     return pc, pn
 
 
-def edges(p: Profile, nodes: NodeMap, w: Weights,
-          kept: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def edges(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None,
+          callees: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Caller -> callee edges with pprof's inline flag (AND over occurrences).
 
     ``kept`` (a bool per node) restricts the graph to those nodes, as pprof
     does after ``nodecount``: an occurrence's caller is then the nearest kept
     line above it. A line's caller is the next outer line of the same
     location, or a line of an ancestor callsite. Self-edges are skipped and
-    only callsites with non-zero samples count, as in pprof.
+    only callsites with non-zero samples count, as in pprof. ``callees``
+    (bool per node) limits the work to edges into those nodes.
     Returns (caller, callee, inline) with one row per distinct edge.
     """
     cs = p.callsites
+    nn = len(nodes)
     empty = np.zeros(0, dtype=np.int64)
-    if not len(cs):
+    kept = np.ones(nn, dtype=bool) if kept is None else kept
+    wanted = kept if callees is None else kept & callees
+    if not len(cs) or not wanted.any():
         return empty, empty, empty.astype(bool)
-    if kept is None:
-        kept = np.ones(len(nodes), dtype=bool)
+    # occurrences of wanted nodes on live callsites
+    entry_ok = wanted[nodes.loc_nodes]
+    loc_has = np.add.reduceat(entry_ok, nodes.loc_start[:-1]) if entry_ok.size else entry_ok
+    loc_has = loc_has.astype(bool) & (np.diff(nodes.loc_start) > 0)
+    sites = np.flatnonzero(loc_has[cs.location] & (w.nonzero > 0))
     loc_of = cs.location.astype(np.int64)
-    first = nodes.loc_start[loc_of]
-    count = nodes.loc_start[loc_of + 1] - first
-    total = int(count.sum())
-    pc = np.repeat(np.arange(len(cs), dtype=np.int64), count)
-    k = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
-    node = nodes.loc_nodes[np.repeat(first, count) + k]
-    is_kept = kept[node]
-    # next kept entry after each entry, within the same callsite
-    ahead = np.where(is_kept, np.arange(total), total)
-    nxt = np.concatenate((np.minimum.accumulate(ahead[::-1])[::-1][1:], [total]))
-    same = nxt < total
-    same[same] = pc[nxt[same]] == pc[same]
-    # nearest kept line at or above each callsite's innermost line
-    first_kept = np.full(len(cs), -1, dtype=np.int64)
-    kp = pc[is_kept]
-    uniq, at = np.unique(kp, return_index=True)
-    first_kept[uniq] = node[is_kept][at]
-    above = _propagate_down(cs.parent, first_kept, cs.depth())
-    caller = np.full(total, -1, dtype=np.int64)
-    caller[same] = node[nxt[same]]
-    parent = cs.parent.astype(np.int64)[pc]
-    up = ~same & (parent >= 0)
-    caller[up] = above[parent[up]]
-    keep = is_kept & (caller >= 0) & (caller != node) & (w.nonzero[pc] > 0)
-    inline = k != np.repeat(count, count) - 1
-    caller, callee, inline = caller[keep], node[keep], inline[keep]
+    locs = loc_of[sites]
+    first, count = nodes.loc_start[locs], nodes.loc_start[locs + 1] - nodes.loc_start[locs]
+    pc = np.repeat(sites, count)
+    k = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+    entry = np.repeat(first, count) + k
+    sel = wanted[nodes.loc_nodes[entry]]
+    pc, k, entry = pc[sel], k[sel], entry[sel]
+    callee = nodes.loc_nodes[entry]
+    end = nodes.loc_start[loc_of[pc] + 1]
+    caller = _caller_in_location(nodes, kept, entry + 1, end)
+    missing = caller < 0
+    caller[missing] = _kept_above(cs, nodes, kept, loc_of, cs.parent.astype(np.int64)[pc[missing]])
+    inline = entry + 1 < end
+    keep = (caller >= 0) & (caller != callee)
+    return _distinct_edges(caller[keep], callee[keep], inline[keep], nn)
+
+
+def _caller_in_location(nodes: NodeMap, kept: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """First kept node among entries start..end-1 of a location (-1 if none)."""
+    out = np.full(start.size, -1, dtype=np.int64)
+    cur, todo = start.copy(), np.arange(start.size)
+    while todo.size:
+        inside = cur < end[todo]
+        todo, cur = todo[inside], cur[inside]
+        node = nodes.loc_nodes[cur]
+        hit = kept[node]
+        out[todo[hit]] = node[hit]
+        todo, cur = todo[~hit], cur[~hit] + 1
+    return out
+
+
+def _kept_above(cs, nodes: NodeMap, kept: np.ndarray, loc_of: np.ndarray,  # noqa: ANN001
+                start: np.ndarray) -> np.ndarray:
+    """Nearest kept node at or above callsite ``start`` (its lines innermost first)."""
+    out = np.full(start.size, -1, dtype=np.int64)
+    cur, todo = start.copy(), np.arange(start.size)
+    while todo.size:
+        alive = cur >= 0
+        todo, cur = todo[alive], cur[alive]
+        if not todo.size:
+            break
+        a = nodes.loc_start[loc_of[cur]]
+        found = _caller_in_location(nodes, kept, a, nodes.loc_start[loc_of[cur] + 1])
+        hit = found >= 0
+        out[todo[hit]] = found[hit]
+        todo, cur = todo[~hit], cs.parent.astype(np.int64)[cur[~hit]]
+    return out
+
+
+def _distinct_edges(caller: np.ndarray, callee: np.ndarray, inline: np.ndarray,
+                    nn: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not caller.size:
-        return empty, empty, empty.astype(bool)
-    key = caller * np.int64(len(nodes) + 1) + callee
-    order = np.argsort(key, kind="stable")
-    key, inline = key[order], inline[order]
-    starts = np.concatenate(([0], np.nonzero(np.diff(key))[0] + 1))
-    all_inline = np.minimum.reduceat(inline.astype(np.int8), starts).astype(bool)
-    uk = key[starts]
-    return uk // (len(nodes) + 1), uk % (len(nodes) + 1), all_inline
-
-
-def _propagate_down(parent: np.ndarray, own: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """value[c] = own[c] if own[c] >= 0 else value[parent[c]] (roots keep own)."""
-    value = own.copy()
-    if not value.size:
-        return value
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
-    for d in range(1, int(depth.max()) + 1):
-        c = order[bounds[d]:bounds[d + 1]]
-        missing = c[value[c] < 0]
-        value[missing] = value[parent[missing]]
-    return value
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, z.astype(bool)
+    key = caller * np.int64(nn + 1) + callee
+    uk, inverse = np.unique(key, return_inverse=True)
+    plain = np.bincount(inverse.reshape(-1), weights=~inline, minlength=uk.size) > 0
+    return uk // (nn + 1), uk % (nn + 1), ~plain

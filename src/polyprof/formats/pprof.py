@@ -180,6 +180,15 @@ class _Ids:
         """Row of every id in ``ids``; 0 ids are not allowed here."""
         if not ids.size:
             return np.zeros(0, dtype=np.int64)
+        top = int(self.sorted[-1]) if self.sorted.size else 0
+        if top <= 4 * self.sorted.size + 1024:  # dense ids (the usual 1..n): direct lookup
+            table = np.full(top + 2, -1, dtype=np.int32)
+            table[self.sorted.astype(np.int64)] = self.order
+            out = table[ids] if int(ids.max()) <= top else table[np.minimum(ids.astype(np.uint64), top + 1)]
+            if (out < 0).any():
+                missing = int(ids[np.argmax(out < 0)])
+                raise MalformedInputError(f"{referrer} refers to missing {self.what} id {missing}")
+            return out
         at = np.searchsorted(self.sorted, ids)
         at_c = np.minimum(at, max(self.sorted.size - 1, 0))
         ok = (at < self.sorted.size) & (self.sorted[at_c] == ids) if self.sorted.size else np.zeros(ids.size, bool)
@@ -239,7 +248,7 @@ def _build(msg) -> Profile:  # noqa: ANN001 - a run-time message class
     fmodel = _functions(b, list(msg.function), smap, strings)
     mmodel = _mappings(b, list(msg.mapping), smap, strings)
     loc_ids = _locations(b, list(msg.location), fmodel, mmodel)
-    _samples(b, list(msg.sample), loc_ids, strings, len(p.sample_types))
+    _samples(b, msg.sample, loc_ids, strings, len(p.sample_types))
     return b.finish(check=False)
 
 
@@ -306,44 +315,84 @@ def _locations(b: ProfileBuilder, raw: list[bytes], functions: _Ids, mappings: _
     column = V.scalar_column(lf, 3, nl).view(np.int64)
     first = b.add_locations_bulk(mapping, address, folded, counts, fn, line, column)
     index = _Ids("location", ids)
-    index.model = first + np.arange(n, dtype=np.int64)  # type: ignore[attr-defined]
+    index.first = first  # type: ignore[attr-defined]  # model row = first + wire row
     return index
 
 
-def _samples(b: ProfileBuilder, raw: list[bytes], locations: _Ids, strings: list[str], width: int) -> None:
-    n = len(raw)
+_CHUNK = 1 << 17  # samples decoded at a time: bounds the decoder's working memory
+
+
+def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], width: int) -> None:  # noqa: ANN001
+    """Decode every sample chunk by chunk, then intern all stacks at once."""
+    n = len(samples)
     if n and width == 0:
         raise MalformedInputError("profile has samples but no sample types")
-    buf, starts, ends = _join(raw)
-    f = V.walk_fields(buf, starts, ends)
-    loc_ids, loc_counts = V.repeated_varints(buf, f.select(1), n)
-    loc_rows = locations.model[locations.rows(loc_ids, "a sample")] if loc_ids.size else loc_ids.astype(np.int64)
+    locs, counts, values, labels = [], [], [], []
+    for lo in range(0, n, _CHUNK):
+        raw = list(samples[lo:lo + _CHUNK])
+        buf, starts, ends = _join(raw)
+        del raw
+        m = len(starts)
+        f = V.walk_fields(buf, starts, ends)
+        loc_ids, loc_counts = V.repeated_varints(buf, f.select(1), m)
+        locs.append(locations.rows(loc_ids, "a sample").astype(np.int32, copy=False) + np.int32(locations.first))
+        counts.append(loc_counts)
+        vals, value_counts = V.repeated_varints(buf, f.select(2), m)
+        if (value_counts != width).any():
+            i = int(np.argmax(value_counts != width))
+            raise MalformedInputError(f"sample {lo + i} has {int(value_counts[i])} values, expected {width} "
+                                      "(one per sample type)")
+        values.append(V.as_int64(vals).reshape(m, width))
+        labels.append(_label_columns(buf, f.select(3, V.LEN), strings, lo))
     offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(loc_counts, out=offsets[1:])
-    stacks = b.stacks_from_csr(loc_rows, offsets, leaf_first=True)
-    values, value_counts = V.repeated_varints(buf, f.select(2), n)
-    if n and (value_counts != width).any():
-        i = int(np.argmax(value_counts != width))
-        raise MalformedInputError(f"sample {i} has {int(value_counts[i])} values, expected {width} "
-                                  "(one per sample type)")
-    labelset = _labelsets(b, buf, f.select(3, V.LEN), n, strings)
-    b.add_samples_bulk(stacks, values.view(np.int64).reshape(n, width), labelset)
+    if n:
+        np.cumsum(np.concatenate(counts), out=offsets[1:])
+    flat = np.concatenate(locs) if locs else np.zeros(0, np.int32)
+    locs.clear()
+    stacks = b.stacks_from_csr(flat, offsets, leaf_first=True)
+    del flat
+    labelset = _labelsets(b, labels, n, strings)
+    b.add_samples_bulk(stacks, np.concatenate(values) if values else np.zeros((0, width), np.int64), labelset)
 
 
-def _labelsets(b: ProfileBuilder, buf: np.ndarray, labels: V.Fields, n: int, strings: list[str]) -> np.ndarray:
-    out = np.zeros(n, dtype=np.int32)
+def _factorize(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Row ids of equal tuples across ``cols``, and the first row of each id.
+
+    Each column is factorized on its own (1-D sorts are fast), then the codes
+    are combined into one integer per row; far cheaper than unique(axis=0).
+    """
+    combined = np.zeros(cols[0].size, dtype=np.int64)
+    for col in cols:
+        uniq, code = np.unique(col, return_inverse=True)
+        if uniq.size and combined.size and int(combined.max()) >= (2**62) // max(uniq.size, 1):
+            _, combined = np.unique(combined, return_inverse=True)  # re-densify before overflow
+        combined = combined * uniq.size + code.reshape(-1)
+    uniq, first, ids = np.unique(combined, return_index=True, return_inverse=True)
+    return ids.reshape(-1), first
+
+
+def _label_columns(buf: np.ndarray, labels: V.Fields, strings: list[str], first_sample: int) -> list[np.ndarray]:
+    """[owner sample, key, str, num, unit] of every label record, string indexes checked."""
     nl = len(labels)
     if not nl:
-        return out
+        return [np.zeros(0, np.int64)] * 5
     lf = V.walk_fields(buf, labels.start, labels.start + labels.length)
-    cols = np.stack([V.scalar_column(lf, k, nl).view(np.int64) for k in (1, 2, 3, 4)], axis=1)
+    cols = [V.scalar_column(lf, k, nl).view(np.int64) for k in (1, 2, 3, 4)]
     for k, what in ((0, "label key"), (1, "label value"), (3, "label unit")):
-        c = cols[:, k]
+        c = cols[k]
         if int(c.min()) < 0 or int(c.max()) >= len(strings):
             raise MalformedInputError(f"{what} has a string index outside the string table")
-    uniq_labels, label_id = np.unique(cols, axis=0, return_inverse=True)
-    label_id = label_id.reshape(-1)
-    owner = labels.msg
+    return [labels.msg + first_sample] + cols
+
+
+def _labelsets(b: ProfileBuilder, parts: list[list[np.ndarray]], n: int, strings: list[str]) -> np.ndarray:
+    """Intern the label set of every sample; returns the label-set row per sample."""
+    out = np.zeros(n, dtype=np.int32)
+    owner, *cols = (np.concatenate(c) for c in zip(*parts)) if parts else [np.zeros(0)] * 5
+    nl = owner.size
+    if not nl:
+        return out
+    label_id, label_first = _factorize(cols)
     first_of_owner = np.searchsorted(owner, owner, side="left")
     rank = np.arange(nl) - first_of_owner
     width = int(rank.max()) + 1
@@ -352,16 +401,11 @@ def _labelsets(b: ProfileBuilder, buf: np.ndarray, labels: V.Fields, n: int, str
     has = np.zeros(n, dtype=bool)
     has[owner] = True
     rows = grid[has]
-    uniq_sets, set_id = (np.unique(rows[:, 0], return_inverse=True) if width == 1
-                         else np.unique(rows, axis=0, return_inverse=True))
-    set_id = set_id.reshape(-1)
-    label_objs = [(Label(strings[k], str=strings[s]) if s else
-                   Label(strings[k], num=int(num), unit=strings[u]))
-                  for k, s, num, u in uniq_labels.tolist()]
-    if width == 1:
-        sets = [(label_objs[int(i)],) for i in uniq_sets]
-    else:
-        sets = [tuple(label_objs[i] for i in row if i >= 0) for row in uniq_sets.tolist()]
+    set_id, set_first = _factorize([rows[:, j] for j in range(width)])
+    key, sval, num, unit = (c[label_first].tolist() for c in cols)
+    label_objs = [Label(strings[key[i]], str=strings[sval[i]]) if sval[i]
+                  else Label(strings[key[i]], num=num[i], unit=strings[unit[i]]) for i in range(len(key))]
+    sets = [tuple(label_objs[i] for i in row if i >= 0) for row in rows[set_first].tolist()]
     model_ids = np.array([b.labelset(s) for s in sets], dtype=np.int32)
     out[has] = model_ids[set_id]
     return out

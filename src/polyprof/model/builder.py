@@ -65,6 +65,7 @@ class ProfileBuilder:
         self._cs_parent: list[int] = []
         self._cs_location: list[int] = []
         self._cs_arrays: tuple[np.ndarray, np.ndarray] | None = None
+        self._cs_depth: np.ndarray | None = None  # known depths of _cs_arrays, if any
         self._labelsets: dict[tuple[Label, ...], int] = {(): 0}
         self._labelset_list: list[tuple[Label, ...]] = [()]
         self._samples: dict[str, list] = {k: [] for k in ("stack", "values", "labelset", *SampleTable.OPTIONAL_COLUMNS)}
@@ -182,7 +183,9 @@ class ProfileBuilder:
         Works one depth level at a time over all stacks (vectorized), so the
         cost is a sort per level rather than a dict lookup per frame.
         """
-        flat = np.asarray(flat, dtype=np.int64)
+        flat = np.asarray(flat)
+        if flat.dtype.kind not in "iu":
+            flat = flat.astype(np.int64)
         offsets = np.asarray(offsets, dtype=np.int64)
         n = len(offsets) - 1
         result = np.full(n, -1, dtype=np.int32)
@@ -190,46 +193,89 @@ class ProfileBuilder:
             return result
         self._flush_callsites_to_arrays()
         parents, locs = self._cs_arrays
-        n_loc = max(int(flat.max()), int(locs.max()) if locs.size else 0) + 2
-        new_parent: list[np.ndarray] = [parents]
-        new_loc: list[np.ndarray] = [locs]
-        next_id = len(parents)
-        existing = None
-        if next_id:
-            existing = (parents.astype(np.int64) + 1) * n_loc + locs
-            order = np.argsort(existing, kind="stable")
-            existing_sorted = existing[order]
+        if len(parents):
+            return self._stacks_into_existing(flat, offsets, leaf_first)
+        n_loc = int(flat.max()) + 2
+        # int32 keys when (callsites x locations) fits: sorts and gathers are cheaper.
+        wide = (int(len(flat)) + 1) * n_loc >= 2**31
+        dtype = np.int64 if wide else np.int32
+        flat = flat.astype(dtype, copy=False)
+        new_parent: list[np.ndarray] = []
+        new_loc: list[np.ndarray] = []
+        new_depth: list[np.ndarray] = []
+        next_id = 0
         lengths = np.diff(offsets)
-        alive = np.nonzero(lengths > 0)[0]
-        parent = np.full(alive.size, -1, dtype=np.int64)
+        alive = np.flatnonzero(lengths > 0)
+        remaining = lengths[alive].astype(dtype)
+        pos = (offsets[alive + 1] - 1 if leaf_first else offsets[alive]).astype(np.int64)
+        step = -1 if leaf_first else 1
+        parent = np.full(alive.size, -1, dtype=dtype)
         depth = 0
         while alive.size:
-            pos = offsets[alive + 1] - 1 - depth if leaf_first else offsets[alive] + depth
-            key = (parent + 1) * n_loc + flat[pos]
-            uniq, inverse = np.unique(key, return_inverse=True)
-            node_of_uniq = np.empty(uniq.size, dtype=np.int64)
-            fresh = np.ones(uniq.size, dtype=bool)
-            if existing is not None:
-                at = np.searchsorted(existing_sorted, uniq)
-                at_ok = at < existing_sorted.size
-                hit = np.zeros(uniq.size, dtype=bool)
-                hit[at_ok] = existing_sorted[at[at_ok]] == uniq[at_ok]
-                node_of_uniq[hit] = order[at[hit]]
-                fresh = ~hit
-            k = int(fresh.sum())
-            node_of_uniq[fresh] = next_id + np.arange(k)
-            new_parent.append((uniq[fresh] // n_loc - 1).astype(np.int32))
-            new_loc.append((uniq[fresh] % n_loc).astype(np.int32))
-            next_id += k
-            node = node_of_uniq[inverse]
-            done = lengths[alive] == depth + 1
-            result[alive[done]] = node[done]
-            alive, parent = alive[~done], node[~done]
+            key = (parent + 1) * dtype(n_loc) + flat[pos]
+            # ``alive`` stays ordered by parent, so this stable sort only
+            # reorders within runs of siblings: close to linear.
+            order = np.argsort(key, kind="stable")
+            key = key[order]
+            alive, pos, remaining = alive[order], pos[order], remaining[order]
+            fresh = np.empty(key.size, dtype=bool)
+            fresh[0] = True
+            np.not_equal(key[1:], key[:-1], out=fresh[1:])
+            node = (np.cumsum(fresh, dtype=dtype) + dtype(next_id - 1))
+            uniq = key[fresh]
+            new_parent.append((uniq // n_loc - 1).astype(np.int32))
+            new_loc.append((uniq % n_loc).astype(np.int32))
+            new_depth.append(np.full(uniq.size, depth, dtype=np.int32))
+            next_id += uniq.size
+            # A stack alone under its parent has nothing left to share: emit
+            # all of its deeper frames as one chain of new callsites at once.
+            alone = fresh.copy()
+            alone[:-1] &= fresh[1:]
+            alone &= remaining > 1
+            if alone.any():
+                tail = self._emit_tails(flat, pos[alone] + step, remaining[alone] - 1, step,
+                                        node[alone], next_id, depth + 1)
+                new_parent.append(tail[0])
+                new_loc.append(tail[1])
+                new_depth.append(tail[2])
+                result[alive[alone]] = tail[3]
+                next_id += tail[0].size
+            done = (remaining == 1) | alone
+            result[alive[remaining == 1]] = node[remaining == 1]
+            more = ~done
+            alive, parent, pos, remaining = alive[more], node[more], pos[more] + step, remaining[more] - 1
             depth += 1
-        self._cs_arrays = (np.concatenate(new_parent).astype(np.int32),
-                           np.concatenate(new_loc).astype(np.int32))
+        self._cs_arrays = (np.concatenate(new_parent).astype(np.int32) if new_parent else parents,
+                           np.concatenate(new_loc).astype(np.int32) if new_loc else locs)
+        self._cs_depth = np.concatenate(new_depth) if new_depth else None
         self._callsites = None  # rebuilt lazily if per-item calls follow
         return result
+
+    @staticmethod
+    def _emit_tails(flat: np.ndarray, start: np.ndarray, count: np.ndarray, step: int,
+                    attach: np.ndarray, next_id: int, depth: int) -> tuple[np.ndarray, ...]:
+        """New chains of callsites: chain i has ``count[i]`` frames read from
+        ``flat[start[i]]`` onwards (by ``step``), hanging under ``attach[i]``.
+        Returns (parent, location, depth, leaf id of each chain)."""
+        count = count.astype(np.int64)
+        total = int(count.sum())
+        first = np.cumsum(count) - count  # offset of each chain's first node
+        within = np.arange(total, dtype=np.int64) - np.repeat(first, count)
+        locs = flat[np.repeat(start.astype(np.int64), count) + step * within].astype(np.int32)
+        ids = next_id + np.arange(total, dtype=np.int64)
+        parent = ids - 1
+        parent[first] = attach
+        depths = (depth + within).astype(np.int32)
+        return parent.astype(np.int32), locs, depths, (next_id + first + count - 1).astype(np.int32)
+
+    def _stacks_into_existing(self, flat: np.ndarray, offsets: np.ndarray, leaf_first: bool) -> np.ndarray:
+        """Slow path when callsites already exist: intern stack by stack."""
+        out = np.empty(len(offsets) - 1, dtype=np.int32)
+        flat_list = flat.tolist()
+        for i in range(len(offsets) - 1):
+            locs = flat_list[offsets[i]:offsets[i + 1]]
+            out[i] = self.stack(locs) if leaf_first else self.stack_root_first(locs)
+        return out
 
     def _flush_callsites_to_arrays(self) -> None:
         if self._cs_arrays is None:
@@ -319,8 +365,11 @@ class ProfileBuilder:
                                   np.array(m[2], np.uint64), np.array(m[3], np.int32),
                                   np.array(m[4], np.int32), np.array(m[5], np.uint8))
         self._finish_locations(p)
+        depth = self._cs_depth
         self._flush_callsites_to_arrays()
         p.callsites = CallsiteTable(*self._cs_arrays)
+        if depth is not None and len(depth) == len(p.callsites):
+            p.callsites._depth = depth
         p.labelsets = self._labelset_list
         self._finish_samples(p)
         if check:

@@ -137,12 +137,26 @@ class LocationTable:
 class CallsiteTable:
     parent: np.ndarray = field(default_factory=lambda: _empty(I32))
     location: np.ndarray = field(default_factory=lambda: _empty(I32))
+    #: Derived, cached: depth of every callsite (set by the builder or on first use).
+    _depth: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.parent)
 
     def depth(self) -> np.ndarray:
-        """Depth of every callsite (roots have depth 0)."""
+        """Depth of every callsite (roots have depth 0). Cached: tables are immutable."""
+        if self._depth is None or len(self._depth) != len(self.parent):
+            self._depth = self._compute_depth()
+        return self._depth
+
+    def levels(self) -> tuple[np.ndarray, np.ndarray]:
+        """Callsites ordered by depth, and the start of each depth in that order."""
+        depth = self.depth()
+        order = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=-1)) + 2))
+        return order, bounds
+
+    def _compute_depth(self) -> np.ndarray:
         depth = np.zeros(len(self.parent), dtype=I32)
         cur = self.parent.astype(np.int64)
         live = np.nonzero(cur >= 0)[0]

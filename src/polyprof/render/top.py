@@ -9,7 +9,7 @@ from polyprof.analysis.top import TopResult
 from polyprof.model.profile import Profile
 from polyprof.render import units
 
-__all__ = ["profile_header", "top_json", "top_text"]
+__all__ = ["profile_header", "report_header", "top_json", "top_text"]
 
 
 def profile_header(p: Profile, sample_type: str, sample_unit: str, total: int, fmt) -> list[str]:  # noqa: ANN001
@@ -40,6 +40,20 @@ def profile_header(p: Profile, sample_type: str, sample_unit: str, total: int, f
     return out
 
 
+def report_header(p: Profile, sample_type, total: int, fmt, shown_flat: int,  # noqa: ANN001
+                  shown: int, node_count: int, active_filters: list[str]) -> list[str]:
+    """pprof's report labels: profile header, active filters, "Showing nodes ..." lines."""
+    lines = profile_header(p, sample_type.type, sample_type.unit, total, fmt)
+    if active_filters:
+        lines.append("Active filters:")
+        lines.extend("   " + (f[:80] + "…" if len(f) > 80 else f) for f in active_filters)
+    lines.append(f"Showing nodes accounting for {fmt(shown_flat)}, "
+                 f"{units.percentage(shown_flat, total).strip()} of {fmt(total)} total")
+    if total and 0 < shown < node_count:
+        lines.append(f"Showing top {shown} nodes out of {node_count}")
+    return lines
+
+
 def top_text(r: TopResult, *, exact: bool = False) -> str:
     """pprof's ``-top`` text. ``exact`` prints raw values in the type's own unit."""
     unit = r.sample_type.unit
@@ -52,12 +66,8 @@ def top_text(r: TopResult, *, exact: bool = False) -> str:
     def fmt(v: int) -> str:
         return units.scaled_label(v, unit, out_unit)
 
-    lines = profile_header(r.profile, r.sample_type.type, unit, r.total, fmt)
-    shown = r.shown_flat
-    lines.append(f"Showing nodes accounting for {fmt(shown)}, "
-                 f"{units.percentage(shown, r.total).strip()} of {fmt(r.total)} total")
-    if r.total and 0 < len(r.rows) < r.node_count:
-        lines.append(f"Showing top {len(r.rows)} nodes out of {r.node_count}")
+    lines = report_header(r.profile, r.sample_type, r.total, fmt, r.shown_flat, len(r.rows), r.node_count,
+                          r.active_filters)
     lines.append(f"{'flat':>10} {'flat':>5}% {'sum':>5}% {'cum':>10} {'cum':>5}%")
     running = 0
     for row in r.rows:

@@ -20,7 +20,7 @@ import numpy as np
 from polyprof.errors import MalformedInputError
 
 __all__ = ["Fields", "as_buffer", "packed_varints", "ranges", "read_varints", "repeated_varints",
-           "scalar_column", "span_column", "walk_fields"]
+           "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 _SHIFTS = (7 * np.arange(10)).astype(np.uint64)
 _STEPS = np.arange(10, dtype=np.int64)
@@ -78,30 +78,57 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts.astype(np.int64) - before, lengths) + np.arange(total, dtype=np.int64)
 
 
+def _gather_spans(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The bytes of every span, concatenated in span order (spans must not overlap
+    and must be in increasing order, as the fields of consecutive messages are)."""
+    lengths = lengths.astype(np.int64, copy=False)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.uint8)
+    if starts.size > 1 and (starts[1:] < starts[:-1] + lengths[:-1]).any():
+        return buf[ranges(starts, lengths)]  # unordered spans: explicit positions
+    edge = np.zeros(buf.size + 1, dtype=np.int8)
+    nonempty = lengths > 0
+    # Non-empty, non-overlapping spans: no start repeats, no end repeats.
+    edge[starts[nonempty]] += 1
+    edge[(starts + lengths)[nonempty]] -= 1
+    inside = np.cumsum(edge[:-1], dtype=np.int8).view(np.bool_)
+    return buf[inside]
+
+
 def packed_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Decode the packed varints of every span; return (values, count per span)."""
-    idx = ranges(starts, lengths)
-    if idx.size == 0:
+    """Decode the packed varints of every span; return (values, count per span).
+
+    Values come back unsigned, in uint8 when every varint is one byte (saving
+    memory on large inputs) and uint64 otherwise; use :func:`as_int64`.
+    """
+    lengths = lengths.astype(np.int64, copy=False)
+    b = _gather_spans(buf, starts, lengths)
+    if b.size == 0:
         return np.zeros(0, dtype=np.uint64), np.zeros(starts.size, dtype=np.int64)
-    b = buf[idx]
     term = b < 0x80
-    span_of_byte = np.repeat(np.arange(starts.size), lengths.astype(np.int64))
-    ends = np.cumsum(lengths.astype(np.int64)) - 1
+    ends = np.cumsum(lengths) - 1
     nonempty = lengths > 0
     if not term[ends[nonempty]].all():
-        bad = np.nonzero(nonempty)[0][np.argmin(term[ends[nonempty]])]
+        bad = np.flatnonzero(nonempty)[np.argmin(term[ends[nonempty]])]
         _fail("truncated packed varint", starts[bad] + lengths[bad] - 1)
-    counts = np.bincount(span_of_byte[term], minlength=starts.size).astype(np.int64)
-    if term.all():
-        return b.astype(np.uint64), counts
-    term_at = np.nonzero(term)[0]
-    group_start = np.concatenate(([0], term_at[:-1] + 1))
-    group = np.cumsum(term) - term
-    shift = np.arange(b.size, dtype=np.int64) - group_start[group]
-    if shift.max() > 9:
-        _fail("over-long varint", idx[np.argmax(shift > 9)])
-    parts = (b & 0x7F).astype(np.uint64) << (7 * shift).astype(np.uint64)
-    return np.bitwise_or.reduceat(parts, group_start), counts
+    if term.all():  # every varint is one byte: the bytes are the values
+        return b, lengths.copy()
+    counts = np.zeros(starts.size, dtype=np.int64)
+    offsets = ends[nonempty] - lengths[nonempty] + 1
+    counts[nonempty] = np.add.reduceat(term.astype(np.uint8), offsets, dtype=np.int64)
+    term_at = np.flatnonzero(term)
+    group_start = np.empty(term_at.size, dtype=np.int64)
+    group_start[0] = 0
+    group_start[1:] = term_at[:-1] + 1
+    lens = term_at - group_start + 1
+    if lens.max() > 10:
+        _fail("over-long varint", int(starts[0]))
+    vals = (b[group_start] & 0x7F).astype(np.uint64)
+    for k in range(1, int(lens.max())):  # one pass per byte position, over varints that long
+        more = np.flatnonzero(lens > k)
+        vals[more] |= (b[group_start[more] + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+    return vals, counts
 
 
 @dataclass
@@ -147,7 +174,13 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
     out: list[tuple[np.ndarray, ...]] = []
     while msg.size:
         end = ends[msg]
-        tag, pos = read_varints(buf, pos, end)
+        if (pos >= end).any():
+            _fail("truncated field tag", pos[np.argmax(pos >= end)])
+        first = buf[pos]
+        if (first < 0x80).all():  # the usual case: field numbers below 16
+            tag, pos = first.astype(np.uint64), pos + 1
+        else:
+            tag, pos = read_varints(buf, pos, end)
         wire = (tag & np.uint64(7)).astype(np.int8)
         field = (tag >> np.uint64(3)).astype(np.int64)
         value = np.zeros(msg.size, dtype=np.uint64)
@@ -195,6 +228,9 @@ def repeated_varints(buf: np.ndarray, fields: Fields, n_msgs: int) -> tuple[np.n
     per-message counts); values are message-major, as on the wire.
     """
     is_packed = fields.wire == LEN
+    if is_packed.all():  # the usual encoding: one packed record per message
+        values, counts = packed_varints(buf, fields.start, fields.length)
+        return values, _per_message(fields.msg, counts, n_msgs)
     per_record = np.ones(len(fields), dtype=np.int64)
     packed_vals = np.zeros(0, dtype=np.uint64)
     if is_packed.any():
@@ -203,14 +239,26 @@ def repeated_varints(buf: np.ndarray, fields: Fields, n_msgs: int) -> tuple[np.n
     bad = ~(is_packed | (fields.wire == VARINT))
     if bad.any():
         _fail("repeated varint field has the wrong wire type", fields.start[np.argmax(bad)])
-    offsets = np.cumsum(per_record) - per_record
-    total = int(per_record.sum())
-    values = np.zeros(total, dtype=np.uint64)
-    if is_packed.any():
-        values[ranges(offsets[is_packed], per_record[is_packed])] = packed_vals
-    values[offsets[~is_packed]] = fields.value[~is_packed]
-    counts_per_msg = np.bincount(fields.msg, weights=per_record, minlength=n_msgs).astype(np.int64)
-    return values, counts_per_msg
+    # Interleave the few unpacked records into the packed values, in wire order.
+    packed_before = np.cumsum(np.where(is_packed, per_record, 0)) - np.where(is_packed, per_record, 0)
+    loose = ~is_packed
+    values = np.insert(packed_vals.astype(np.uint64), packed_before[loose], fields.value[loose])
+    return values, _per_message(fields.msg, per_record, n_msgs)
+
+
+def as_int64(values: np.ndarray) -> np.ndarray:
+    """Unsigned wire values as int64 (two's complement for uint64, as protobuf int64)."""
+    return values.view(np.int64) if values.dtype == np.uint64 else values.astype(np.int64)
+
+
+def _per_message(msg: np.ndarray, counts: np.ndarray, n_msgs: int) -> np.ndarray:
+    """Sum record counts per message (exact; records are message-major)."""
+    out = np.zeros(n_msgs, dtype=np.int64)
+    if msg.size and (msg.size == 1 or (msg[1:] > msg[:-1]).all()):
+        out[msg] = counts  # at most one record per message
+    elif msg.size:
+        np.add.at(out, msg, counts)
+    return out
 
 
 def scalar_column(fields: Fields, field: int, n_msgs: int, default: int = 0) -> np.ndarray:

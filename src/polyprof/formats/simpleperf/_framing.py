@@ -1,0 +1,60 @@
+"""The report-sample file framing: magic, version, LE32 record sizes, zero terminator."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+
+from polyprof.errors import MalformedInputError, UnsupportedFeatureError
+from polyprof.formats.simpleperf._schema import MAGIC, VERSION
+
+__all__ = ["HEADER_SIZE", "frame", "records"]
+
+HEADER_SIZE = len(MAGIC) + 2
+_U32 = struct.Struct("<I")
+
+
+def records(data: bytes, warnings: list[str]) -> Iterator[tuple[int, bytes]]:
+    """Yield (byte offset, body) of every record; check the header and the end marker.
+
+    A file that ends before its zero terminator, or whose record size runs past
+    the end, is truncated: that is an error, not a warning. Bytes after the
+    terminator are reported in ``warnings``.
+    """
+    if not data.startswith(MAGIC):
+        raise MalformedInputError("not a simpleperf report-sample file (no SIMPLEPERF magic)", offset=0)
+    if len(data) < HEADER_SIZE:
+        raise MalformedInputError("truncated file: it ends inside the version number", offset=len(MAGIC))
+    version = int.from_bytes(data[len(MAGIC):HEADER_SIZE], "little")
+    if version != VERSION:
+        raise UnsupportedFeatureError(f"report-sample format version {version} (only version {VERSION} is known)")
+    pos = HEADER_SIZE
+    end = len(data)
+    index = 0
+    while True:
+        if pos + 4 > end:
+            raise MalformedInputError(
+                f"truncated file: it ends after {index} record(s) without the zero end marker", offset=pos)
+        (size,) = _U32.unpack_from(data, pos)
+        if size == 0:
+            break
+        if size > end - pos - 4:
+            raise MalformedInputError(
+                f"truncated file: record {index + 1} claims {size} bytes but only {end - pos - 4} remain",
+                offset=pos)
+        yield pos, data[pos + 4:pos + 4 + size]
+        pos += 4 + size
+        index += 1
+    rest = end - pos - 4
+    if rest:
+        warnings.append(f"{rest} byte(s) after the zero end marker were ignored")
+
+
+def frame(bodies: Iterable[bytes]) -> bytes:
+    """A whole file from serialized records."""
+    parts = [MAGIC, VERSION.to_bytes(2, "little")]
+    for body in bodies:
+        parts.append(_U32.pack(len(body)))
+        parts.append(body)
+    parts.append(_U32.pack(0))
+    return b"".join(parts)
