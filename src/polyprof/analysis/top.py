@@ -34,6 +34,7 @@ class TopResult:
     rows: list[TopRow]
     node_count: int  # nodes with any weight, before nodecount
     profile: Profile = field(repr=False)
+    active_filters: list[str] = field(default_factory=list)
 
     @property
     def shown_flat(self) -> int:
