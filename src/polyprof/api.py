@@ -17,7 +17,7 @@ from polyprof.errors import InputError, MalformedInputError, OptionsError, Outpu
 from polyprof.formats import registry
 from polyprof.formats.loss import LossReport
 from polyprof.formats.options import ReadOptions, WriteOptions
-from polyprof.formats.source import Source
+from polyprof.formats.source import GZIP_MAGIC, Source
 from polyprof.model.profile import Label, Profile
 
 __all__ = ["convert", "detect", "read", "read_all", "write"]
@@ -29,6 +29,8 @@ def detect(src: PathOrBytes) -> registry.FormatSpec:
     """The format of ``src``, decided by content. Raises UnrecognizedFormatError."""
     source = Source.of(src)
     head = source.head()
+    if head.startswith(GZIP_MAGIC) and _raw_is_gzip(source):
+        raise MalformedInputError("gzip inside gzip: unpack the outer layer first", path=source.path)
     for spec in registry.available():
         if not spec.can_read:
             continue
@@ -41,6 +43,13 @@ def detect(src: PathOrBytes) -> registry.FormatSpec:
     raise UnrecognizedFormatError(
         f"not a profile format polyprof reads (tried {readable}); run 'polyprof formats' for the list",
         path=source.path)
+
+
+def _raw_is_gzip(source: Source) -> bool:
+    if source.raw is not None:
+        return source.raw.startswith(GZIP_MAGIC)
+    with open(source.path, "rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
 
 
 def read_all(src: PathOrBytes, *, format: str | None = None,

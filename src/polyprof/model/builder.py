@@ -321,7 +321,7 @@ class ProfileBuilder:
         """Append many samples column-wise (``optional``: time, pid, tid, cpu)."""
         self._flush_samples()
         chunk = {"stack": np.asarray(stack, dtype=np.int32),
-                 "values": np.asarray(values, dtype=np.int64).reshape(len(stack), -1),
+                 "values": np.asarray(values, dtype=np.int64).reshape(len(stack), len(self.profile.sample_types)),
                  "labelset": (np.zeros(len(stack), dtype=np.int32) if labelset is None
                               else np.asarray(labelset, dtype=np.int32))}
         for name in SampleTable.OPTIONAL_COLUMNS:
