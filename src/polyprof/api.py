@@ -105,7 +105,7 @@ def read(src: PathOrBytes, *, format: str | None = None, options: ReadOptions | 
         kinds = sorted({", ".join(map(str, p.sample_types)) for p in profiles})
         raise OptionsError(
             f"{Source.of(src).name}: holds {len(profiles)} profiles of different kinds ({'; '.join(kinds)}); "
-            "select one with --pid/--heap or use 'polyprof info' to see them")
+            "select one with --pid/--heap, or pass --merge to combine them into one profile")
     labels: list[Sequence[Label]] = [
         tuple(Label(k, str=str(v)) if isinstance(v, str) else Label(k, num=int(v))
               for k, v in p.extras.get("profile_labels", {}).items())

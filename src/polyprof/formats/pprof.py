@@ -116,7 +116,7 @@ def sniff(head: bytes) -> bool:
                 _, i = _read_varint(head, i)
             elif wire == 2:
                 length, i = _read_varint(head, i)
-                if field == 1:
+                if field in (1, 11):  # sample_type / period_type are ValueTypes
                     body = head[i:i + length]
                     if i + length <= len(head) and not _is_value_type(body):
                         return False

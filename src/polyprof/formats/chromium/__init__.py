@@ -1,0 +1,26 @@
+"""Chromium UMA sampling profiles (``metrics.CallStackProfile``): sniff, read, write.
+
+Reads a bare ``CallStackProfile``, a ``SampledProfile`` wrapping one, or a
+``ChromeUserMetricsExtension`` (UMA log) holding many -- binary or base64
+text -- and writes a profile back as a ``SampledProfile`` (or a bare
+``CallStackProfile``, or a one-profile UMA log). See :mod:`.reader` and
+:mod:`.writer` for what is kept; wire facts are in
+``../shared/spec/wire-formats.md`` section 4. Frames arrive unsymbolized
+(module build id + offset): see :mod:`polyprof.symbolize`.
+"""
+
+from __future__ import annotations
+
+from polyprof.formats.chromium.reader import read
+from polyprof.formats.chromium.shape import detect, is_base64
+from polyprof.formats.chromium.writer import write
+
+__all__ = ["read", "sniff", "write"]
+
+
+def sniff(head: bytes) -> bool:
+    """True when ``head`` starts a Chromium profile message (or base64 text of one)."""
+    try:
+        return detect(head) is not None or is_base64(head)
+    except Exception:  # noqa: BLE001 - a sniffer must never raise
+        return False

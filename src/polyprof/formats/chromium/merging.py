@@ -1,0 +1,58 @@
+"""``--merge``: the CallStackProfiles of one input become one profile.
+
+Every sample is labelled with its profile's ``profile_labels`` (process,
+thread, profile metadata) and the profiles are merged with
+:func:`polyprof.model.merge.merge`. When the input mixes kinds (CPU and heap
+profiles), the sample types are the union of theirs, in order of first
+appearance, and each sample holds 0 in the columns of the other kinds; the
+default sample type is the first profile's. The merged profile keeps only
+the extras all its inputs agree on, plus ``merged_profiles``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from polyprof.model.merge import merge
+from polyprof.model.profile import Label, Profile, ValueType
+
+__all__ = ["merge_profiles"]
+
+
+def _labels(p: Profile) -> tuple[Label, ...]:
+    return tuple(Label(k, str=v) if isinstance(v, str) else Label(k, num=int(v))
+                 for k, v in sorted(p.extras.get("profile_labels", {}).items()))
+
+
+def _common_extras(profiles: list[Profile]) -> dict:
+    first = profiles[0].extras
+    return {k: v for k, v in first.items()
+            if k != "profile_labels" and all(p.extras.get(k, object()) == v for p in profiles[1:])}
+
+
+def _aligned(p: Profile, types: list[ValueType]) -> Profile:
+    """``p`` with sample types ``types`` (a superset of its own; new columns are 0)."""
+    if p.sample_types == types:
+        return p
+    values = np.zeros((len(p.samples), len(types)), dtype=np.int64)
+    for i, vt in enumerate(p.sample_types):
+        values[:, types.index(vt)] = p.samples.values[:, i]
+    return dataclasses.replace(p, sample_types=list(types),
+                               samples=dataclasses.replace(p.samples, values=values))
+
+
+def merge_profiles(profiles: list[Profile]) -> list[Profile]:
+    """One profile holding every sample of ``profiles`` (see the module docstring)."""
+    if len(profiles) < 2:
+        return profiles
+    types: list[ValueType] = []
+    for p in profiles:
+        types.extend(vt for vt in p.sample_types if vt not in types)
+    first = profiles[0]
+    merged = merge([_aligned(p, types) for p in profiles], [_labels(p) for p in profiles])
+    merged.default_sample_type = first.default_sample_type or first.sample_types[-1].type
+    merged.extras = _common_extras(profiles)
+    merged.extras["merged_profiles"] = len(profiles)
+    return [merged]

@@ -1,0 +1,376 @@
+"""Reading Chromium CallStackProfiles into the model.
+
+One :class:`Profile` per CallStackProfile (a UMA log holds several). What is
+kept, and where:
+
+- modules -> mappings: file name = the module's resolved basename (or
+  ``md5:<hash>`` placeholder), build id = the UMA build id as sent; start,
+  limit and offset are 0 because ``Location.address`` is already a module
+  offset. A frame of an unknown module is a location without a mapping.
+- ``Location.function_name`` (Java frames) -> a function line.
+- stacks -> callsites (``frame[0]`` is the leaf).
+- samples, in order. CPU profiles: ``samples/count`` (the count, 1 when
+  absent) and ``wall/nanoseconds`` (count x sampling period; the sampler
+  interrupts a thread whether or not it runs). Heap profiles (heap trigger,
+  or any sample with a weight): ``inuse_objects/count`` (count) and
+  ``inuse_space/bytes`` (weight).
+- ``sample_time_offset_ms`` -> the time column (ns from the first sample).
+- sample labels: metadata replayed into the values active at each sample
+  (``name`` or ``name[key]`` = value; names resolved with ``--metadata-names``,
+  otherwise ``0x<hash>``), ``continued_work="true"``, ``async_backtrace``
+  (JSON list of ``[module, build id, offset(, function)]``, most recent
+  first) and, for the deprecated ``Sample`` encoding, ``process_phases``
+  (the phases reached so far, comma-separated).
+- profile facts -> ``extras``: process, thread, trigger_event, the other
+  SampledProfile scalars, profile_time_offset_ms, profile_metadata, the UMA
+  log's client/session ids, version, channel and OS; ``profile_labels``
+  (process, thread and profile metadata) label samples when profiles merge.
+
+Not read: ChromeOS ``perf_data``/``perf_stat`` (counted in warnings) and the
+UMA log's other records (histograms, user actions, ...).
+
+Options: ``metadata_names`` (a names file), ``merge`` (see :mod:`.merging`)
+and ``extra["module_names"]`` (a file of module basenames, one per line, to
+resolve name hashes beyond the built-in list).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from polyprof.errors import MalformedInputError, UnsupportedFeatureError
+from polyprof.formats.chromium import names as N
+from polyprof.formats.chromium import schema as S
+from polyprof.formats.chromium.shape import CALLSTACK, SAMPLED, UMA, decode_base64, detect, is_base64
+from polyprof.formats.options import ReadOptions
+from polyprof.formats.source import Source
+from polyprof.model.builder import ProfileBuilder
+from polyprof.model.profile import Label, Profile, ValueType
+
+__all__ = ["CPU_TYPES", "HEAP_TYPES", "LOG_KEYS", "read"]
+
+CPU_TYPES = (("samples", "count"), ("wall", "nanoseconds"))
+HEAP_TYPES = (("inuse_objects", "count"), ("inuse_space", "bytes"))
+MS = 1_000_000
+HEAP_TRIGGER = S.TRIGGERS.index("PERIODIC_HEAP_COLLECTION")
+#: extras that describe the whole input (kept when profiles are merged).
+LOG_KEYS = ("container", "client_id", "session_id", "product", "app_version", "channel",
+            "os_name", "os_version")
+# SampledProfile scalar fields kept under their own names (enums by name).
+_SCALARS = ("ms_after_boot", "ms_after_login", "suspend_duration_ms", "ms_after_resume",
+            "num_tabs_restored", "ms_after_restore", "psi_cpu_last_10s_pct", "psi_cpu_last_60s_pct",
+            "cpu_speed_limit_percent")
+_ENUMS = (("trigger_event", S.TRIGGERS), ("process", S.PROCESSES), ("thread", S.THREADS),
+          ("lacros_channel", S.CHANNELS), ("thermal_state", S.THERMAL_STATES))
+
+
+class _Context:
+    """What every profile of one input shares: name dictionaries, warnings."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        extra_modules = options.extra.get("module_names")
+        modules = N.load_names(extra_modules).values() if extra_modules else ()
+        self.module_names = N.module_names(modules)
+        self.metadata_names = N.load_names(options.metadata_names) if options.metadata_names else {}
+        self.bad_utf8 = 0
+
+    def text(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.bad_utf8 += 1
+            return raw.decode("utf-8", errors="replace")
+
+
+def _parse(kind: str, data: bytes) -> Any:
+    msg = S.messages()[kind]()
+    try:
+        msg.ParseFromString(data)
+    except DecodeError as exc:
+        raise MalformedInputError(f"not a valid {kind} message ({exc})") from None
+    return msg
+
+
+def read(source: Source, options: ReadOptions) -> list[Profile]:
+    """Every CallStackProfile in ``source`` (see the module docstring)."""
+    data = source.data()
+    kind = detect(data)
+    if kind is None and is_base64(data[: 1 << 16]):
+        try:
+            data = decode_base64(data)
+        except ValueError as exc:
+            raise MalformedInputError(f"invalid base64 text ({exc})") from None
+        kind = detect(data)
+    if kind is None:
+        kind = detect(data, evidence=False)  # e.g. a profile without samples
+    if kind is None:
+        raise MalformedInputError("not a Chromium CallStackProfile, SampledProfile or "
+                                  "ChromeUserMetricsExtension (nor base64 text of one)")
+    ctx = _Context(options)
+    msg = _parse(kind, data)
+    if kind == UMA:
+        profiles = _from_log(msg, ctx)
+    elif kind == SAMPLED:
+        profiles = _from_sampled_list([msg], ctx, {"container": SAMPLED})
+    else:
+        profiles = [_CallStack(msg, ctx, {"container": CALLSTACK}).build()]
+    if ctx.bad_utf8 and profiles:
+        profiles[0].warnings.append(f"{ctx.bad_utf8} build id(s) or function name(s) were not valid "
+                                    "UTF-8 and were decoded with replacement characters")
+    if options.merge and len(profiles) > 1:
+        from polyprof.formats.chromium.merging import merge_profiles
+        profiles = merge_profiles(profiles)
+    return profiles
+
+
+def _from_log(log: Any, ctx: _Context) -> list[Profile]:
+    extras: dict[str, Any] = {"container": UMA}
+    if log.HasField("client_id"):
+        extras["client_id"] = f"0x{log.client_id:016x}"
+    for name in ("session_id", "product"):
+        if log.HasField(name):
+            extras[name] = getattr(log, name)
+    if log.HasField("system_profile"):
+        sp = log.system_profile
+        if sp.HasField("app_version"):
+            extras["app_version"] = ctx.text(sp.app_version)
+        if sp.HasField("channel"):
+            extras["channel"] = S.enum_name(S.CHANNELS, sp.channel)
+        for name in ("name", "version"):
+            if sp.os.HasField(name):
+                extras[f"os_{name}"] = ctx.text(getattr(sp.os, name))
+    return _from_sampled_list(list(log.sampled_profile), ctx, extras)
+
+
+def _from_sampled_list(items: list, ctx: _Context, log_extras: dict[str, Any]) -> list[Profile]:
+    profiles: list[Profile] = []
+    skipped = 0
+    for sp in items:
+        if not sp.HasField("call_stack_profile"):
+            skipped += 1
+            continue
+        extras = dict(log_extras)
+        extras.update(_sampled_extras(sp, ctx))
+        reader = _CallStack(sp.call_stack_profile, ctx, extras,
+                            heap=sp.trigger_event == HEAP_TRIGGER)
+        profile = reader.build()
+        if sp.HasField("perf_data") or sp.HasField("perf_stat"):
+            profile.warnings.append("ChromeOS perf_data/perf_stat in this SampledProfile was not read")
+        profiles.append(profile)
+    if skipped and not profiles:
+        raise UnsupportedFeatureError(
+            f"holds {skipped} SampledProfile(s) without call stacks (ChromeOS perf data), "
+            "which polyprof does not read")
+    if skipped:
+        profiles[0].warnings.append(f"skipped {skipped} SampledProfile(s) without call stacks "
+                                    "(ChromeOS perf data is not read)")
+    return profiles
+
+
+def _sampled_extras(sp: Any, ctx: _Context) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, table in _ENUMS:
+        if sp.HasField(name):
+            out[name] = S.enum_name(table, getattr(sp, name))
+    for name in _SCALARS:
+        if sp.HasField(name):
+            out[name] = getattr(sp, name)
+    if sp.HasField("lacros_version"):
+        out["lacros_version"] = ctx.text(sp.lacros_version)
+    for name in ("cpu_max_frequency_mhz", "lacros_pids"):
+        if len(getattr(sp, name)):
+            out[name] = list(getattr(sp, name))
+    for name, table in (("process_types", S.PROCESSES), ("thread_types", S.THREADS)):
+        entries = getattr(sp, name)
+        if len(entries):
+            out[name] = {str(e.key): S.enum_name(table, e.value) for e in entries}
+    labels = {k: out[k] for k in ("process", "thread") if k in out}
+    if labels:
+        out["profile_labels"] = labels
+    return out
+
+
+class _Metadata:
+    """Replays delta-encoded metadata into the items active at each sample."""
+
+    def __init__(self, hashes: list[int], names: dict[int, str]) -> None:
+        self.texts = [names.get(h) or N.hash_text(h) for h in hashes]
+        self.unresolved: set[str] = set()
+        self.hashes = hashes
+        self.names = names
+        self.active: dict[tuple[int, int | None], int] = {}
+
+    def key_text(self, item: Any) -> tuple[int, int | None]:
+        index = item.name_hash_index
+        if not 0 <= index < len(self.texts):
+            raise MalformedInputError(f"metadata item refers to name hash {index}, but the profile "
+                                      f"has {len(self.texts)}")
+        return index, (item.key if item.HasField("key") else None)
+
+    def note(self, ident: tuple[int, int | None]) -> None:
+        """Remember an unresolved name that reaches a label or the profile metadata."""
+        if self.hashes[ident[0]] not in self.names:
+            self.unresolved.add(self.texts[ident[0]])
+
+    def label_key(self, ident: tuple[int, int | None]) -> str:
+        text = self.texts[ident[0]]
+        return text if ident[1] is None else f"{text}[{ident[1]}]"
+
+    def apply(self, items: Any) -> None:
+        for item in items:
+            ident = self.key_text(item)
+            if item.HasField("value"):
+                self.active[ident] = item.value
+            else:
+                self.active.pop(ident, None)
+
+    def labels(self) -> list[Label]:
+        for ident in self.active:
+            self.note(ident)
+        return sorted((Label(self.label_key(k), num=v) for k, v in self.active.items()),
+                      key=lambda lb: lb.key)
+
+
+class _CallStack:
+    """Builds one Profile from one CallStackProfile message."""
+
+    def __init__(self, csp: Any, ctx: _Context, extras: dict[str, Any], *, heap: bool = False) -> None:
+        self.csp = csp
+        self.ctx = ctx
+        self.b = ProfileBuilder("chromium")
+        self.heap = heap or any(s.HasField("weight") for s in csp.stack_sample)
+        self.b.meta.extras.update(extras)
+        self.module_text = [self._module_text(m) for m in csp.module_id]
+        self.modules = [self.b.mapping(0, 0, 0, name, build_id, 0) for name, build_id in self.module_text]
+        self._locs: dict[tuple, int] = {}
+
+    def _module_text(self, m: Any) -> list[str]:
+        """[file name, build id] of a ModuleIdentifier."""
+        build_id = self.ctx.text(m.build_id) if m.HasField("build_id") else ""
+        name = ""
+        if m.HasField("name_md5_prefix"):
+            h = m.name_md5_prefix
+            name = self.ctx.module_names.get(h) or N.module_placeholder(h)
+        return [name, build_id]
+
+    def location(self, loc: Any) -> int:
+        has_module = loc.HasField("module_id_index")
+        index = loc.module_id_index
+        key = (has_module, index, loc.address, loc.function_name)
+        row = self._locs.get(key)
+        if row is None:
+            mapping = -1
+            if has_module:
+                if not 0 <= index < len(self.modules):
+                    raise MalformedInputError(f"a frame refers to module {index}, but the profile "
+                                              f"has {len(self.modules)}")
+                mapping = self.modules[index]
+            lines = ()
+            if loc.function_name:
+                lines = ((self.b.function(self.ctx.text(loc.function_name)), 0, 0),)
+            row = self._locs[key] = self.b.location(mapping, loc.address, lines)
+        return row
+
+    def _frame_json(self, loc: Any) -> list:
+        if loc.HasField("module_id_index"):
+            if not 0 <= loc.module_id_index < len(self.modules):
+                raise MalformedInputError(f"an async backtrace refers to module {loc.module_id_index}, "
+                                          f"but the profile has {len(self.modules)}")
+            frame: list = [*self.module_text[loc.module_id_index], loc.address]
+        else:
+            frame = ["", "", loc.address]
+        if loc.function_name:
+            frame.append(self.ctx.text(loc.function_name))
+        return frame
+
+    def build(self) -> Profile:
+        csp, b = self.csp, self.b
+        b.set_sample_types(HEAP_TYPES if self.heap else CPU_TYPES)
+        self._meta()
+        names = _Metadata(list(csp.metadata_name_hash), self.ctx.metadata_names)
+        self._profile_metadata(names)
+        if len(csp.DEPRECATED_sample):
+            self._deprecated_samples()
+            if len(csp.stack_sample):
+                b.meta.warnings.append("profile holds both the deprecated Sample and the StackSample "
+                                       "encodings; both were read, deprecated samples first")
+        self._stack_samples(names)
+        if names.unresolved:
+            b.meta.extras["unresolved_metadata_names"] = sorted(names.unresolved)
+        return b.finish()
+
+    def _meta(self) -> None:
+        csp, p = self.csp, self.b.meta
+        p.duration_nanos = csp.profile_duration_ms * MS
+        if self.heap:
+            if csp.sampling_period_ms:
+                p.extras["sampling_period_ms"] = csp.sampling_period_ms
+            p.default_sample_type = "inuse_space"
+        else:
+            p.period_type = ValueType(*CPU_TYPES[1])
+            p.period = csp.sampling_period_ms * MS
+            if not csp.HasField("sampling_period_ms") and len(csp.stack_sample) + len(csp.DEPRECATED_sample):
+                p.warnings.append("no sampling period: wall time is unknown (0)")
+        if csp.HasField("profile_time_offset_ms"):
+            p.extras["profile_time_offset_ms"] = csp.profile_time_offset_ms
+
+    def _profile_metadata(self, names: _Metadata) -> None:
+        if not len(self.csp.profile_metadata):
+            return
+        items: dict[str, int | None] = {}
+        for item in self.csp.profile_metadata:
+            ident = names.key_text(item)
+            names.note(ident)
+            items[names.label_key(ident)] = item.value if item.HasField("value") else None
+        p = self.b.meta
+        p.extras["profile_metadata"] = items
+        labels = p.extras.setdefault("profile_labels", {})
+        labels.update({k: v for k, v in items.items() if v is not None})
+
+    def _values(self, count: int, weight: int) -> tuple[int, int]:
+        return (count, weight) if self.heap else (count, count * self.b.meta.period)
+
+    def _stack_samples(self, names: _Metadata) -> None:
+        csp, b = self.csp, self.b
+        stacks = [b.stack([self.location(f) for f in st.frame]) for st in csp.stack]
+        backtraces = [json.dumps([self._frame_json(loc) for loc in bt.location], separators=(",", ":"),
+                                 ensure_ascii=False) for bt in csp.async_backtrace]
+        timed = any(s.HasField("sample_time_offset_ms") for s in csp.stack_sample)
+        for i, s in enumerate(csp.stack_sample):
+            if not 0 <= s.stack_index < len(stacks):
+                raise MalformedInputError(f"stack sample {i} refers to stack {s.stack_index}, but the "
+                                          f"profile has {len(stacks)}")
+            names.apply(s.metadata)
+            labels = names.labels()
+            if s.continued_work:
+                labels.append(Label("continued_work", str="true"))
+            if s.HasField("async_backtrace_index"):
+                if not 0 <= s.async_backtrace_index < len(backtraces):
+                    raise MalformedInputError(f"stack sample {i} refers to async backtrace "
+                                              f"{s.async_backtrace_index}, but the profile has {len(backtraces)}")
+                labels.append(Label("async_backtrace", str=backtraces[s.async_backtrace_index]))
+            count = s.count if s.HasField("count") else 1
+            weight = s.weight if s.HasField("weight") else 1
+            b.add_sample(stacks[s.stack_index], self._values(count, weight), labels=labels,
+                         time=s.sample_time_offset_ms * MS if timed else None)
+
+    def _deprecated_samples(self) -> None:
+        b = self.b
+        phases: list[str] = []
+        no_count = 0
+        for s in self.csp.DEPRECATED_sample:
+            stack = b.stack([self.location(f) for f in s.frame])
+            for ph in s.process_phase:
+                name = S.enum_name(S.PROCESS_PHASES, ph)
+                if name not in phases:
+                    phases.append(name)
+            labels = [Label("process_phases", str=",".join(phases))] if phases else []
+            if not s.HasField("count"):
+                no_count += 1
+            count = s.count if s.HasField("count") else 1
+            b.add_sample(stack, self._values(count, 1), labels=labels)
+        if no_count:
+            b.meta.warnings.append(f"{no_count} deprecated Sample(s) had no count; taken as 1")
