@@ -16,6 +16,7 @@ is the weight of the callsites where it occurs with no occurrence above
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -28,6 +29,7 @@ __all__ = ["GRANULARITIES", "NodeInfo", "NodeMap", "Weights", "callsite_weights"
            "display_name", "edges", "node_map", "node_weights", "sum_by"]
 
 GRANULARITIES = ("functions", "filefunctions", "files", "lines", "addresses", "modules")
+_CPP_LOOKING = re.compile(r"[<>\[\]]|::")
 
 
 class NodeInfo(NamedTuple):
@@ -88,52 +90,106 @@ def _aggregate_flags(granularity: str, inlines: bool) -> tuple[bool, bool, bool,
 
 
 def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True) -> NodeMap:
-    """Expand every location of ``p`` into report nodes."""
+    """Expand every location of ``p`` into report nodes.
+
+    Each entry (a location's line, or the location itself when it has no
+    line) gets integer key columns that mirror pprof's NodeInfo fields after
+    aggregation; equal keys are one node. NodeInfos are built only for the
+    distinct nodes.
+    """
     function, filename, linenumber, address = _aggregate_flags(granularity, inlines)
+    loc = p.locations
+    counts = np.diff(loc.line_start)
+    modules = granularity == "modules"
+    per_loc = np.ones(len(loc), dtype=np.int64) if modules or not inlines else np.maximum(counts, 1)
+    n_entries = int(per_loc.sum())
+    entry_loc = np.repeat(np.arange(len(loc), dtype=np.int64), per_loc)
+    first = np.cumsum(per_loc) - per_loc
+    k = np.arange(n_entries, dtype=np.int64) - first[entry_loc]
+    has_line = (counts[entry_loc] > 0) & (not modules)
+    row = loc.line_start[entry_loc + 1] - 1 if not inlines else loc.line_start[entry_loc] + k
+    row = np.where(has_line, row, 0)
+    fn = np.where(has_line, p.lines.function[row] if len(p.lines) else -1, -1).astype(np.int64)
+    name_id, file_id, start_line, texts = _function_keys(p, function, filename)
+    mapping = loc.mapping.astype(np.int64)[entry_loc]
+    obj = np.where(mapping >= 0, p.mappings.filename.astype(np.int64)[np.maximum(mapping, 0)]
+                   if len(p.mappings) else 0, 0)
+    addr = loc.address[entry_loc].astype(np.int64) if address and not modules else np.zeros(n_entries, np.int64)
+    has_fn = fn >= 0
+    safe = np.maximum(fn, 0)
+    named = has_fn & (name_id[safe] != 0) if len(name_id) else np.zeros(n_entries, bool)
+    zero = np.zeros(n_entries, dtype=np.int64)
+    cols = [
+        np.where(has_fn, name_id[safe], 0) if len(name_id) else zero,
+        addr,
+        np.where(has_fn, file_id[safe], 0) if len(file_id) else zero,
+        np.where(has_fn & linenumber, p.lines.line[row], 0) if len(p.lines) else zero,
+        np.where(has_fn & (granularity == "addresses"), p.lines.column[row], 0) if len(p.lines) else zero,
+        np.where(has_fn & ~named, start_line[safe], 0) if len(start_line) else zero,
+        np.where(named, 0, obj),
+    ]
+    node, rep = _factorize_rows(cols)
+    strs = p.strings
+    infos = [NodeInfo(texts[c0], int(c1), texts[c2], int(c3), int(c4), int(c5), strs[c6])
+             for c0, c1, c2, c3, c4, c5, c6 in zip(*(c[rep].tolist() for c in cols))]
+    inlined = k != per_loc[entry_loc] - 1
+    dup = np.zeros(n_entries, dtype=bool)
+    multi = per_loc[entry_loc] > 1
+    if multi.any():  # the same node twice inside one location (inlined recursion)
+        idx = np.flatnonzero(multi)
+        key = entry_loc[idx] * np.int64(len(infos) + 1) + node[idx]
+        _, first_at = np.unique(key, return_index=True)
+        dup[idx] = True
+        dup[idx[first_at]] = False
+    loc_start = np.zeros(len(loc) + 1, dtype=np.int64)
+    np.cumsum(per_loc, out=loc_start[1:])
+    return NodeMap(infos, [n.printable() for n in infos], loc_start, node, inlined, dup)
+
+
+def _function_keys(p: Profile, function: bool, filename: bool):  # noqa: ANN202
+    """Per function: interned display-name id, file id, start line; and the id -> text list."""
     strs = p.strings
     f = p.functions
-    fn_name = [display_name(strs[n], strs[s]) for n, s in zip(f.name.tolist(), f.system_name.tolist())] \
-        if function else [""] * len(f)
-    fn_file = [os.path.normpath(strs[i]) if strs[i] else "" for i in f.filename.tolist()] \
-        if filename else [""] * len(f)
-    fn_start = f.start_line.tolist()
-    objfiles = [strs[i] for i in p.mappings.filename.tolist()]
-    loc = p.locations
-    lf, ll, lc = p.lines.function.tolist(), p.lines.line.tolist(), p.lines.column.tolist()
-    starts = loc.line_start.tolist()
-    index: dict[NodeInfo, int] = {}
-    infos: list[NodeInfo] = []
-    out_nodes: list[int] = []
-    out_inl: list[bool] = []
-    out_dup: list[bool] = []
-    out_start = [0]
-    modules = granularity == "modules"
-    for i, (m, addr) in enumerate(zip(loc.mapping.tolist(), loc.address.tolist())):
-        obj = objfiles[m] if m >= 0 else ""
-        addr = addr if address else 0
-        rows = range(starts[i], starts[i + 1])
-        if not inlines and len(rows) > 1:
-            rows = range(rows[-1], rows[-1] + 1)
-        if modules:
-            keys = [NodeInfo(objfile=obj)]
-        elif not len(rows):
-            keys = [NodeInfo(address=addr, objfile=obj)]
-        else:
-            keys = [_line_node(lf[r], ll[r] if linenumber else 0, lc[r] if linenumber and granularity == "addresses"
-                               else 0, addr, obj, fn_name, fn_file, fn_start) for r in rows]
-        last = len(keys) - 1
-        for k, key in enumerate(keys):
-            node = index.get(key)
-            if node is None:
-                node = index[key] = len(infos)
-                infos.append(key)
-            out_dup.append(k > 0 and key in keys[:k])
-            out_nodes.append(node)
-            out_inl.append(k != last)
-        out_start.append(len(out_nodes))
-    return NodeMap(infos, [n.printable() for n in infos], np.array(out_start, dtype=np.int64),
-                   np.array(out_nodes, dtype=np.int64), np.array(out_inl, dtype=bool),
-                   np.array(out_dup, dtype=bool))
+    texts = [""]
+    index = {"": 0}
+
+    def intern(text: str) -> int:
+        i = index.get(text)
+        if i is None:
+            i = index[text] = len(texts)
+            texts.append(text)
+        return i
+
+    n = len(f)
+    if function:
+        name_id = np.array([intern(display_name(strs[a], strs[b]))
+                            for a, b in zip(f.name.tolist(), f.system_name.tolist())], dtype=np.int64)
+    else:
+        name_id = np.zeros(n, dtype=np.int64)
+    if filename:
+        uniq, inverse = np.unique(f.filename, return_inverse=True)
+        ids = np.array([intern(os.path.normpath(strs[s])) if strs[s] else 0 for s in uniq.tolist()], dtype=np.int64)
+        file_id = ids[inverse.reshape(-1)] if n else np.zeros(0, dtype=np.int64)
+    else:
+        file_id = np.zeros(n, dtype=np.int64)
+    return name_id, file_id, f.start_line.astype(np.int64), texts
+
+
+def _factorize_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Id of each row's tuple across ``cols`` (dense, 0..k-1) and one representative row per id."""
+    n = cols[0].size
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    combined = np.zeros(n, dtype=np.int64)
+    for col in cols:
+        uniq, code = np.unique(col, return_inverse=True)
+        if uniq.size > 1:
+            if int(combined.max()) >= (2**62) // uniq.size:
+                _, combined = np.unique(combined, return_inverse=True)
+                combined = combined.reshape(-1).astype(np.int64)
+            combined = combined * uniq.size + code.reshape(-1)
+    _, rep, ids = np.unique(combined, return_index=True, return_inverse=True)
+    return ids.reshape(-1).astype(np.int64), rep
 
 
 def display_name(name: str, system_name: str) -> str:
@@ -146,11 +202,9 @@ def display_name(name: str, system_name: str) -> str:
     if name and system_name != name:
         return name
     name = system_name
-    if ".<" in name or "])." in name:
-        return name
-    if any(c in name for c in "<>[]") or "::" in name:
-        name = _remove_matching(_remove_matching(name, "(", ")"), "<", ">")
-    return name
+    if not _CPP_LOOKING.search(name) or ".<" in name or "])." in name:
+        return name  # Java "class.<init>", Go "pkg.(*T[...]).M" and plain names stay as they are
+    return _remove_matching(_remove_matching(name, "(", ")"), "<", ">")
 
 
 def _remove_matching(name: str, start: str, end: str) -> str:
@@ -170,17 +224,6 @@ def _remove_matching(name: str, start: str, end: str) -> str:
                 continue
         (group if nesting else out).append(ch)
     return "".join(out + group)
-
-
-def _line_node(fn: int, line: int, column: int, addr: int, obj: str, names: list[str],
-               files: list[str], starts: list[int]) -> NodeInfo:
-    if fn < 0:
-        return NodeInfo(address=addr, objfile=obj)
-    name, file = names[fn], files[fn]
-    if not name:
-        return NodeInfo(address=addr, file=file, lineno=line, column=column,
-                        start_line=starts[fn], objfile=obj)
-    return NodeInfo(name=name, address=addr, file=file, lineno=line, column=column)
 
 
 # ---------------------------------------------------------------- weights

@@ -263,13 +263,8 @@ def _functions(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: l
     f = V.walk_fields(buf, starts, ends)
     n = len(raw)
     ids = V.scalar_column(f, 1, n)
-    cols = [_string_ids(V.scalar_column(f, k, n), np.arange(len(strings)), "function")
-            for k in (2, 3, 4)]
-    start_line = V.scalar_column(f, 5, n).view(np.int64)
-    name, system, filename = (c.tolist() for c in cols)
-    start_line = start_line.tolist()
-    rows = np.array([b.function(strings[name[i]], strings[system[i]], strings[filename[i]], start_line[i])
-                     for i in range(n)], dtype=np.int64)
+    name, system, filename = (_string_ids(V.scalar_column(f, k, n), smap, "function") for k in (2, 3, 4))
+    rows = b.functions_bulk(name, system, filename, V.scalar_column(f, 5, n).view(np.int64))
     index = _Ids("function", ids)
     index.model = rows  # type: ignore[attr-defined]
     return index

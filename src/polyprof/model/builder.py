@@ -50,7 +50,7 @@ class ProfileBuilder:
         self.profile = Profile(source_format=source_format)
         self._strings: dict[str, int] = {"": 0}
         self._str_list: list[str] = [""]
-        self._functions: dict[tuple, int] = {}
+        self._functions: dict[tuple, int] | None = {}
         self._fn_cols: list[list[int]] = [[], [], [], []]
         self._mappings: dict[tuple, int] = {}
         self._map_cols: list[list[int]] = [[], [], [], [], [], []]
@@ -94,6 +94,10 @@ class ProfileBuilder:
     def function(self, name: str, system_name: str = "", filename: str = "",
                  start_line: int = 0) -> int:
         key = (name, system_name, filename, start_line)
+        if self._functions is None:  # bulk rows were added: index them now
+            strs, cols = self._str_list, self._fn_cols
+            self._functions = {(strs[a], strs[b], strs[c], d): i
+                               for i, (a, b, c, d) in enumerate(zip(*cols))}
         fid = self._functions.get(key)
         if fid is None:
             fid = self._functions[key] = len(self._fn_cols[0])
@@ -101,6 +105,30 @@ class ProfileBuilder:
                                               self.string(filename), start_line)):
                 col.append(v)
         return fid
+
+    def functions_bulk(self, name: np.ndarray, system_name: np.ndarray, filename: np.ndarray,
+                       start_line: np.ndarray) -> np.ndarray:
+        """Intern many functions given as model string ids; returns the row of each.
+
+        Equal functions (same identity key) get one row. When the table is
+        still empty this is vectorized; otherwise it falls back to per-item.
+        """
+        cols = [np.asarray(c, dtype=np.int64) for c in (name, system_name, filename, start_line)]
+        if self._fn_cols[0]:
+            strs = self._str_list
+            return np.array([self.function(strs[a], strs[b], strs[c], d)
+                             for a, b, c, d in zip(*(c.tolist() for c in cols))], dtype=np.int64)
+        if not cols[0].size:
+            return np.zeros(0, dtype=np.int64)
+        stacked = np.stack(cols, axis=1)
+        uniq, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # rows in order of first appearance
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        for col, values in zip(self._fn_cols, uniq[order].T.tolist()):
+            col.extend(values)
+        self._functions = None  # indexed lazily if per-item calls follow
+        return rank[inverse.reshape(-1)]
 
     def mapping(self, start: int = 0, limit: int = 0, offset: int = 0, filename: str = "",
                 build_id: str = "", flags: int = 0) -> int:
