@@ -89,6 +89,9 @@ def test_convert_round_trip_and_report(cli, tmp_path):
     r = cli("convert", DEMO, "-o", out)
     assert r.code == 0 and "wrote" in r.err
     assert dump(polyprof.read(out)) == dump(polyprof.read(DEMO))
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask  # not mkstemp's 0600
 
 
 @pytest.mark.parametrize("argv,code,needle", [

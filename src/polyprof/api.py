@@ -147,6 +147,7 @@ def write(profile: Profile, path: str | os.PathLike[str], *, format: str | None 
     try:
         with os.fdopen(fd, "wb") as out:
             report = module.write(profile, out, opts)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -156,6 +157,12 @@ def write(profile: Profile, path: str | os.PathLike[str], *, format: str | None 
         raise
     report.target = spec.name
     return report
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def convert(src: PathOrBytes, dst: str | os.PathLike[str], *, to: str | None = None,
