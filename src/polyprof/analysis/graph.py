@@ -26,7 +26,7 @@ from polyprof.errors import OptionsError
 from polyprof.model.profile import Profile
 
 __all__ = ["GRANULARITIES", "NodeInfo", "NodeMap", "Weights", "callsite_weights", "euler",
-           "display_name", "edges", "node_map", "node_weights", "sum_by"]
+           "calls", "display_name", "edges", "node_map", "node_weights", "ranked", "sum_by"]
 
 GRANULARITIES = ("functions", "filefunctions", "files", "lines", "addresses", "modules")
 _CPP_LOOKING = re.compile(r"[<>\[\]]|::")
@@ -381,13 +381,24 @@ def edges(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None
     (bool per node) limits the work to edges into those nodes.
     Returns (caller, callee, inline) with one row per distinct edge.
     """
+    _, caller, callee, inline = calls(p, nodes, w, kept, callees)
+    return _distinct_edges(caller, callee, inline, len(nodes))
+
+
+def calls(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None,
+          callees: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every occurrence of an edge (see :func:`edges`): (callsite, caller, callee, inline).
+
+    One row per (callsite, inline line) where a kept node is called, so edge
+    weights can count a call once per stack (``tree``).
+    """
     cs = p.callsites
     nn = len(nodes)
     empty = np.zeros(0, dtype=np.int64)
     kept = np.ones(nn, dtype=bool) if kept is None else kept
     wanted = kept if callees is None else kept & callees
     if not len(cs) or not wanted.any():
-        return empty, empty, empty.astype(bool)
+        return empty, empty, empty, empty.astype(bool)
     # occurrences of wanted nodes on live callsites
     entry_ok = wanted[nodes.loc_nodes]
     loc_has = np.add.reduceat(entry_ok, nodes.loc_start[:-1]) if entry_ok.size else entry_ok
@@ -408,7 +419,7 @@ def edges(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None
     caller[missing] = _kept_above(cs, nodes, kept, loc_of, cs.parent.astype(np.int64)[pc[missing]])
     inline = entry + 1 < end
     keep = (caller >= 0) & (caller != callee)
-    return _distinct_edges(caller[keep], callee[keep], inline[keep], nn)
+    return pc[keep], caller[keep], callee[keep], inline[keep]
 
 
 def _caller_in_location(nodes: NodeMap, kept: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -452,3 +463,11 @@ def _distinct_edges(caller: np.ndarray, callee: np.ndarray, inline: np.ndarray,
     uk, inverse = np.unique(key, return_inverse=True)
     plain = np.bincount(inverse.reshape(-1), weights=~inline, minlength=uk.size) > 0
     return uk // (nn + 1), uk % (nn + 1), ~plain
+
+
+def ranked(nodes: NodeMap, flat: np.ndarray, cum: np.ndarray) -> list[int]:
+    """Nodes with weight in pprof's report order: |flat| desc, name, |cum| desc, identity."""
+    live = np.nonzero((flat != 0) | (cum != 0))[0]
+    names, infos = nodes.names, nodes.infos
+    flat_l, cum_l = np.abs(flat).tolist(), np.abs(cum).tolist()
+    return sorted(live.tolist(), key=lambda n: (-flat_l[n], names[n], -cum_l[n], infos[n]))

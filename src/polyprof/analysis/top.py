@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from polyprof.analysis.graph import callsite_weights, edges, node_map, node_weights
+from polyprof.analysis import filters
+from polyprof.analysis.filters import FilterResult
+from polyprof.analysis.graph import callsite_weights, edges, node_map, node_weights, ranked
 from polyprof.analysis.options import Options
 from polyprof.model.profile import Profile, ValueType
 
@@ -41,29 +43,37 @@ class TopResult:
         return sum(r.flat for r in self.rows)
 
 
-def top(p: Profile, options: Options | None = None) -> TopResult:
-    """The top table of ``p`` for ``options.sample_index`` (pprof's default type if unset)."""
+def top(src: Profile | FilterResult, options: Options | None = None) -> TopResult:
+    """The top table of ``src`` for ``options.sample_index`` (pprof's default type if unset).
+
+    The filters of ``options`` are applied first (unless ``src`` is already a
+    FilterResult); percentages stay relative to the total before filtering.
+    """
     o = options or Options()
+    fr = filters.prepare(src, o)
+    p = fr.profile
     index = p.sample_index(o.sample_index)
     values = p.samples.values[:, index] if len(p.sample_types) else np.zeros(0, np.int64)
     nodes = node_map(p, o.granularity, inlines=not o.noinlines)
     w = callsite_weights(p, values)
     flat, cum = node_weights(p, nodes, w)
-    live = np.nonzero((flat != 0) | (cum != 0))[0]
+    order = ranked(nodes, flat, cum)
     names = nodes.names
-    infos = nodes.infos
-    order = sorted(live.tolist(), key=lambda n: (-abs(int(flat[n])), names[n], -abs(int(cum[n])), infos[n]))
     shown = order if o.nodecount <= 0 else order[:o.nodecount]
     kept = np.zeros(len(nodes), dtype=bool)
     kept[shown] = True
     marks = _inline_marks(p, nodes, w, kept)
     rows = [TopRow(names[n], int(flat[n]), int(cum[n]), marks.get(n, "")) for n in shown]
     vt = p.sample_types[index] if p.sample_types else ValueType("", "")
-    return TopResult(vt, w.total, rows, len(order), p)
+    total = fr.total(index) if p.sample_types else w.total
+    return TopResult(vt, total, rows, len(order), p, fr.active)
 
 
 def _inline_marks(p: Profile, nodes, w, kept) -> dict[int, str]:  # noqa: ANN001
-    caller, callee, inline = edges(p, nodes, w, kept)
+    # Only a node that is an inlined line somewhere can be marked.
+    inlined = np.zeros(len(nodes), dtype=bool)
+    inlined[nodes.loc_nodes[nodes.loc_inlined]] = True
+    caller, callee, inline = edges(p, nodes, w, kept, callees=inlined)
     has_inline: set[int] = set(callee[inline].tolist())
     has_plain: set[int] = set(callee[~inline].tolist())
     return {n: "(partial-inline)" if n in has_plain else "(inline)" for n in has_inline}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
-__all__ = ["add_analysis_flags", "add_input_flags", "add_output_format", "analysis_options",
-           "parse_time_range", "read_options", "read_profile"]
+__all__ = ["add_analysis_flags", "add_filter_flags", "add_input_flags", "add_output_format", "add_report_arguments",
+           "analysis_options", "emit", "load", "parse_time_range", "read_options", "read_profile", "warn_unmatched"]
 
 
 def _int_set(text: str) -> frozenset[int]:
@@ -59,17 +59,60 @@ def add_output_format(p: argparse.ArgumentParser) -> None:
                    help="text for people (default) or json for scripts")
 
 
-def add_analysis_flags(p: argparse.ArgumentParser) -> None:
+def add_analysis_flags(p: argparse.ArgumentParser, *, nodecount: int | None = 25) -> None:
+    """--sample-index, --granularity, --noinlines and (unless ``nodecount`` is None) --nodecount."""
     g = p.add_argument_group("analysis")
     g.add_argument("--sample-index", metavar="NAME|N",
                    help="which sample type to report (default: the profile's default type)")
-    g.add_argument("--nodecount", type=int, default=25, metavar="N",
-                   help="show at most N rows (0 = all; default 25)")
+    if nodecount is not None:
+        g.add_argument("--nodecount", type=int, default=nodecount, metavar="N",
+                       help=f"show at most N nodes (0 = all; default {nodecount})")
     g.add_argument("--granularity", default="functions",
                    choices=("functions", "filefunctions", "files", "lines", "addresses", "modules"),
                    help="what one row stands for (default functions)")
     g.add_argument("--noinlines", action="store_true",
                    help="attribute inlined functions to the function they were inlined into")
+
+
+def add_filter_flags(p: argparse.ArgumentParser) -> None:
+    """The sample and frame filters (go tool pprof names and meanings); --pid/--tid/--time-range
+    are input flags (add_input_flags)."""
+    g = p.add_argument_group("filters (regular expressions on function, file and binary names)")
+    g.add_argument("--focus", metavar="REGEX", help="keep samples with a frame matching REGEX")
+    g.add_argument("--ignore", metavar="REGEX", help="drop samples with a frame matching REGEX")
+    g.add_argument("--hide", metavar="REGEX", help="remove frames matching REGEX from stacks")
+    g.add_argument("--show", metavar="REGEX", help="keep only frames matching REGEX in stacks")
+    g.add_argument("--show-from", metavar="REGEX",
+                   help="cut stacks above (callers of) the outermost frame matching REGEX")
+    g.add_argument("--prune-from", metavar="REGEX",
+                   help="cut stacks below (callees of) the frame matching REGEX")
+    g.add_argument("--tagfocus", metavar="[KEY=]REGEX|RANGE",
+                   help="keep samples whose labels match: 'worker=a', 'bytes=1kb:', ':64mb', '4kb:1mb'")
+    g.add_argument("--tagignore", metavar="[KEY=]REGEX|RANGE", help="drop samples whose labels match")
+    g.add_argument("--thread", metavar="REGEX", help="keep samples of threads whose name matches REGEX")
+
+
+def add_report_arguments(p: argparse.ArgumentParser, *, nodecount: int | None = 25, exact: bool = True) -> None:
+    """What a report verb takes: the input file, analysis flags, filters, input selection,
+    --format and (if ``exact``) --exact."""
+    p.add_argument("input", help="profile file (any readable format; gzip is fine)")
+    add_analysis_flags(p, nodecount=nodecount)
+    add_filter_flags(p)
+    add_input_flags(p)
+    add_output_format(p)
+    if exact:
+        p.add_argument("--exact", action="store_true",
+                       help="print raw values in the sample type's own unit instead of human units")
+
+
+def emit(env, args: argparse.Namespace, to_json, to_text) -> None:  # noqa: ANN001
+    """Print a result: ``to_json()`` indented with --format json, else ``to_text()``."""
+    import json
+
+    if args.format == "json":
+        env.out(json.dumps(to_json(), indent=1))
+    else:
+        env.out(to_text().rstrip("\n"))
 
 
 def read_options(args: argparse.Namespace):  # noqa: ANN201 - lazy import keeps --help fast
@@ -96,3 +139,29 @@ def read_profile(args: argparse.Namespace, env, path: str | None = None):  # noq
     path = path or args.input
     with env.status(f"reading {path}"):
         return polyprof.read(path, format=getattr(args, "input_format", None), options=read_options(args))
+
+
+def load(args: argparse.Namespace, env, path: str | None = None):  # noqa: ANN001, ANN201
+    """Read the verb's input and apply the filters of its flags; warn on stderr for each
+    filter that matched nothing. Returns a FilterResult (``.profile`` is the filtered one).
+
+    ``--time-range`` is applied here, not by the reader, so "relative to the profile
+    start" means the same for every format (see polyprof.analysis.filters).
+    """
+    import dataclasses
+
+    import polyprof
+    from polyprof.analysis import filters
+
+    path = path or args.input
+    opts = dataclasses.replace(read_options(args), time_range=None)
+    with env.status(f"reading {path}"):
+        profile = polyprof.read(path, format=getattr(args, "input_format", None), options=opts)
+    result = filters.apply(profile, analysis_options(args))
+    warn_unmatched(result, env)
+    return result
+
+
+def warn_unmatched(result, env) -> None:  # noqa: ANN001
+    for name in result.unmatched():
+        env.note(f"warning: --{name.replace('_', '-')} matched nothing")

@@ -36,6 +36,7 @@ start here:
 
 exit codes: 0 ok, 1 other error, 2 unreadable input, 3 unknown format,
 4 malformed input, 5 unsupported feature, 6 bad option, 7 cannot write output,
+8 diff --fail-on-growth threshold passed, 9 validate --strict found problems,
 130 interrupted."""
 
 

@@ -11,19 +11,26 @@ Kept: every sample column, labels, comments (de-duplicated, in order), extras
 non-zero start, duration_nanos spans all inputs, period is the largest.
 Inputs must have the same sample types (type and unit, in order); use
 ``align_sample_types`` first otherwise.
+
+``align_sample_types`` converts units the way ``go tool pprof`` does before
+it merges (to the finest unit; e.g. microseconds -> nanoseconds) and refuses
+different kinds. ``compact`` is what pprof does to every input: equal
+samples summed into one, all-zero samples dropped.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
 from polyprof.errors import OptionsError
+from polyprof.model import units
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.profile import Label, Profile
+from polyprof.model.profile import Label, Profile, SampleTable, ValueType
 
-__all__ = ["merge", "copy_into"]
+__all__ = ["align_sample_types", "compact", "copy_into", "merge", "sample_groups"]
 
 
 def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ()) -> None:
@@ -76,7 +83,7 @@ def merge(profiles: Sequence[Profile], extra_labels: Sequence[Sequence[Label]] |
     b.set_sample_types(first.sample_types)
     meta = b.meta
     meta.default_sample_type = first.default_sample_type
-    meta.period_type = first.period_type
+    meta.period_type = next((p.period_type for p in profiles if p.period_type is not None), None)
     meta.period = max(p.period for p in profiles)
     starts = [p.time_nanos for p in profiles if p.time_nanos]
     meta.time_nanos = min(starts) if starts else 0
@@ -98,3 +105,129 @@ def merge(profiles: Sequence[Profile], extra_labels: Sequence[Sequence[Label]] |
     for i, p in enumerate(profiles):
         copy_into(b, p, extra_labels[i] if extra_labels else ())
     return b.finish()
+
+
+def compact(p: Profile, groups: np.ndarray | None = None) -> Profile:
+    """Samples equal in all but their values summed into one; all-zero samples dropped.
+
+    What ``go tool pprof`` does to every input (its merge of one profile).
+    Samples are equal when their stack, labels and time/pid/tid/cpu columns
+    are; ``groups`` (one integer per sample) overrides that grouping, e.g. to
+    group filtered samples by their stacks before filtering. Kept: tables,
+    metadata, the order of first occurrence, the columns (of the first
+    sample of each group). Lost: sample multiplicity.
+    """
+    s = p.samples
+    if groups is None:
+        groups = sample_groups(p)
+    live = np.nonzero(s.values.any(axis=1))[0] if s.values.size else np.zeros(0, dtype=np.int64)
+    _, first, inverse = np.unique(groups[live], return_index=True, return_inverse=True)
+    sums = np.zeros((first.size, s.values.shape[1]), dtype=np.int64)
+    np.add.at(sums, inverse.reshape(-1), s.values[live])
+    order = np.argsort(first, kind="stable")
+    order = order[sums[order].any(axis=1)]
+    rows = live[first[order]]
+    optional = {n: (None if getattr(s, n) is None else getattr(s, n)[rows]) for n in s.OPTIONAL_COLUMNS}
+    table = SampleTable(stack=s.stack[rows], values=sums[order], labelset=s.labelset[rows], **optional)
+    return dataclasses.replace(p, samples=table, comments=list(p.comments), extras=dict(p.extras),
+                               warnings=list(p.warnings))
+
+
+def sample_groups(p: Profile) -> np.ndarray:
+    """Per sample: an id equal for samples with the same stack, labels and columns."""
+    s = p.samples
+    groups = (s.stack.astype(np.int64) + 1) * (len(p.labelsets) + 1) + s.labelset
+    for col in (getattr(s, n) for n in s.OPTIONAL_COLUMNS):
+        if col is not None:  # combine dense codes: (group, value) pairs -> one id
+            _, g = np.unique(groups, return_inverse=True)
+            values, v = np.unique(col, return_inverse=True)
+            groups = g.reshape(-1).astype(np.int64) * values.size + v.reshape(-1)
+    return groups
+
+
+def align_sample_types(profiles: Sequence[Profile], names: Sequence[str] | None = None) -> list[Profile]:
+    """The profiles with one set of sample types, converting units where they differ.
+
+    As ``go tool pprof`` does before merging: the i-th types must be of one
+    kind (names equal up to a trailing "s") with units of one family (memory
+    or time); every column is scaled to the finest unit seen (values
+    rounded to integers), and so is the period. Types listed in another
+    order are reordered to the first profile's order. Raises OptionsError
+    with the two type lists when the kinds or units cannot be reconciled.
+    Profiles that need no change are returned as they are. ``names`` (e.g.
+    file names) make the error say which inputs disagree.
+    """
+    if not profiles:
+        return []
+    names = list(names) if names else [f"profile {i + 1}" for i in range(len(profiles))]
+    first = profiles[0].sample_types
+    orders = []
+    for name, p in zip(names, profiles):
+        try:
+            orders.append(_column_order(first, p.sample_types))
+        except OptionsError as exc:
+            raise OptionsError(f"{names[0]} and {name}: {exc}") from None
+    target = [vt for vt in first]
+    for p, order in zip(profiles, orders):
+        for i, j in enumerate(order):
+            unit = units.finest(target[i].unit, p.sample_types[j].unit)
+            target[i] = ValueType(target[i].type, unit)
+    period = _common_period_type(profiles)
+    return [_rescaled(p, order, target, period) for p, order in zip(profiles, orders)]
+
+
+def _kind(vt: ValueType) -> str:
+    return vt.type.removesuffix("s")
+
+
+def _compatible(a: ValueType, b: ValueType) -> bool:
+    return _kind(a) == _kind(b) and units.finest(a.unit, b.unit) is not None
+
+
+def _column_order(first: list[ValueType], types: list[ValueType]) -> list[int]:
+    """For each type of ``first``: its column in ``types``."""
+    if len(first) == len(types) and all(_compatible(a, b) for a, b in zip(first, types)):
+        return list(range(len(first)))
+    by_kind = {_kind(vt): j for j, vt in enumerate(types)}
+    order = [by_kind.get(_kind(vt), -1) for vt in first]
+    if len(first) == len(types) and len(by_kind) == len(types) \
+            and all(j >= 0 and _compatible(vt, types[j]) for vt, j in zip(first, order)):
+        return order
+    raise OptionsError("cannot combine profiles with different sample types: "
+                       f"{', '.join(map(str, first)) or 'none'} vs {', '.join(map(str, types)) or 'none'}")
+
+
+def _common_period_type(profiles: Sequence[Profile]) -> ValueType | None:
+    kinds = [p.period_type for p in profiles if p.period_type is not None]
+    if not kinds:
+        return None
+    out = kinds[0]
+    for vt in kinds[1:]:
+        if not _compatible(out, vt):
+            raise OptionsError(f"cannot combine profiles with different period types: {out} vs {vt}")
+        out = ValueType(out.type, units.finest(out.unit, vt.unit))
+    return out
+
+
+def _ratio(unit: str, target: str) -> float:
+    return 1.0 if unit == target else units.scale(1, unit, target)[0]
+
+
+def _rescaled(p: Profile, order: list[int], target: list[ValueType], period: ValueType | None) -> Profile:
+    ratios = [_ratio(p.sample_types[j].unit, vt.unit) for j, vt in zip(order, target)]
+    same_types = p.sample_types == target
+    period_ratio = _ratio(p.period_type.unit, period.unit) if p.period_type and period else 1.0
+    if same_types and period_ratio == 1.0:
+        return p
+    values = p.samples.values[:, order] if order != list(range(len(order))) else p.samples.values
+    if any(r != 1.0 for r in ratios):
+        values = np.rint(values * np.array(ratios)).astype(np.int64)
+    samples = dataclasses.replace(p.samples, values=values)
+    changes = {"samples": samples, "sample_types": list(target)}
+    if p.period_type and period:
+        changes.update(period_type=ValueType(p.period_type.type, period.unit), period=round(p.period * period_ratio))
+    named = [j for j, vt in enumerate(p.sample_types) if vt.type == p.default_sample_type]
+    if named:  # keep pointing at the same column under the (possibly renamed) type
+        changes["default_sample_type"] = target[order.index(named[0])].type
+    return dataclasses.replace(p, comments=list(p.comments), extras=dict(p.extras),
+                               warnings=list(p.warnings), **changes)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+from collections.abc import Callable
 
 from polyprof.analysis.top import TopResult
 from polyprof.model.profile import Profile
 from polyprof.render import units
 
-__all__ = ["profile_header", "report_header", "top_json", "top_text"]
+__all__ = ["profile_header", "report_header", "top_json", "top_text", "value_formatter"]
 
 
 def profile_header(p: Profile, sample_type: str, sample_unit: str, total: int, fmt) -> list[str]:  # noqa: ANN001
@@ -54,18 +55,21 @@ def report_header(p: Profile, sample_type, total: int, fmt, shown_flat: int,  # 
     return lines
 
 
-def top_text(r: TopResult, *, exact: bool = False) -> str:
-    """pprof's ``-top`` text. ``exact`` prints raw values in the type's own unit."""
-    unit = r.sample_type.unit
+def value_formatter(rows, total: int, unit: str, *, exact: bool = False) -> Callable[[int], str]:  # noqa: ANN001
+    """How a report prints values: one unit for the whole table, chosen as pprof's
+    selectOutputUnit does from ``rows`` (anything with ``flat`` and ``cum``) and the
+    total; ``exact`` keeps raw values in the sample type's own unit."""
     if exact:
         out_unit = unit
     else:
-        nonzero = [abs(row.flat) or abs(row.cum) for row in r.rows if row.flat or row.cum]
-        out_unit = units.output_unit(min(nonzero, default=0), r.total, unit)
+        nonzero = [abs(row.flat) or abs(row.cum) for row in rows if row.flat or row.cum]
+        out_unit = units.output_unit(min(nonzero, default=0), total, unit)
+    return lambda v: units.scaled_label(v, unit, out_unit)
 
-    def fmt(v: int) -> str:
-        return units.scaled_label(v, unit, out_unit)
 
+def top_text(r: TopResult, *, exact: bool = False) -> str:
+    """pprof's ``-top`` text. ``exact`` prints raw values in the type's own unit."""
+    fmt = value_formatter(r.rows, r.total, r.sample_type.unit, exact=exact)
     lines = report_header(r.profile, r.sample_type, r.total, fmt, r.shown_flat, len(r.rows), r.node_count,
                           r.active_filters)
     lines.append(f"{'flat':>10} {'flat':>5}% {'sum':>5}% {'cum':>10} {'cum':>5}%")
@@ -85,6 +89,7 @@ def top_json(r: TopResult) -> dict:
         "sample_type": r.sample_type.type,
         "unit": r.sample_type.unit,
         "total": r.total,
+        **({"active_filters": r.active_filters} if r.active_filters else {}),
         "rows": [{"name": row.name, "flat": row.flat, "cum": row.cum,
                   **({"inline": row.inline} if row.inline else {})} for row in r.rows],
     }

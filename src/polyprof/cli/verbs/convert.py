@@ -23,6 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="output format (default: from OUT's extension; see 'polyprof formats')")
     p.add_argument("--sample-index", metavar="NAME|N",
                    help="for single-value targets (folded...): which sample type to write")
+    common.add_filter_flags(p)
     common.add_input_flags(p)
     common.add_output_format(p)
 
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     import polyprof
     from polyprof.formats.options import WriteOptions
 
-    profile = common.read_profile(args, env)
+    profile = common.load(args, env).profile
     with env.status(f"writing {args.output}"):
         report = polyprof.write(profile, args.output, format=args.to,
                                 options=WriteOptions(sample_index=args.sample_index))

@@ -18,13 +18,14 @@ so two files with equal dumps hold the same data."""
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", help="profile file")
+    common.add_filter_flags(p)
     common.add_input_flags(p)
 
 
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     from polyprof.model.dump import dump_lines
 
-    profile = common.read_profile(args, env)
+    profile = common.load(args, env).profile
     write = env.stdout.write
     for line in dump_lines(profile):
         write(line + "\n")

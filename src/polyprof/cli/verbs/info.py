@@ -17,6 +17,7 @@ examples:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("input", help="profile file")
+    common.add_filter_flags(p)
     common.add_input_flags(p)
     common.add_output_format(p)
 
@@ -24,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     from polyprof.analysis.info import info
 
-    profile = common.read_profile(args, env)
+    profile = common.load(args, env).profile
     summary = info(profile)
     if args.format == "json":
         env.out(json.dumps(summary, indent=1, sort_keys=True))

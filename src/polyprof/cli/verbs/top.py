@@ -18,24 +18,13 @@ samples with the function anywhere on the stack (recursion counted once)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("input", help="profile file (any readable format; gzip is fine)")
-    common.add_analysis_flags(p)
-    common.add_input_flags(p)
-    common.add_output_format(p)
-    p.add_argument("--exact", action="store_true",
-                   help="print raw values in the sample type's own unit instead of human units")
+    common.add_report_arguments(p)
 
 
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
-    import json
-
     from polyprof.analysis.top import top
     from polyprof.render.top import top_json, top_text
 
-    profile = common.read_profile(args, env)
-    result = top(profile, common.analysis_options(args))
-    if args.format == "json":
-        env.out(json.dumps(top_json(result), indent=1))
-    else:
-        env.out(top_text(result, exact=args.exact).rstrip("\n"))
+    result = top(common.load(args, env), common.analysis_options(args))
+    common.emit(env, args, lambda: top_json(result), lambda: top_text(result, exact=args.exact))
     return 0

@@ -1,0 +1,197 @@
+"""``diff``: how two profiles differ, by function and by stack, absolute or normalised.
+
+Both profiles are first given one set of sample types
+(:func:`polyprof.model.merge.align_sample_types`: units converted, kinds
+checked). Functions (report nodes at ``options.granularity``) are matched
+by name, stacks by their list of names, so the two profiles need not share
+tables. Weights follow ``top``: flat and cum (recursion counted once) per
+function, leaf weight per stack.
+
+Normalisation (``normalize``):
+
+``none``
+    raw values in the sample type's unit;
+``total``
+    each profile's values divided by its own total (before filtering), so
+    rows are shares and deltas are share points;
+``rate``
+    values per second of profile duration; counted samples of a profile
+    sampled on a time period are first multiplied by that period, so
+    profiles recorded at different sampling rates compare
+    (``samples/count`` at 100 Hz and at 250 Hz both become CPU time/second).
+
+Shares (value / total) are always computed too: ``growth`` reports the
+functions whose share grew by more than a threshold, for CI gates.
+Lost: functions and stacks with zero weight on both sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from polyprof.analysis import filters
+from polyprof.analysis.filters import FilterResult
+from polyprof.analysis.graph import callsite_weights, node_map, node_weights
+from polyprof.analysis.options import Options
+from polyprof.errors import OptionsError
+from polyprof.model import units
+from polyprof.model.merge import align_sample_types
+from polyprof.model.profile import Profile, ValueType
+
+__all__ = ["NORMALIZE", "DiffResult", "FunctionDiff", "StackDiff", "diff"]
+
+NORMALIZE = ("none", "total", "rate")
+
+
+@dataclass
+class FunctionDiff:
+    name: str
+    base_flat: int
+    new_flat: int
+    base_cum: int
+    new_cum: int
+
+
+@dataclass
+class StackDiff:
+    frames: tuple[str, ...]  # root first
+    base: int
+    new: int
+
+
+@dataclass
+class DiffResult:
+    """Raw weights per function and stack, with what normalises them.
+
+    ``norm(side, value)`` gives a value in the chosen normalisation and
+    ``share(side, value)`` its fraction of that side's total.
+    """
+
+    sample_type: ValueType
+    normalize: str
+    unit: str                      # unit of normalised values ("" for shares)
+    base_total: int                # before filtering
+    new_total: int
+    factors: tuple[float, float]   # base, new multipliers for normalisation
+    functions: list[FunctionDiff]
+    stacks: list[StackDiff] = field(default_factory=list)
+    active_filters: list[str] = field(default_factory=list)
+
+    def norm(self, side: int, value: int) -> float:
+        return value if self.normalize == "none" else value * self.factors[side]
+
+    def share(self, side: int, value: int) -> float:
+        total = (self.base_total, self.new_total)[side]
+        return value / total if total else 0.0
+
+    def delta(self, base: int, new: int) -> float:
+        return self.norm(1, new) - self.norm(0, base)
+
+    def share_delta(self, base: int, new: int) -> float:
+        """Change of share in percentage points."""
+        return 100.0 * (self.share(1, new) - self.share(0, base))
+
+    def growth(self, threshold: float, metric: str = "flat") -> list[FunctionDiff]:
+        """Functions whose ``metric`` share grew by more than ``threshold`` points."""
+        pick = (lambda f: (f.base_flat, f.new_flat)) if metric == "flat" else (lambda f: (f.base_cum, f.new_cum))
+        return [f for f in self.functions if self.share_delta(*pick(f)) > threshold]
+
+
+def diff(base: Profile | FilterResult, new: Profile | FilterResult, options: Options | None = None, *,
+         normalize: str = "none", stacks: bool = True) -> DiffResult:
+    """Compare ``new`` against ``base`` (filters of ``options`` applied unless already)."""
+    if normalize not in NORMALIZE:
+        raise OptionsError(f"unknown normalisation {normalize!r}; choose from {', '.join(NORMALIZE)}")
+    o = options or Options()
+    sides = [filters.prepare(x, o) for x in (base, new)]
+    aligned = align_sample_types([s.original for s in sides] + [s.profile for s in sides], ["base", "new"] * 2)
+    originals, profiles = aligned[:2], aligned[2:]
+    index = profiles[1].sample_index(o.sample_index)
+    vt = profiles[1].sample_types[index] if profiles[1].sample_types else ValueType("", "")
+    totals = [int(np.abs(p.samples.values[:, index]).sum()) if p.sample_types else 0 for p in originals]
+    factors, unit = _factors(normalize, originals, vt, totals)
+    weights = [_function_weights(p, o, index) for p in profiles]
+    names = sorted(set(weights[0]) | set(weights[1]))
+    rows = []
+    for n in names:
+        (base_flat, base_cum), (new_flat, new_cum) = weights[0].get(n, (0, 0)), weights[1].get(n, (0, 0))
+        rows.append(FunctionDiff(n, base_flat, new_flat, base_cum, new_cum))
+    result = DiffResult(vt, normalize, unit, totals[0], totals[1], factors, rows,
+                        active_filters=sides[1].active)
+    rows.sort(key=lambda f: (-abs(result.delta(f.base_flat, f.new_flat)),
+                             -abs(result.delta(f.base_cum, f.new_cum)), f.name))
+    if stacks:
+        per_stack = [_stack_weights(p, o, index) for p in profiles]
+        keys = set(per_stack[0]) | set(per_stack[1])
+        result.stacks = [StackDiff(k, per_stack[0].get(k, 0), per_stack[1].get(k, 0)) for k in keys]
+        result.stacks.sort(key=lambda s: (-abs(result.delta(s.base, s.new)), s.frames))
+    return result
+
+
+def _values(p: Profile, index: int) -> np.ndarray:
+    return p.samples.values[:, index] if p.sample_types else np.zeros(len(p.samples), np.int64)
+
+
+def _function_weights(p: Profile, o: Options, index: int) -> dict[str, tuple[int, int]]:
+    """(flat, cum) by report name; rows that print alike are added together."""
+    nodes = node_map(p, o.granularity, inlines=not o.noinlines)
+    flat, cum = node_weights(p, nodes, callsite_weights(p, _values(p, index)))
+    out: dict[str, tuple[int, int]] = {}
+    for n in np.nonzero((flat != 0) | (cum != 0))[0].tolist():
+        f, c = out.get(nodes.names[n], (0, 0))
+        out[nodes.names[n]] = (f + int(flat[n]), c + int(cum[n]))
+    return out
+
+
+def _stack_weights(p: Profile, o: Options, index: int) -> dict[tuple[str, ...], int]:
+    """Leaf weight by stack of report names (root first, one name per inline line)."""
+    nodes = node_map(p, o.granularity, inlines=not o.noinlines)
+    w = callsite_weights(p, _values(p, index))
+    names = nodes.names
+    loc_names = [tuple(names[int(n)] for n in nodes.loc_nodes[int(a):int(b)][::-1])
+                 for a, b in zip(nodes.loc_start[:-1], nodes.loc_start[1:])]
+    cs = p.callsites
+    parent, location = cs.parent.tolist(), cs.location.tolist()
+    path: dict[int, tuple[str, ...]] = {-1: ()}
+
+    def names_of(c: int) -> tuple[str, ...]:
+        todo = []
+        while c not in path:
+            todo.append(c)
+            c = parent[c]
+        for d in reversed(todo):
+            path[d] = path[parent[d]] + loc_names[location[d]]
+        return path[todo[0]] if todo else path[c]
+
+    out: dict[tuple[str, ...], int] = {}
+    for c in np.nonzero(w.leaf)[0].tolist():
+        key = names_of(c)
+        out[key] = out.get(key, 0) + int(w.leaf[c])
+    return out
+
+
+def _factors(normalize: str, profiles: list[Profile], vt: ValueType,
+             totals: list[int]) -> tuple[tuple[float, float], str]:
+    if normalize == "none":
+        return (1.0, 1.0), vt.unit
+    if normalize == "total":
+        return tuple(1.0 / t if t else 0.0 for t in totals), ""  # type: ignore[return-value]
+    rates = [_rate(p, vt, side) for p, side in zip(profiles, ("base", "new"))]
+    if rates[0][1] != rates[1][1]:
+        raise OptionsError(f"--normalize rate: base is in {rates[0][1]}/s but new in {rates[1][1]}/s "
+                           "(one of them has no sampling period)")
+    return (rates[0][0], rates[1][0]), rates[1][1]
+
+
+def _rate(p: Profile, vt: ValueType, side: str) -> tuple[float, str]:
+    """Multiplier to a per-second rate, and the unit per second."""
+    if p.duration_nanos <= 0:
+        raise OptionsError(f"--normalize rate needs each profile's duration; the {side} profile has none")
+    seconds = p.duration_nanos / 1e9
+    counted = units.finest(vt.unit, "nanoseconds") is None and units.finest(vt.unit, "bytes") is None
+    pt = p.period_type
+    if counted and pt is not None and p.period > 0 and units.finest(pt.unit, "nanoseconds") is not None:
+        return units.scale(p.period, pt.unit, "nanoseconds")[0] / seconds, "nanoseconds"
+    return 1.0 / seconds, vt.unit

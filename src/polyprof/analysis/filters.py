@@ -1,0 +1,397 @@
+"""Sample and frame filters with ``go tool pprof`` semantics, plus time and thread selection.
+
+:func:`apply` returns a new profile (the input is never changed) and says
+which filters matched something, so front ends can warn (STYLE 7).
+
+Name filters match a Python regular expression (``re.search``, as Go's
+``MatchString``) against what pprof matches: a frame's function name (after
+the same name clean-up the reports show), its source file name, and the file
+of its mapping. They act on the profile before any granularity is applied,
+as in pprof, so ``--focus`` finds functions even in a ``files`` report.
+
+``focus``/``ignore``
+    keep samples with a frame matching ``focus`` and none matching
+    ``ignore``. Samples with empty stacks are dropped whenever any name
+    filter is set (pprof does the same).
+``hide``/``show``
+    remove matching (resp. non-matching) inline lines from frames; frames
+    left without lines vanish from stacks, samples left without frames are
+    dropped. A mapping-file match hides (resp. shows) the whole frame.
+``show_from``
+    cut every stack above its outermost matching frame; samples with no
+    matching frame are dropped.
+``prune_from``
+    cut every stack below its innermost frame whose function name (without
+    its argument list) matches.
+``tagfocus``/``tagignore``
+    pprof's label filters: ``REGEX[,REGEX]`` on ``key:value`` of string
+    labels, ``KEY=REGEX[,REGEX]`` on one key's values, or numeric ranges
+    ``[KEY=]VALUE``, ``VALUE:``, ``:VALUE``, ``LOW:HIGH`` with units
+    (``bytes=1kb:``, ``64mb``).
+``pid``/``tid``
+    keep samples of these processes/threads: the sample column, else a
+    numeric ``pid``/``tid`` label (how pprof files written by polyprof
+    carry them).
+``thread``
+    a regular expression on the thread name, found as the viewer writers
+    find it (:func:`polyprof.formats.viewer.sample_threads`): a string label
+    ``thread_name``, ``thread`` or ``comm`` on the sample, else the
+    readers' ``extras["threads"]``/``extras["thread_names"]`` looked up with
+    the sample's tid.
+``time_range``
+    (start, end) in ns, keeping start <= t < end (as the Perfetto reader's
+    own selection), relative to the profile start: the profile's
+    ``time_nanos`` when samples are not older than it (a clock shared with
+    the samples), otherwise the earliest sample (samples on a boot or
+    monotonic clock). Needs sample times (the ``time`` column or a numeric
+    ``time`` label).
+
+Kept: every value column, label and table. Lost: the dropped samples and,
+for hide/show/show_from/prune_from, the removed frames and inline lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from polyprof.analysis import stacks, tags
+from polyprof.analysis.graph import display_name
+from polyprof.analysis.options import Options
+from polyprof.errors import OptionsError
+from polyprof.formats.viewer import sample_threads
+from polyprof.model.profile import Profile, ValueType
+
+__all__ = ["FILTERS", "FilterResult", "apply", "prepare", "time_origin"]
+
+#: Filter option names in the order pprof lists active filters.
+FILTERS = ("focus", "ignore", "hide", "show", "show_from", "tagfocus", "tagignore", "prune_from",
+           "pid", "tid", "thread", "time_range")
+_REGEX_OPTIONS = ("focus", "ignore", "hide", "show", "show_from", "prune_from", "thread")
+
+
+@dataclass
+class FilterResult:
+    """A filtered profile, the profile it came from, and what each filter matched."""
+
+    profile: Profile
+    original: Profile
+    #: ``name=value`` of every filter set, as pprof's "Active filters" legend shows them.
+    active: list[str] = field(default_factory=list)
+    #: For every filter set: whether it matched anything.
+    matched: dict[str, bool] = field(default_factory=dict)
+    #: For every sample of ``profile``: its row in ``original``.
+    rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def unmatched(self) -> list[str]:
+        """Names of the filters that matched nothing."""
+        return [name for name, ok in self.matched.items() if not ok]
+
+    def total(self, index: int) -> int:
+        """Sum of absolute values of column ``index`` *before* filtering (pprof's 100%)."""
+        values = self.original.samples.values
+        if not values.size:
+            return 0
+        return int(np.abs(values[:, index]).sum())
+
+    def column(self, sample_index: str | int | None) -> tuple[int, np.ndarray, ValueType, int]:
+        """(index, filtered values, value type, total before filtering) of a ``--sample-index``."""
+        p = self.profile
+        if not p.sample_types:
+            return 0, np.zeros(len(p.samples), dtype=np.int64), ValueType("", ""), 0
+        index = p.sample_index(sample_index)
+        return index, p.samples.values[:, index], p.sample_types[index], self.total(index)
+
+
+def prepare(src: Profile | FilterResult, options: Options | None) -> FilterResult:
+    """``src`` filtered by ``options`` (a FilterResult is taken as already filtered)."""
+    if isinstance(src, FilterResult):
+        return src
+    return apply(src, options)
+
+
+def apply(p: Profile, options: Options | None = None) -> FilterResult:
+    """Apply every filter set in ``options`` to ``p``, in pprof's order (see module doc)."""
+    o = options or Options()
+    rx = {name: _compile(name, getattr(o, name)) for name in _REGEX_OPTIONS}
+    tagf = tags.compile_filter("tagfocus", o.tagfocus, p)
+    tagi = tags.compile_filter("tagignore", o.tagignore, p)
+    result = FilterResult(p, p, _active(o), rows=np.arange(len(p.samples)))
+    matched = result.matched
+    steps = [lambda q: _select(q, o, rx["thread"], matched)]
+    if any(rx[k] is not None for k in ("focus", "ignore", "hide", "show")):
+        steps.append(lambda q: _by_name(q, rx, matched))
+    if rx["show_from"] is not None:
+        steps.append(lambda q: _show_from(q, rx["show_from"], matched))
+    if tagf is not None or tagi is not None:
+        steps.append(lambda q: _by_tag(q, tagf, tagi, matched))
+    if rx["prune_from"] is not None:
+        steps.append(lambda q: _prune_from(q, rx["prune_from"], matched))
+    for step in steps:
+        p, kept = step(p)  # kept: the samples that stayed (mask or row numbers), None for all
+        if kept is not None:
+            result.rows = result.rows[kept]
+    result.profile = p
+    return result
+
+
+def _active(o: Options) -> list[str]:
+    out = []
+    for name in FILTERS:
+        value = getattr(o, name)
+        if value is None or value == "":
+            continue
+        if name == "prune_from":
+            continue  # pprof leaves it out of its legend
+        if name in ("pid", "tid"):
+            value = ",".join(str(v) for v in sorted(value))
+        elif name == "time_range":
+            value = ":".join("" if v is None else f"{v}ns" for v in value)
+        out.append(f"{name}={value}")
+    return out
+
+
+def _compile(name: str, value: str | None) -> re.Pattern[str] | None:
+    if not value:
+        return None
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise OptionsError(f"--{name.replace('_', '-')}: bad regular expression {value!r}: {exc}") from None
+
+
+# ---------------------------------------------------------------- name matching
+
+@dataclass
+class _Names:
+    """Per-function and per-mapping match results of one regular expression."""
+
+    line: np.ndarray      # per line row: its function matches by name or file
+    mapping: np.ndarray   # per location: its mapping file matches
+    location: np.ndarray  # per location: any line or the mapping matches
+
+
+def _match(p: Profile, rx: re.Pattern[str]) -> _Names:
+    strs = p.strings
+    files = p.functions.filename.tolist()
+    fn = np.array([bool(rx.search(name)) or bool(rx.search(strs[files[i]])) for i, name in enumerate(_names(p))]
+                  + [False], dtype=bool)  # index -1: no function, never matches
+    mp = np.array([bool(rx.search(strs[m])) for m in p.mappings.filename.tolist()] + [False], dtype=bool)
+    line = fn[p.lines.function]
+    loc_map = mp[p.locations.mapping]
+    any_line = np.bincount(_line_positions(p)[0][line], minlength=len(p.locations)) > 0
+    return _Names(line, loc_map, any_line | loc_map)
+
+
+def _names(p: Profile) -> list[str]:
+    """Function names as reports show them (what pprof's filters see after its symbolizer)."""
+    strs = p.strings
+    return [display_name(strs[n], strs[s]) for n, s in zip(p.functions.name.tolist(), p.functions.system_name.tolist())]
+
+
+def _line_positions(p: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """Per line row: its location, and its position in it (0 = innermost)."""
+    line_loc = np.repeat(np.arange(len(p.locations)), np.diff(p.locations.line_start))
+    return line_loc, np.arange(len(p.lines)) - p.locations.line_start[line_loc]
+
+
+def _by_name(p: Profile, rx: dict, matched: dict[str, bool]) -> tuple[Profile, np.ndarray]:
+    """pprof's FilterSamplesByName: focus/ignore on samples, hide/show on lines."""
+    keep_sample = np.ones(len(p.samples), dtype=bool)
+    stack = p.samples.stack
+    focused = np.ones(len(p.locations), dtype=bool)
+    if rx["ignore"] is not None:
+        ignored = _match(p, rx["ignore"]).location
+        matched["ignore"] = bool(ignored.any())
+        focused &= ~ignored
+        keep_sample &= ~_on_stack(p, ignored, stack)
+    if rx["focus"] is not None:
+        fm = _match(p, rx["focus"]).location & focused
+        matched["focus"] = bool(fm.any())
+        focused = fm
+    keep_sample &= _on_stack(p, focused, stack)
+    line_keep = np.ones(len(p.lines), dtype=bool)
+    touched = np.zeros(len(p.locations), dtype=bool)
+    line_loc, _ = _line_positions(p)
+    if rx["hide"] is not None:
+        h = _match(p, rx["hide"])
+        matched["hide"] = bool(h.location.any())
+        touched |= h.location
+        line_keep &= ~(h.location[line_loc] & (h.mapping[line_loc] | h.line))
+    if rx["show"] is not None:
+        s = _match(p, rx["show"])
+        touched[:] = True
+        line_keep &= s.mapping[line_loc] | s.line | (p.lines.function < 0)
+    p = stacks.take_samples(p, keep_sample)
+    kept = np.nonzero(keep_sample)[0]
+    if not touched.any():
+        return p, kept
+    left = np.bincount(line_loc[line_keep], minlength=len(p.locations))
+    hidden = touched & (left == 0)
+    if rx["show"] is not None:
+        matched["show"] = bool((~hidden).any())
+    cs = p.callsites
+    p, still = _reshape(p, line_keep, ~hidden[cs.location])
+    return p, kept[still]
+
+
+def _on_stack(p: Profile, loc_flag: np.ndarray, stack: np.ndarray) -> np.ndarray:
+    """Per sample: some frame of its stack has ``loc_flag`` (False for empty stacks)."""
+    cs = p.callsites
+    on_path = np.append(stacks.path_any(cs, loc_flag[cs.location]), False)  # -1 -> False
+    return on_path[stack]
+
+
+def _reshape(p: Profile, line_keep: np.ndarray, keep: np.ndarray, cut: np.ndarray | None = None,
+             stack: np.ndarray | None = None, keep_empty: bool = False) -> tuple[Profile, np.ndarray]:
+    """Keep ``line_keep`` lines and ``keep`` callsites (``cut`` ones become roots); every
+    sample moves to what became of callsite ``stack`` (its own stack by default). Samples
+    left without a stack are dropped (unless ``keep_empty`` and they had none before);
+    returns the profile and the kept-sample mask."""
+    cs = p.callsites
+    p, loc_map = stacks.rewrite_lines(p, line_keep)
+    table, new_of = stacks.rebuild(cs, keep, loc_map[cs.location], cut)
+    new_stack = np.append(new_of, -1)[p.samples.stack if stack is None else stack]
+    kept = (new_stack >= 0) | (keep_empty & (p.samples.stack < 0))
+    p = stacks.take_samples(p, kept, new_stack)
+    p.callsites = table
+    return p, kept
+
+
+def _show_from(p: Profile, rx: re.Pattern[str], matched: dict[str, bool]) -> tuple[Profile, np.ndarray]:
+    """Cut stacks above the outermost matching frame; drop samples without one."""
+    m = _match(p, rx)
+    matched["show_from"] = bool(m.location.any())
+    cs = p.callsites
+    hit = m.location[cs.location]
+    above = stacks.path_any(cs, hit, strict=True)
+    return _reshape(p, _lines_up_to_last_match(p, m), hit | above, cut=hit & ~above)
+
+
+def _lines_up_to_last_match(p: Profile, m: _Names) -> np.ndarray:
+    """Lines of matching locations up to the outermost matching line (all if the mapping matched)."""
+    line_loc, pos = _line_positions(p)
+    last = np.full(len(p.locations), -1, dtype=np.int64)
+    np.maximum.at(last, line_loc[m.line], pos[m.line])
+    limit = np.where(m.mapping | (last < 0), np.iinfo(np.int64).max, last)
+    return pos <= limit[line_loc]
+
+
+def _prune_from(p: Profile, rx: re.Pattern[str], matched: dict[str, bool]) -> tuple[Profile, None]:
+    """Cut stacks below their innermost frame whose function name matches."""
+    fn = np.array([bool(n) and bool(rx.search(_simplify(n))) for n in _names(p)] + [False], dtype=bool)
+    line_hit = fn[p.lines.function]
+    line_loc, pos = _line_positions(p)
+    first = np.full(len(p.locations), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, line_loc[line_hit], pos[line_hit])
+    prune = first < np.iinfo(np.int64).max
+    matched["prune_from"] = bool(prune.any())
+    if not prune.any():
+        return p, None
+    cs = p.callsites
+    old = p.samples.stack
+    deepest = np.append(stacks.nearest(cs, prune[cs.location]), -1)[old]
+    p, _ = _reshape(p, pos >= np.where(prune, first, 0)[line_loc], np.ones(len(cs), dtype=bool),
+                    stack=np.where(deepest >= 0, deepest, old), keep_empty=True)
+    return p, None
+
+
+_RESERVED = ("(anonymous namespace)", "operator()")
+
+
+def _simplify(name: str) -> str:
+    """A function name without its argument list (pprof's simplifyFunc)."""
+    name = name.removeprefix(".")
+    i = 0
+    while True:
+        i = name.find("(", i)
+        if i < 0:
+            return name
+        if any(name.startswith(r, i) or _ends_reserved(name, i, r) for r in _RESERVED):
+            i += 1
+            continue
+        return name[:i]
+
+
+def _ends_reserved(name: str, i: int, reserved: str) -> bool:
+    # "operator()" holds its "(" inside: the match starts before i.
+    at = reserved.find("(")
+    return 0 < at <= i and name.startswith(reserved, i - at)
+
+
+# ---------------------------------------------------------------- tags
+
+def _by_tag(p: Profile, focus, ignore, matched: dict[str, bool]) -> tuple[Profile, np.ndarray]:  # noqa: ANN001
+    ls = p.labelsets
+    keep = np.ones(len(ls), dtype=bool)
+    used = np.zeros(len(ls), dtype=bool)
+    used[np.unique(p.samples.labelset)] = True
+    if focus is not None:
+        f = np.array([focus(s) for s in ls], dtype=bool)
+        matched["tagfocus"] = bool((f & used).any())
+        keep &= f
+    if ignore is not None:
+        g = np.array([ignore(s) for s in ls], dtype=bool)
+        matched["tagignore"] = bool((g & used).any())
+        keep &= ~g
+    kept = keep[p.samples.labelset]
+    return stacks.take_samples(p, kept), kept
+
+
+# ---------------------------------------------------------------- selection
+
+def _select(p: Profile, o: Options, thread: re.Pattern[str] | None,
+            matched: dict[str, bool]) -> tuple[Profile, np.ndarray | None]:
+    keep = np.ones(len(p.samples), dtype=bool)
+    for name in ("pid", "tid"):
+        wanted = getattr(o, name)
+        if wanted:
+            values, present = tags.sample_numbers(p, name)
+            if values is None:
+                raise OptionsError(f"--{name}: the samples of this profile carry no {name}")
+            hit = present & np.isin(values, np.fromiter(wanted, dtype=np.int64))
+            matched[name] = bool(hit.any())
+            keep &= hit
+    if thread is not None:
+        hit = _thread_match(p, thread)
+        matched["thread"] = bool(hit.any())
+        keep &= hit
+    if o.time_range is not None and o.time_range != (None, None):
+        hit = _in_time_range(p, o.time_range)
+        matched["time_range"] = bool(hit.any())
+        keep &= hit
+    return (p, None) if keep.all() else (stacks.take_samples(p, keep), keep)
+
+
+def _thread_match(p: Profile, rx: re.Pattern[str]) -> np.ndarray:
+    thread_of, threads = sample_threads(p)
+    if all(t.name is None for t in threads):
+        raise OptionsError("--thread: this profile has no thread names "
+                           "(no thread_name/thread/comm labels, no threads/thread_names table)")
+    ok = np.array([t.name is not None and bool(rx.search(t.name)) for t in threads], dtype=bool)
+    return ok[thread_of]
+
+
+def time_origin(p: Profile, times: np.ndarray) -> int:
+    """Where relative times start: ``time_nanos`` unless samples predate it, else the first sample."""
+    first = int(times.min()) if times.size else 0
+    if p.time_nanos and (not times.size or first >= p.time_nanos):
+        return p.time_nanos
+    return first
+
+
+def _in_time_range(p: Profile, window: tuple[int | None, int | None]) -> np.ndarray:
+    times, present = tags.sample_numbers(p, "time")
+    if times is None:
+        raise OptionsError("--time-range: the samples of this profile have no timestamps")
+    origin = time_origin(p, times[present])
+    rel = times - origin
+    start, end = window
+    hit = present.copy()
+    if start is not None:
+        hit &= rel >= start
+    if end is not None:
+        hit &= rel < end
+    return hit

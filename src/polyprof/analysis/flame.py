@@ -1,0 +1,283 @@
+"""Flame-graph trees: callsites merged by node name, with self and total weights.
+
+A flame node is a path of report names from the root (``go tool pprof``
+names at ``options.granularity``, inlined functions as nodes of their own
+unless ``noinlines``). Callsites whose paths have the same names merge, so
+two call sites of ``f`` from ``main`` at different addresses are one node.
+Recursion is not collapsed: a flame graph shows every level.
+
+The tree is computed with numpy one *flame depth* at a time: every
+(callsite, inline line) pair knows its depth, all pairs of one depth are
+merged with a single ``np.unique``, so the cost is a sort per level, not a
+dictionary lookup per frame.
+
+Nodes come in pre-order with children sorted by name (``flamegraph.pl``'s
+order). ``start`` is a node's left edge and ``width`` its extent, in weight
+units, so renderers only scale. Huge trees are pruned: nodes narrower than
+``min_fraction`` of the root, or beyond the ``max_nodes`` widest, are left
+out (their weight still counts in their ancestors) and ``dropped`` says how
+many.
+
+With ``base`` the same names are looked up in a second profile; its
+weights (``base_self``/``base_total``) let a renderer colour growth and
+shrinkage by normalised share. Widths always come from the new profile, so
+code that vanished entirely is not drawn (its base weight is in
+``base_only``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from polyprof.analysis import filters
+from polyprof.analysis.filters import FilterResult
+from polyprof.analysis.graph import node_map, sum_by
+from polyprof.analysis.options import Options
+from polyprof.model.profile import Profile, ValueType
+
+__all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MIN_FRACTION", "FlameTree", "flame_tree"]
+
+DEFAULT_MIN_FRACTION = 1e-5
+DEFAULT_MAX_NODES = 30_000
+ROOT_NAME = "root"
+
+
+@dataclass
+class FlameTree:
+    """A flame graph as columns; row 0 is the root, rows are in pre-order."""
+
+    names: list[str]
+    parent: np.ndarray      # int64, -1 for the root
+    depth: np.ndarray       # root = 0
+    self: np.ndarray        # weight of samples whose stack ends here ("flat")
+    total: np.ndarray       # weight of samples through here ("cum")
+    start: np.ndarray       # left edge, in weight units
+    width: np.ndarray       # extent, in weight units (total without negative parts)
+    sample_type: ValueType
+    base_self: np.ndarray | None = None
+    base_total: np.ndarray | None = None
+    dropped: int = 0        # nodes left out by pruning
+    min_width: int = 0      # narrowest width kept (weight units)
+    base_only: int = 0      # base weight on nodes absent from the new profile (diff)
+    active_filters: tuple[str, ...] = ()  # ``name=value`` of the filters applied (pprof's legend)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def root_total(self) -> int:
+        return int(self.total[0]) if len(self) else 0
+
+    @property
+    def base_root_total(self) -> int:
+        return int(self.base_total[0]) if self.base_total is not None and len(self) else 0
+
+    @property
+    def is_diff(self) -> bool:
+        return self.base_total is not None
+
+    def lines(self) -> list[str]:
+        """A readable dump, one node per line: indentation, name, self, total (and base)."""
+        out = []
+        for i in range(len(self)):
+            base = f" base {int(self.base_self[i])}/{int(self.base_total[i])}" if self.is_diff else ""
+            out.append(f"{'  ' * int(self.depth[i])}{self.names[i]}  self {int(self.self[i])} "
+                       f"total {int(self.total[i])}{base}")
+        return out
+
+
+@dataclass
+class _Side:
+    """One profile's callsites, expanded into (callsite, line) pairs with global name ids."""
+
+    parent: np.ndarray     # callsite parent (-1 = root)
+    count: np.ndarray      # frames per callsite (outermost first)
+    frames: np.ndarray     # global name id of every pair, CSR by callsite
+    leaf: np.ndarray       # weight of samples ending at each callsite
+    empty: int             # weight of samples with an empty stack
+    sample_type: ValueType
+
+
+def _side(p: Profile, o: Options) -> tuple[_Side, list[str], np.ndarray]:
+    """The callsites of ``p`` as pairs; local node names and their node id per pair."""
+    index = p.sample_index(o.sample_index)
+    values = p.samples.values[:, index] if p.sample_types else np.zeros(len(p.samples), np.int64)
+    nodes = node_map(p, o.granularity, inlines=not o.noinlines)
+    has = p.samples.stack >= 0
+    leaf = sum_by(p.samples.stack[has].astype(np.int64), values[has], len(p.callsites))
+    loc = p.callsites.location.astype(np.int64)
+    first = nodes.loc_start[loc]
+    count = nodes.loc_start[loc + 1] - first
+    total = int(count.sum())
+    owner = np.repeat(np.arange(loc.size, dtype=np.int64), count)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+    # node_map lists a location's lines innermost first; a flame path wants outermost first
+    local = nodes.loc_nodes[first[owner] + count[owner] - 1 - within] if total else np.zeros(0, np.int64)
+    empty = int(values[~has].astype(np.int64).sum())
+    vt = p.sample_types[index] if p.sample_types else ValueType("", "")
+    side = _Side(p.callsites.parent.astype(np.int64), count, local, leaf, empty, vt)
+    return side, nodes.names, local
+
+
+def _merge_sides(sides: list[_Side]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One callsite forest of all sides: parent, count, frames (CSR), side of each callsite."""
+    parents, counts, frames, owner = [], [], [], []
+    offset = 0
+    for k, s in enumerate(sides):
+        parents.append(np.where(s.parent >= 0, s.parent + offset, -1))
+        counts.append(s.count)
+        frames.append(s.frames)
+        owner.append(np.full(s.parent.size, k, dtype=np.int64))
+        offset += s.parent.size
+    return (np.concatenate(parents), np.concatenate(counts), np.concatenate(frames),
+            np.concatenate(owner))
+
+
+def _levels(parent: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Flame depth of each callsite's outermost frame minus one (0 for root callsites).
+
+    That is the sum of ``count`` over the callsite's ancestors, found by
+    pointer jumping: log2(depth) whole-array steps instead of one per level.
+    """
+    acc = count.astype(np.int64)
+    up = parent.astype(np.int64)
+    live = np.nonzero(up >= 0)[0]
+    while live.size:
+        hop = up[live]
+        acc[live] += acc[hop]  # reads of acc[hop] see the values before this step (fancy-index copy)
+        up[live] = up[hop]
+        live = live[up[live] >= 0]
+    return acc - count
+
+
+def _build(parent: np.ndarray, count: np.ndarray, frames: np.ndarray, n_names: int):
+    """Flame nodes of the merged forest; returns (node parent, node name, node of each pair, level bounds)."""
+    pair_start = np.cumsum(count) - count
+    owner = np.repeat(np.arange(parent.size, dtype=np.int64), count)
+    j = np.arange(frames.size, dtype=np.int64) - pair_start[owner]
+    depth = _levels(parent, count)[owner] + j + 1
+    up = np.where(j > 0, np.arange(frames.size) - 1,
+                  np.where(parent[owner] >= 0, pair_start[parent[owner]] + count[parent[owner]] - 1, -1))
+    node_of = np.zeros(frames.size, dtype=np.int64)
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=0)) + 2))
+    node_parent, node_name, levels = [np.array([-1])], [np.array([-1])], [0, 1]
+    next_id = 1
+    for d in range(1, len(bounds) - 1):
+        sel = order[bounds[d]:bounds[d + 1]]
+        if not sel.size:
+            break
+        above = np.where(up[sel] >= 0, node_of[np.maximum(up[sel], 0)], 0)
+        uniq, inverse = np.unique(above * n_names + frames[sel], return_inverse=True)
+        node_of[sel] = next_id + inverse.reshape(-1)
+        node_parent.append(uniq // n_names)
+        node_name.append(uniq % n_names)
+        next_id += uniq.size
+        levels.append(next_id)
+    last_pair = pair_start + count - 1
+    return (np.concatenate(node_parent), np.concatenate(node_name), node_of[last_pair],
+            np.array(levels, dtype=np.int64))
+
+
+def _sum_up(values: np.ndarray, parent: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Subtree sums; nodes of one depth are the contiguous ids levels[d]:levels[d+1]."""
+    out = values.copy()
+    for d in range(len(levels) - 2, 0, -1):
+        lo, hi = int(levels[d]), int(levels[d + 1])
+        par = parent[lo:hi]  # sorted: siblings are contiguous, so reduceat sums exactly in int64
+        starts = np.flatnonzero(np.concatenate(([True], par[1:] != par[:-1])))
+        out[par[starts]] += np.add.reduceat(out[lo:hi], starts)
+    return out
+
+
+def _within_parent(values: np.ndarray, parent: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Exclusive running sum of values[lo:hi] within each parent group (ids sorted by parent)."""
+    v = values[lo:hi]
+    before = np.cumsum(v) - v
+    group_first = np.searchsorted(parent[lo:hi], parent[lo:hi], side="left")
+    return before - before[group_first]
+
+
+def _layout(parent, levels, width, size):  # noqa: ANN001, ANN202
+    """(pre-order index, left edge) of every node."""
+    n = parent.size
+    pre = np.zeros(n, dtype=np.int64)
+    start = np.zeros(n, dtype=np.int64)
+    for d in range(1, len(levels) - 1):
+        lo, hi = levels[d], levels[d + 1]
+        par = parent[lo:hi]
+        pre[lo:hi] = pre[par] + 1 + _within_parent(size, parent, lo, hi)
+        start[lo:hi] = start[par] + _within_parent(width, parent, lo, hi)
+    return pre, start
+
+
+def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
+               base: Profile | FilterResult | None = None, *, min_fraction: float = DEFAULT_MIN_FRACTION,
+               max_nodes: int = DEFAULT_MAX_NODES) -> FlameTree:
+    """The flame graph of ``profile`` (``base`` adds the weights for a diff colouring).
+
+    The filters set in ``options`` apply to both profiles (a FilterResult is
+    taken as already filtered). ``max_nodes`` 0 means no cap.
+    """
+    o = options or Options()
+    new = filters.prepare(profile, o)
+    old = filters.prepare(base, o) if base is not None else None
+    results = [_side(new.profile, o)] + ([_side(old.profile, o)] if old is not None else [])
+    sides = [r[0] for r in results]
+    names = sorted(set().union(*(r[1] for r in results)))
+    gid = {name: i for i, name in enumerate(names)}
+    for side, (_, local_names, local) in zip(sides, results):
+        lookup = np.array([gid[x] for x in local_names], dtype=np.int64)
+        side.frames = lookup[local] if local.size else local
+    parent, count, frames, owner = _merge_sides(sides)
+    node_parent, node_name, leaf_node, levels = _build(parent, count, frames, max(len(names), 1))
+    selfs = []
+    for k, side in enumerate(sides):
+        s = np.zeros(node_parent.size, dtype=np.int64)
+        mine = owner == k
+        np.add.at(s, leaf_node[mine], side.leaf)
+        s[0] += side.empty
+        selfs.append(s)
+    totals = [_sum_up(s, node_parent, levels) for s in selfs]
+    width = _sum_up(np.maximum(selfs[0], 0), node_parent, levels)
+    size = _sum_up(np.ones(node_parent.size, dtype=np.int64), node_parent, levels)
+    pre, start = _layout(node_parent, levels, width, size)
+    depth = np.repeat(np.arange(len(levels) - 1, dtype=np.int64), np.diff(levels))
+    label = (names, node_name)
+    tree = _finish(label, node_parent, depth, selfs, totals, width, start, pre, sides[0].sample_type,
+                   min_fraction, max_nodes)
+    tree.active_filters = tuple(new.active)
+    return tree
+
+
+def _finish(label, parent, depth, selfs, totals, width, start, pre, vt,  # noqa: ANN001, PLR0913
+            min_fraction: float, max_nodes: int) -> FlameTree:
+    """Prune, put in pre-order and wrap. ``label`` is (names, name id of every node)."""
+    threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if width.size else 1
+    keep = width >= threshold
+    keep[0] = True
+    if max_nodes > 0 and int(keep.sum()) > max_nodes:
+        threshold = max(threshold, int(np.sort(width[keep])[::-1][max_nodes - 1]))
+        keep = width >= threshold
+        keep[0] = True
+        if int(keep.sum()) > max_nodes:  # ties at the threshold: keep the first in pre-order
+            ranked = np.nonzero(keep)[0][np.argsort(pre[keep], kind="stable")]
+            keep[ranked[max_nodes:]] = False
+            keep[parent[keep][parent[keep] >= 0]] = True
+    kept = np.nonzero(keep)[0]
+    kept = kept[np.argsort(pre[kept], kind="stable")]
+    new_id = np.full(parent.size, -1, dtype=np.int64)
+    new_id[kept] = np.arange(kept.size)
+    tree = FlameTree(
+        names=[ROOT_NAME if i < 0 else label[0][i] for i in label[1][kept].tolist()],
+        parent=np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1),
+        depth=depth[kept], self=selfs[0][kept], total=totals[0][kept],
+        start=start[kept], width=width[kept], sample_type=vt,
+        dropped=int(np.count_nonzero(~keep & (width > 0))), min_width=threshold)
+    if len(selfs) > 1:
+        tree.base_self, tree.base_total = selfs[1][kept], totals[1][kept]
+        gone = (width == 0) & (totals[1] != 0) & (parent >= 0) & (width[np.maximum(parent, 0)] > 0)
+        tree.base_only = int(totals[1][gone].sum())
+    return tree

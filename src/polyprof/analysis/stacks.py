@@ -1,0 +1,159 @@
+"""Vectorized transforms of the callsite tree, shared by the filters.
+
+Every function works one tree level at a time over all callsites (numpy),
+never per sample and never per callsite in Python, so a profile with a
+million callsites and hundreds of thousands of samples stays fast. They rely
+on the model's invariant that a callsite's parent precedes it.
+
+- :func:`take_samples` keeps a subset of samples (tables are shared);
+- :func:`path_any` says, per callsite, whether a flag is set on it or on any
+  ancestor;
+- :func:`nearest` finds, per callsite, the nearest ancestor-or-self with a
+  property;
+- :func:`rebuild` drops callsites, re-roots subtrees and renames locations,
+  re-interning identical (parent, location) pairs so the result is again a
+  tree with shared prefixes;
+- :func:`rewrite_lines` keeps a subset of every location's inline lines and
+  merges locations that become identical.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from polyprof.model.profile import CallsiteTable, LineTable, LocationTable, Profile, SampleTable
+
+__all__ = ["levels", "nearest", "path_any", "rebuild", "rewrite_lines", "take_samples", "with_samples"]
+
+
+def with_samples(p: Profile, samples: SampleTable, **changes: object) -> Profile:
+    """A copy of ``p`` sharing its tables, with ``samples`` (and other fields) replaced."""
+    return dataclasses.replace(p, samples=samples, comments=list(p.comments), extras=dict(p.extras),
+                               warnings=list(p.warnings), **changes)
+
+
+def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) -> Profile:
+    """``p`` with only the samples where ``keep`` is true (optionally with new stacks)."""
+    s = p.samples
+    idx = np.nonzero(keep)[0]
+    optional = {name: (None if getattr(s, name) is None else getattr(s, name)[idx])
+                for name in s.OPTIONAL_COLUMNS}
+    new_stack = (s.stack if stack is None else stack)[idx].astype(np.int32)
+    table = SampleTable(stack=new_stack, values=s.values[idx], labelset=s.labelset[idx], **optional)
+    return with_samples(p, table)
+
+
+def levels(cs: CallsiteTable) -> list[np.ndarray]:
+    """Callsite ids grouped by depth, roots first."""
+    if not len(cs):
+        return []
+    depth = cs.depth()
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+    return [order[bounds[d]:bounds[d + 1]] for d in range(int(depth.max()) + 1)]
+
+
+def path_any(cs: CallsiteTable, flag: np.ndarray, *, strict: bool = False) -> np.ndarray:
+    """Per callsite: ``flag`` holds on it or an ancestor (only ancestors if ``strict``)."""
+    out = flag.astype(bool).copy()
+    for nodes in levels(cs)[1:]:
+        out[nodes] |= out[cs.parent[nodes]]
+    if not strict:
+        return out
+    res = np.zeros(len(cs), dtype=bool)
+    has_parent = cs.parent >= 0
+    res[has_parent] = out[cs.parent[has_parent]]
+    return res
+
+
+def nearest(cs: CallsiteTable, flag: np.ndarray) -> np.ndarray:
+    """Per callsite: the nearest ancestor-or-self where ``flag`` holds, or -1."""
+    out = np.where(flag, np.arange(len(cs)), -1)
+    for nodes in levels(cs)[1:]:
+        missing = nodes[out[nodes] < 0]
+        out[missing] = out[cs.parent[missing]]
+    return out
+
+
+def rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray,
+            cut: np.ndarray | None = None) -> tuple[CallsiteTable, np.ndarray]:
+    """A new callsite tree, and where every old callsite went.
+
+    ``keep``: the callsite stays (with ``location[c]`` as its location);
+    dropped callsites vanish from every stack through them. ``cut``: the
+    callsite loses its ancestors and becomes a root. Returns the new table
+    and ``new_of``: the new id of each old callsite's nearest kept
+    ancestor-or-self (-1 when none remains, i.e. the stack became empty).
+    """
+    n = len(cs)
+    cut = np.zeros(n, dtype=bool) if cut is None else cut
+    sentinel = n  # "explicitly nothing above": stops the downward propagation
+    own = np.where(keep, np.arange(n), np.where(cut, sentinel, -1))
+    lv = levels(cs)
+    for nodes in lv[1:]:
+        missing = nodes[own[nodes] < 0]
+        own[missing] = own[cs.parent[missing]]
+    self_or_above = np.where(own == sentinel, -1, own)  # nearest kept ancestor-or-self
+    above = np.full(n, -1, dtype=np.int64)
+    has_parent = (cs.parent >= 0) & ~cut
+    above[has_parent] = self_or_above[cs.parent[has_parent]]
+    new_depth = np.full(n, -1, dtype=np.int64)
+    for nodes in lv:
+        k = nodes[keep[nodes]]
+        a = above[k]
+        new_depth[k] = np.where(a >= 0, new_depth[np.maximum(a, 0)] + 1, 0)
+    new_id = np.full(n + 1, -1, dtype=np.int64)  # index -1 reads the trailing -1
+    parents: list[np.ndarray] = []
+    locs: list[np.ndarray] = []
+    next_id = 0
+    width = np.int64(int(location.max()) + 2 if n else 1)
+    kept_nodes = np.nonzero(keep)[0]
+    order = kept_nodes[np.argsort(new_depth[kept_nodes], kind="stable")]
+    depths = new_depth[order]
+    bounds = np.searchsorted(depths, np.arange(int(depths.max()) + 2)) if order.size else [0]
+    for d in range(len(bounds) - 1):
+        nodes = order[bounds[d]:bounds[d + 1]]
+        par = new_id[above[nodes]]
+        key = (par + 1) * width + location[nodes]
+        uniq, inverse = np.unique(key, return_inverse=True)
+        new_id[nodes] = next_id + inverse
+        parents.append(uniq // width - 1)
+        locs.append(uniq % width)
+        next_id += uniq.size
+    table = CallsiteTable(np.concatenate(parents).astype(np.int32) if parents else np.zeros(0, np.int32),
+                          np.concatenate(locs).astype(np.int32) if locs else np.zeros(0, np.int32))
+    new_of = np.where(self_or_above >= 0, new_id[self_or_above], -1)
+    return table, new_of
+
+
+def rewrite_lines(p: Profile, line_keep: np.ndarray) -> tuple[Profile, np.ndarray]:
+    """Keep only the inline lines where ``line_keep`` is true; merge equal locations.
+
+    Returns the profile with the new location and line tables (callsites
+    unchanged) and ``loc_map``: the location each old location now stands
+    for (equal locations share one row; every row keeps its position).
+    """
+    loc = p.locations
+    counts = np.diff(loc.line_start)
+    line_loc = np.repeat(np.arange(len(loc)), counts)
+    new_counts = np.bincount(line_loc[line_keep], minlength=len(loc)).astype(np.int64)
+    line_start = np.zeros(len(loc) + 1, dtype=np.int64)
+    np.cumsum(new_counts, out=line_start[1:])
+    lines = LineTable(p.lines.function[line_keep], p.lines.line[line_keep], p.lines.column[line_keep])
+    locations = LocationTable(loc.mapping, loc.address, loc.folded, line_start)
+    out = dataclasses.replace(p, locations=locations, lines=lines)
+    return out, _dedupe_locations(out)
+
+
+def _dedupe_locations(p: Profile) -> np.ndarray:
+    """First location with the same (mapping, address, folded, lines) as each location."""
+    loc = p.locations
+    starts = loc.line_start.tolist()
+    rows = list(zip(p.lines.function.tolist(), p.lines.line.tolist(), p.lines.column.tolist()))
+    first: dict[tuple, int] = {}
+    out = np.empty(len(loc), dtype=np.int64)
+    for i, key in enumerate(zip(loc.mapping.tolist(), loc.address.tolist(), loc.folded.tolist())):
+        out[i] = first.setdefault((key, tuple(rows[starts[i]:starts[i + 1]])), i)
+    return out

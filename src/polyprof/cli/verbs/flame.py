@@ -1,0 +1,93 @@
+"""polyprof flame: a flame graph as static SVG or self-contained interactive HTML."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from polyprof.cli import common
+
+NAME = "flame"
+HELP = "flame graph as SVG (static) or HTML (interactive, one self-contained file)"
+EXAMPLES = """\
+examples:
+  polyprof flame cpu.pb.gz -o cpu.html                  # zoom, search, flame/icicle, tooltips
+  polyprof flame perf.trace -o perf.svg --sample-index cpu-clock
+  polyprof flame heap.pb.gz -o heap.svg --granularity lines --title "heap, by line"
+  polyprof flame trace.pftrace -o t.html --thread RenderThread --hide '^libc'
+The file type follows the extension of -o (.svg, .html, .htm) or --to. In the
+page: click a frame to zoom (Esc resets), type a regexp to highlight matches
+and see their share; the view is kept in the URL (#q=..&zoom=N&view=icicle).
+On huge profiles only the widest frames are kept (--max-nodes); the graph says
+how many were left out. The output is written atomically."""
+
+KINDS = {".svg": "svg", ".html": "html", ".htm": "html"}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("input", help="profile file (any readable format; gzip is fine)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="output .svg or .html file, or - for stdout")
+    p.add_argument("--to", choices=("svg", "html"), help="output type (default: from OUT's extension)")
+    p.add_argument("--title", help="title shown above the graph (default: the input's file name)")
+    p.add_argument("--max-nodes", type=int, default=None, metavar="N",
+                   help="keep at most N frames, the widest first (default 30000; 0 = all)")
+    common.add_analysis_flags(p, nodecount=None)
+    common.add_filter_flags(p)
+    common.add_input_flags(p)
+
+
+def _kind(args: argparse.Namespace) -> str:
+    from polyprof.errors import OptionsError
+
+    if args.to:
+        return args.to
+    kind = KINDS.get(os.path.splitext(args.output)[1].lower())
+    if kind is None:
+        raise OptionsError(f"cannot tell the output type from {args.output!r}; use .svg or .html, or pass --to")
+    return kind
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file renamed into place."""
+    import tempfile
+
+    from polyprof.errors import OutputError
+
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".polyprof-", dir=directory)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; an output file gets the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
+    from polyprof.analysis.flame import DEFAULT_MAX_NODES, flame_tree
+    from polyprof.render.flame import to_html, to_svg
+
+    kind = _kind(args)
+    loaded = common.load(args, env)  # the profile, filtered by the shared filter flags
+    with env.status("laying out the flame graph"):
+        tree = flame_tree(loaded, common.analysis_options(args),
+                          max_nodes=DEFAULT_MAX_NODES if args.max_nodes is None else args.max_nodes)
+    title = args.title or os.path.basename(args.input)
+    text = to_svg(tree, title=title) if kind == "svg" else to_html(tree, title=title)
+    if args.output == "-":
+        env.out(text)
+        return 0
+    write_text_atomic(args.output, text)
+    env.note(f"wrote {args.output} ({kind}, {len(tree)} frames"
+             + (f", {tree.dropped} narrow frames left out" if tree.dropped else "") + ")")
+    return 0
