@@ -134,3 +134,19 @@ def test_failing_writer_leaves_no_partial_file(tmp_path, monkeypatch):
 def test_parser_builds_without_running(tmp_path):
     args = build_parser().parse_args(["top", "x.pb.gz", "--nodecount", "5", "--time-range", "1s:2.5s"])
     assert (args.nodecount, args.time_range) == (5, (10**9, 25 * 10**8))
+
+
+def test_convert_passes_writer_options(cli, tmp_path):
+    plain, named = tmp_path / "a.folded", tmp_path / "b.folded"
+    assert cli("convert", DEMO, "-o", plain).code == 0
+    assert cli("convert", DEMO, "-o", named, "--option", "drop_leaf").code == 0
+    # dropping each sample's leaf frame changes the stacks but not the total weight
+    total = lambda path: sum(int(line.rsplit(" ", 1)[1]) for line in path.read_text().splitlines())  # noqa: E731
+    assert plain.read_text() != named.read_text() and total(plain) >= total(named) > 0
+
+
+def test_input_flags_reach_the_readers(cli):
+    args = build_parser().parse_args(["info", "x", "--offcpu", "off", "--module-names", "names.txt"])
+    from polyprof.cli.common import read_options
+
+    assert read_options(args).extra == {"offcpu": "off", "module_names": "names.txt"}

@@ -82,3 +82,15 @@ def test_top_flat_sums_to_the_total_of_non_empty_stacks(p):
     assert sum(row.flat for row in r.rows) == int(p.samples.values[has_stack, index].sum())
     for row in r.rows:  # cum >= flat for non-negative data, and never beyond the total of |values|
         assert abs(row.cum) <= int(np.abs(p.samples.values[:, index]).sum())
+
+
+def test_merge_keeps_agreed_extras_and_every_differing_value():
+    def one(extras):
+        b = ProfileBuilder("test")
+        b.set_sample_types([("samples", "count")])
+        b.add_sample(b.stack([b.frame("f")]), [1])
+        b.meta.extras.update(extras)
+        return b.finish()
+
+    merged = merge([one({"app": "x", "lost": 1}), one({"app": "x", "lost": 3}), one({"app": "x"})])
+    assert merged.extras == {"app": "x", "merged_extras": {"lost": [1, 3, None]}}

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 
 from polyprof.errors import InputError, MalformedInputError, OptionsError, OutputError, UnrecognizedFormatError
 from polyprof.formats import registry
 from polyprof.formats.loss import LossReport
 from polyprof.formats.options import ReadOptions, WriteOptions
+from polyprof.formats.output import atomic_output
 from polyprof.formats.source import GZIP_MAGIC, Source
 from polyprof.model.profile import Label, Profile
 
@@ -139,30 +139,10 @@ def write(profile: Profile, path: str | os.PathLike[str], *, format: str | None 
         sys.stdout.buffer.flush()
         report.target = spec.name
         return report
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".polyprof-", dir=directory)
-    except OSError as exc:
-        raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            report = module.write(profile, out, opts)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with atomic_output(path) as out:
+        report = module.write(profile, out, opts)
     report.target = spec.name
     return report
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def convert(src: PathOrBytes, dst: str | os.PathLike[str], *, to: str | None = None,

@@ -52,6 +52,11 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
                    help="Chromium: file of metadata names (one per line) to resolve name hashes")
     g.add_argument("--merge", action="store_true",
                    help="inputs holding several profiles: merge them into one, labelled by origin")
+    g.add_argument("--offcpu", choices=("on", "off", "on+off"),
+                   help="simpleperf recordings made with --trace-offcpu: which view is the default "
+                        "sample type (on-CPU samples, off-CPU time, or both; default on+off)")
+    g.add_argument("--module-names", metavar="FILE",
+                   help="Chromium: extra module file names (one per line) to resolve module name hashes")
 
 
 def add_output_format(p: argparse.ArgumentParser) -> None:
@@ -118,10 +123,12 @@ def emit(env, args: argparse.Namespace, to_json, to_text) -> None:  # noqa: ANN0
 def read_options(args: argparse.Namespace):  # noqa: ANN201 - lazy import keeps --help fast
     from polyprof.formats.options import ReadOptions
 
+    extra = {key: getattr(args, key) for key in ("offcpu", "module_names") if getattr(args, key, None)}
     return ReadOptions(pid=getattr(args, "pid", None), tid=getattr(args, "tid", None),
                        heap=getattr(args, "heap", None), time_range=getattr(args, "time_range", None),
                        metadata_names=getattr(args, "metadata_names", None),
-                       symbols=getattr(args, "symbols", None), merge=getattr(args, "merge", False))
+                       symbols=getattr(args, "symbols", None), merge=getattr(args, "merge", False),
+                       extra=extra)
 
 
 def analysis_options(args: argparse.Namespace):  # noqa: ANN201

@@ -6,8 +6,9 @@ keys (so equal functions, mappings, locations and stacks become one row).
 Values are kept per sample, never summed: merging a profile with itself gives
 each sample twice, and the totals double.
 
-Kept: every sample column, labels, comments (de-duplicated, in order), extras
-(of the first profile that has each key). Combined: time_nanos is the earliest
+Kept: every sample column, labels, comments (de-duplicated, in order), the
+extras all inputs agree on (the others per input, under ``merged_extras``;
+see :func:`merge_extras`). Combined: time_nanos is the earliest
 non-zero start, duration_nanos spans all inputs, period is the largest.
 Inputs must have the same sample types (type and unit, in order); use
 ``align_sample_types`` first otherwise.
@@ -30,7 +31,7 @@ from polyprof.model import units
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.profile import Label, Profile, SampleTable, ValueType
 
-__all__ = ["align_sample_types", "compact", "copy_into", "merge", "sample_groups"]
+__all__ = ["align_sample_types", "compact", "copy_into", "merge", "merge_extras", "sample_groups"]
 
 
 def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ()) -> None:
@@ -65,6 +66,25 @@ def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ())
     b.add_samples_bulk(cmap[sm.stack], sm.values, lsmap[sm.labelset], **optional)
 
 
+def merge_extras(profiles: Sequence[Profile]) -> dict:
+    """Extras every input agrees on; the others, per input, under ``merged_extras``.
+
+    A fact of one input (its process, its lost samples) is not a fact of the
+    merged profile, but it is not dropped either.
+    """
+    keys = list(dict.fromkeys(k for p in profiles for k in p.extras))
+    agreed, differing = {}, {}
+    for key in keys:
+        values = [p.extras.get(key) for p in profiles]
+        if all(v == values[0] for v in values):
+            agreed[key] = values[0]
+        else:
+            differing[key] = values
+    if differing:
+        agreed["merged_extras"] = differing
+    return agreed
+
+
 def merge(profiles: Sequence[Profile], extra_labels: Sequence[Sequence[Label]] | None = None) -> Profile:
     """Merge profiles with identical sample types (see the module docstring).
 
@@ -96,12 +116,11 @@ def merge(profiles: Sequence[Profile], extra_labels: Sequence[Sequence[Label]] |
         for c in p.comments:
             if c not in meta.comments:
                 meta.comments.append(c)
-        for k, v in p.extras.items():
-            meta.extras.setdefault(k, v)
         meta.warnings.extend(w for w in p.warnings if w not in meta.warnings)
         for key in ("drop_frames", "keep_frames", "doc_url"):
             if not getattr(meta, key):
                 setattr(meta, key, getattr(p, key))
+    meta.extras = merge_extras(profiles)
     for i, p in enumerate(profiles):
         copy_into(b, p, extra_labels[i] if extra_labels else ())
     return b.finish()

@@ -13,6 +13,11 @@ examples:
   polyprof convert trace.perfetto-trace -o heap.pb.gz          # format from the extension
   polyprof convert perf.trace -o out.folded --to folded
   polyprof convert cpu.pb.gz -o - --to folded | flamegraph.pl > cpu.svg
+  polyprof convert perf.trace -o out.folded --option thread=name --option jit --option kernel
+  polyprof convert cpu.pb.gz -o cpu.uma --to chromium --option chromium_container=uma
+writer options (--option KEY[=VALUE], repeatable):
+  folded:   thread=auto|name|none, pid, tid, kernel, jit, addrs, unknown_style=STYLE, drop_leaf
+  chromium: chromium_container=callstack|sampled|uma
 The output is written atomically: on any error no partial file is left."""
 
 
@@ -23,9 +28,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="output format (default: from OUT's extension; see 'polyprof formats')")
     p.add_argument("--sample-index", metavar="NAME|N",
                    help="for single-value targets (folded...): which sample type to write")
+    p.add_argument("--option", action="append", default=[], metavar="KEY[=VALUE]", type=_option,
+                   help="a format-specific writer switch (see below); a bare KEY means true")
     common.add_filter_flags(p)
     common.add_input_flags(p)
     common.add_output_format(p)
+
+
+def _option(text: str) -> tuple[str, str | bool]:
+    key, sep, value = text.partition("=")
+    if not key:
+        raise argparse.ArgumentTypeError(f"expected KEY or KEY=VALUE, got {text!r}")
+    return key, (value if sep else True)
 
 
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
@@ -37,7 +51,7 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     profile = common.load(args, env).profile
     with env.status(f"writing {args.output}"):
         report = polyprof.write(profile, args.output, format=args.to,
-                                options=WriteOptions(sample_index=args.sample_index))
+                                options=WriteOptions(sample_index=args.sample_index, extra=dict(args.option)))
     if args.format == "json":
         env.stderr.write(json.dumps(report.to_json()) + "\n")
     else:

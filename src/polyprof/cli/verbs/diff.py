@@ -70,7 +70,8 @@ def _metric(f, metric: str) -> tuple[int, int]:  # noqa: ANN001
 
 def _write_flame(args: argparse.Namespace, env, base, new, options) -> None:  # noqa: ANN001
     from polyprof.analysis.flame import flame_tree
-    from polyprof.cli.verbs.flame import KINDS, write_text_atomic
+    from polyprof.cli.verbs.flame import KINDS
+    from polyprof.formats.output import write_text_atomic
     from polyprof.errors import OptionsError
     from polyprof.model.merge import align_sample_types
     from polyprof.render.flame import to_html, to_svg

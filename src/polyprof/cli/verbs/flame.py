@@ -47,32 +47,6 @@ def _kind(args: argparse.Namespace) -> str:
     return kind
 
 
-def write_text_atomic(path: str, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file renamed into place."""
-    import tempfile
-
-    from polyprof.errors import OutputError
-
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".polyprof-", dir=directory)
-    except OSError as exc:
-        raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes 0600; an output file gets the usual mode
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     from polyprof.analysis.flame import DEFAULT_MAX_NODES, flame_tree
     from polyprof.render.flame import to_html, to_svg
@@ -87,6 +61,8 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     if args.output == "-":
         env.out(text)
         return 0
+    from polyprof.formats.output import write_text_atomic
+
     write_text_atomic(args.output, text)
     env.note(f"wrote {args.output} ({kind}, {len(tree)} frames"
              + (f", {tree.dropped} narrow frames left out" if tree.dropped else "") + ")")
