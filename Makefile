@@ -24,7 +24,8 @@ test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.test-installed
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/bench_pprof.py
+	@if [ -f benchmarks/bench_perfetto.py ]; then $(BIN)/python benchmarks/bench_perfetto.py; fi
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

@@ -1,0 +1,309 @@
+"""Turning what a read collected into profiles, with the read options applied.
+
+Selections: ``pid`` and ``tid`` keep samples of those processes / threads
+(heap dumps and allocation streams have no thread, so ``tid`` leaves them
+out); ``heap`` keeps heap dumps of that heap (and allocation streams of that
+``heap_id``); ``time_range`` is relative to the start of the trace (its
+earliest sample or dump time) and keeps samples with start <= time < end
+(heap dumps by their dump time). ``ReadOptions.extra["aggregate"]`` sums
+samples with the same stack, process, thread, cpu and labels and drops their
+times, for very large traces.
+
+Every profile gets ``profile_labels`` (kind, pid, and event or heap) so
+``polyprof.read`` can merge several, the trace's warnings (what was
+skipped or repaired), and ``time_nanos`` as wall-clock time when the trace
+has a REALTIME clock snapshot.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from polyprof.errors import OptionsError
+from polyprof.formats.perfetto import _schema as S
+from polyprof.formats.perfetto._catalog import Emitter
+from polyprof.formats.perfetto._chrome import ALLOC_TYPES
+from polyprof.formats.perfetto._heap import HEAP_TYPES, Dump
+from polyprof.formats.perfetto._perf import PerfConfig
+from polyprof.model.builder import ProfileBuilder
+from polyprof.model.profile import Label, Profile
+
+if TYPE_CHECKING:
+    from polyprof.formats.perfetto._reader import TraceReader
+
+__all__ = ["build_profiles", "distinct_rows"]
+
+_OPTIONAL = ("time", "pid", "tid", "cpu")
+
+
+def distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of equal-length int columns: (row number per element, the distinct rows)."""
+    n = columns[0].size
+    key = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for c in columns:
+        uniq, inv = np.unique(c, return_inverse=True)
+        radix *= max(uniq.size, 1)
+        if radix >= 1 << 62:  # too many combinations for one key: the slow, general way
+            uniq_rows, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
+            return inverse.reshape(-1), uniq_rows
+        key = key * uniq.size + inv.reshape(-1)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return inverse.reshape(-1), np.stack([c[first] for c in columns], axis=1)
+
+
+def build_profiles(r: "TraceReader") -> list[Profile]:
+    r.heap.finish()
+    perf, chrome, allocs = r.perf.columns(), r.chrome.columns(), r.allocs.columns()
+    stacks = r.stack_samples.columns()
+    dumps = r.heap.dumps
+    ends = r.trace_times(np.array([d.end_raw for d in dumps], dtype=np.int64), np.ones(len(dumps), bool),
+                         np.full(len(dumps), r.clock_index(S.MONOTONIC_COARSE, 0), dtype=np.int32))
+    starts = [None if d.start_raw is None else int(r.trace_times(
+        np.array([d.start_raw], np.int64), np.ones(1, bool),
+        np.array([r.clock_index(S.MONOTONIC_COARSE, 0)], np.int32))[0]) for d in dumps]
+    times = [c["time"] for c in (perf, chrome, allocs, stacks) if c is not None] + [ends]
+    origin = min((int(t.min()) for t in times if t.size), default=0)
+    window = _window(r, origin)
+    warnings = [f"{what}: {n}" for what, n in sorted(r.stats.items()) if n]
+    if r.catalog.frame_kinds:
+        warnings.append(f"frame kind annotations not kept: {r.catalog.frame_kinds}")
+    out: list[Profile] = []
+    for d, end, start in zip(dumps, ends.tolist(), starts):
+        if _keep_dump(r, d, end, window):
+            out.append(_heap_profile(r, d, end, start))
+    if perf is not None:
+        out += _perf_profiles(r, perf, window)
+    if chrome is not None:
+        out += _chrome_profiles(r, chrome, window)
+    if allocs is not None:
+        out += _alloc_profiles(r, allocs, window)
+    if stacks is not None:
+        out += _stack_sample_profiles(r, stacks, window)
+    for p in out:
+        p.warnings = list(warnings)
+    return out
+
+
+def _window(r: "TraceReader", origin: int) -> tuple[int | None, int | None]:
+    tr = r.options.time_range
+    if not tr or tr == (None, None):
+        return None, None
+    if r.options.extra.get("aggregate"):
+        raise OptionsError("a time range needs sample times; it cannot be combined with the aggregate option")
+    lo, hi = tr
+    return (None if lo is None else origin + lo), (None if hi is None else origin + hi)
+
+
+def _in_window(t: np.ndarray, window: tuple[int | None, int | None]) -> np.ndarray:
+    keep = np.ones(t.size, dtype=bool)
+    if window[0] is not None:
+        keep &= t >= window[0]
+    if window[1] is not None:
+        keep &= t < window[1]
+    return keep
+
+
+def _keep_dump(r: "TraceReader", d: Dump, end: int, window: tuple[int | None, int | None]) -> bool:
+    return r.options.tid is None and bool(_in_window(np.array([end]), window)[0])
+
+
+def _select(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple[int | None, int | None],
+            has_tid: bool = True) -> np.ndarray:
+    keep = _in_window(cols["time"], window)
+    if r.options.pid is not None:
+        keep &= np.isin(cols["pid"], list(r.options.pid))
+    if r.options.tid is not None:
+        keep &= np.isin(cols["tid"], list(r.options.tid)) if has_tid else False
+    return keep
+
+
+def _wall_clock(r: "TraceReader", t: int) -> int:
+    wall = r.clocks.to_clock(t, S.REALTIME)
+    return wall if wall is not None and wall > 0 else 0
+
+
+def _new_builder(types: list[tuple[str, str]], default: str, labels: dict[str, Any]) -> ProfileBuilder:
+    b = ProfileBuilder("perfetto")
+    b.set_sample_types(types)
+    b.meta.default_sample_type = default
+    b.meta.extras["profile_labels"] = labels
+    return b
+
+
+def _finish(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], rows: np.ndarray,
+            labelsets: np.ndarray, present: tuple[str, ...]) -> Profile:
+    """Add the samples ``rows`` of ``cols`` (sorted by time) and finish the profile."""
+    if r.options.extra.get("aggregate"):
+        return _finish_aggregated(r, b, cols, rows, labelsets, present)
+    order = rows
+    if "time" in present and (np.diff(cols["time"][rows]) < 0).any():
+        order = rows[np.argsort(cols["time"][rows], kind="stable")]
+    whole = order.size == cols["stack"].size and (order.size == 0 or (order[0] == 0 and (np.diff(order) == 1).all()))
+    pick = (lambda col: col) if whole else (lambda col: col[order])  # no copies for a one-profile trace
+    em = Emitter(r.catalog, b)
+    optional = {k: pick(cols[k]) for k in _OPTIONAL if k in present}
+    b.add_samples_bulk(em.callsites(pick(cols["stack"])), pick(cols["values"]), pick(labelsets), **optional)
+    if em.mapping_offsets():
+        b.meta.extras["mapping_offsets"] = em.mapping_offsets()
+    if "time" in present and order.size:
+        t = cols["time"][order]
+        b.meta.time_nanos = _wall_clock(r, int(t[0]))
+        b.meta.duration_nanos = int(t[-1] - t[0])
+    return b.finish(check=False)
+
+
+def _finish_aggregated(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], rows: np.ndarray,
+                       labelsets: np.ndarray, present: tuple[str, ...]) -> Profile:
+    keys = [cols["stack"][rows], labelsets[rows]] + [cols[k][rows] for k in ("pid", "tid", "cpu") if k in present]
+    inverse, uniq = distinct_rows(keys)
+    values = np.zeros((uniq.shape[0], cols["values"].shape[1]), dtype=np.int64)
+    np.add.at(values, inverse, cols["values"][rows])
+    em = Emitter(r.catalog, b)
+    optional = {k: uniq[:, 2 + i] for i, k in enumerate(k for k in ("pid", "tid", "cpu") if k in present)}
+    b.add_samples_bulk(em.callsites(uniq[:, 0]), values, uniq[:, 1].astype(np.int32), **optional)
+    if em.mapping_offsets():
+        b.meta.extras["mapping_offsets"] = em.mapping_offsets()
+    b.meta.extras["aggregated_samples"] = int(values[:, 0].sum()) if values.size else 0
+    return b.finish(check=False)
+
+
+def _labelsets(b: ProfileBuilder, combo: np.ndarray, sets: list[tuple[Label, ...]]) -> np.ndarray:
+    model = np.array([b.labelset(s) if s else 0 for s in sets], dtype=np.int32)
+    return model[combo] if combo.size else np.zeros(0, dtype=np.int32)
+
+
+def _heap_profile(r: "TraceReader", d: Dump, end: int, start: int | None) -> Profile:
+    labels: dict[str, Any] = {"kind": "heap", "pid": d.pid, "heap": d.heap, "dump_time": end}
+    if d.pid in r.processes:
+        labels["process_name"] = r.processes[d.pid]
+    b = _new_builder(HEAP_TYPES, "inuse_space", labels)
+    facts = dict(d.facts, dump_time=end)
+    b.meta.extras["heapprofd"] = facts
+    nodes = np.array(list(d.values), dtype=np.int64)
+    cols = {"stack": nodes, "values": np.array(list(d.values.values()), dtype=np.int64).reshape(-1, 6),
+            "time": np.full(nodes.size, end, dtype=np.int64), "pid": np.full(nodes.size, d.pid, dtype=np.int64)}
+    p = _finish(r, b, cols, np.arange(nodes.size), np.zeros(nodes.size, dtype=np.int32), ("time", "pid"))
+    p.time_nanos = _wall_clock(r, start if start is not None else end)
+    p.duration_nanos = end - start if start is not None else 0
+    return p
+
+
+def _perf_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple) -> list[Profile]:
+    keep = _select(r, cols, window)
+    combo, sets = r.perf.labels(cols)
+    out = []
+    present = tuple(k for k in _OPTIONAL if cols[f"has_{'ts' if k == 'time' else k}"].any())
+    pids = cols["pid"] if "pid" in present else np.zeros(cols["pid"].size, np.int64)
+    for config in np.unique(cols["config"][keep]).tolist():
+        cfg = r.perf.configs[config]
+        in_cfg = keep & (cols["config"] == config)
+        for pid in np.unique(pids[in_cfg]).tolist():
+            rows = np.nonzero(in_cfg & (pids == pid))[0]
+            labels: dict[str, Any] = {"kind": "perf", "event": cfg.timebase[0]}
+            if "pid" in present:
+                labels["pid"] = pid
+                if pid in r.processes:
+                    labels["process_name"] = r.processes[pid]
+            types = cfg.sample_types()
+            b = _new_builder(types, "samples", labels)
+            _perf_meta(r, b, cfg, config, cols, rows)
+            width = len(types)
+            sub = dict(cols, values=cols["values"][:, :width])
+            out.append(_finish(r, b, sub, rows, _labelsets(b, combo, sets), present))
+    return out
+
+
+def _perf_meta(r: "TraceReader", b: ProfileBuilder, cfg: Any, config: int, cols: dict[str, np.ndarray],
+               rows: np.ndarray) -> None:
+    meta = b.meta
+    meta.period_type = b.profile.sample_types[1]
+    if cfg.interval[0] == "period":
+        meta.period = cfg.interval[1]
+    elif cfg.interval[0] == "frequency" and cfg.timebase[1] == "nanoseconds" and cfg.interval[1]:
+        meta.period = 1_000_000_000 // cfg.interval[1]
+    meta.extras["perf_event"] = cfg.describe()
+    if config in r.perf.lost:
+        meta.extras["kernel_records_lost"] = {str(c): n for c, n in sorted(r.perf.lost[config].items())}
+    if config in r.perf.events:
+        meta.extras["profiler_events"] = dict(sorted(r.perf.events[config].items()))
+    for key, col, names in (("samples_skipped", "skip", S.SKIP_REASONS), ("unwind_errors", "unwind", S.UNWIND_ERRORS)):
+        vals, counts = np.unique(cols[col][rows], return_counts=True)
+        found = {(names[v] if v < len(names) else f"value_{v}"): int(c)
+                 for v, c in zip(vals.tolist(), counts.tolist()) if v >= 0}
+        if found:
+            meta.extras[key] = dict(sorted(found.items()))
+
+
+def _thread_combo(r: "TraceReader", cols: dict[str, np.ndarray], extra: list[np.ndarray],
+                  names: list[str]) -> tuple[np.ndarray, list[tuple[Label, ...]]]:
+    """Label combinations of thread name (by tid) and extra numeric label columns."""
+    tids = cols["tid"] if "tid" in cols else np.zeros(cols["pid"].size, np.int64)
+    inverse, uniq = distinct_rows([tids, *extra])
+    sets = []
+    for row in uniq.tolist():
+        labels = []
+        if "tid" in cols and row[0] in r.thread_names:
+            labels.append(Label("thread_name", str=r.thread_names[row[0]]))
+        labels += [Label(name, num=v) for name, v in zip(names, row[1:]) if v or name != "process_priority"]
+        sets.append(tuple(labels))
+    return inverse, sets
+
+
+def _chrome_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple) -> list[Profile]:
+    keep = _select(r, cols, window)
+    combo, sets = _thread_combo(r, cols, [cols["priority"]], ["process_priority"])
+    out = []
+    for pid in np.unique(cols["pid"][keep]).tolist():
+        rows = np.nonzero(keep & (cols["pid"] == pid))[0]
+        labels: dict[str, Any] = {"kind": "chrome", "pid": pid}
+        if pid in r.processes:
+            labels["process_name"] = r.processes[pid]
+        b = _new_builder([("samples", "count")], "samples", labels)
+        out.append(_finish(r, b, cols, rows, _labelsets(b, combo, sets), ("time", "pid", "tid")))
+    return out
+
+
+def _alloc_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple) -> list[Profile]:
+    keep = _select(r, cols, window, has_tid=False)
+    if r.options.heap:
+        keep &= np.array([str(h) == r.options.heap for h in cols["heap_id"].tolist()], dtype=bool)
+    combo, sets = _thread_combo(r, {"pid": cols["pid"]}, [cols["heap_id"], cols["address"].view(np.int64)],
+                                ["heap_id", "address"])
+    out = []
+    for pid in np.unique(cols["pid"][keep]).tolist():
+        rows = np.nonzero(keep & (cols["pid"] == pid))[0]
+        labels: dict[str, Any] = {"kind": "heap_stream", "pid": pid}
+        if pid in r.processes:
+            labels["process_name"] = r.processes[pid]
+        b = _new_builder(ALLOC_TYPES, "alloc_space", labels)
+        out.append(_finish(r, b, cols, rows, _labelsets(b, combo, sets), ("time", "pid")))
+    return out
+
+
+def _stack_sample_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple) -> list[Profile]:
+    keep = _select(r, cols, window)
+    inverse, uniq = distinct_rows([cols["labelset"], cols["tid"]])
+    sets = []
+    for ls, tid in uniq.tolist():
+        name = r.thread_names.get(tid) if tid >= 0 else None
+        sets.append(r.stack_samples.label_sets[ls] + ((Label("thread_name", str=name),) if name else ()))
+    out = []
+    for stream in np.unique(cols["stream"][keep]).tolist():
+        source, primary, followers = r.stack_samples.streams[stream]
+        types = PerfConfig(primary, followers).sample_types()
+        in_stream = keep & (cols["stream"] == stream)
+        for pid in np.unique(cols["pid"][in_stream]).tolist():
+            rows = np.nonzero(in_stream & (cols["pid"] == pid))[0]
+            labels: dict[str, Any] = {"kind": "stack_sample", "source": source, "event": primary[0]}
+            if pid >= 0:
+                labels["pid"] = pid
+                if pid in r.processes:
+                    labels["process_name"] = r.processes[pid]
+            b = _new_builder(types, "samples", labels)
+            present = ("time",) + tuple(k for k in ("pid", "tid", "cpu") if (cols[k][rows] >= 0).any())
+            sub = dict(cols, values=cols["values"][:, :len(types)])
+            out.append(_finish(r, b, sub, rows, _labelsets(b, inverse, sets), present))
+    return out

@@ -1,0 +1,122 @@
+"""A fast decoder for the common packet shape: varints plus one PerfSample of varints.
+
+A traced_perf sample packet is ``timestamp, sequence id, flags, perf_sample
+{cpu, pid, tid, callstack_iid, cpu_mode, timebase_count, ...}``: every
+field is a varint except ``perf_sample`` (66), whose content is varints too.
+Such a packet is a flat run of varints in which keys and values alternate
+(field 66's length stands in its value's place). So a whole chunk decodes
+with a few numpy passes over its bytes instead of a field-by-field walk:
+the packet payloads are gathered end to end, split into varints at every
+byte below 0x80, and read as (key, value) pairs.
+
+A packet is accepted only if that reading is consistent: an even number of
+varints, keys of wire type 0 (or field 66), a 66 payload that ends on a
+pair boundary inside the packet and holds only varint fields, no varint
+longer than ten bytes. The first non-varint field of any other packet shows
+up as such a key, so strings and fixed-width fields are never misread: those
+packets (interned data, descriptors, producer events, ...) are left to the
+general decoder, and ``ok`` says which is which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from polyprof.wire.vector import ranges
+
+__all__ = ["Flat", "decode_flat"]
+
+PERF_KEY = (66 << 3) | 2
+_SHIFTS = [np.uint64(7 * k) for k in range(10)]
+
+
+@dataclass
+class Flat:
+    """Fields of the packets the fast path accepted (``ok``); the last value of a field wins."""
+
+    ok: np.ndarray
+    top: dict[int, tuple[np.ndarray, np.ndarray]]  # field -> (present, value) per packet
+    inner: dict[int, tuple[np.ndarray, np.ndarray]]  # fields of the perf_sample payload, per packet
+    followers: tuple[np.ndarray, np.ndarray]  # values of repeated inner field 7, and count per packet
+
+
+def _varints(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Start, end (exclusive) and value of every varint in ``b``; and where one is over-long."""
+    ends = np.flatnonzero(b < 0x80) + 1
+    starts = np.empty_like(ends)
+    if ends.size:
+        starts[0] = 0
+        starts[1:] = ends[:-1]
+    values = (b[starts] & 0x7F).astype(np.uint64)
+    live = np.flatnonzero(ends - starts > 1)
+    for k in range(1, 10):
+        if not live.size:
+            break
+        values[live] |= (b[starts[live] + k] & 0x7F).astype(np.uint64) << _SHIFTS[k]
+        live = live[ends[live] - starts[live] > k + 1]
+    return starts, ends, values, live
+
+
+def decode_flat(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
+    """Decode every packet ``buf[starts[i]:ends[i]]`` that has the flat shape."""
+    n = starts.size
+    lengths = ends - starts
+    b = buf[ranges(starts, lengths)]
+    pkt_end = np.cumsum(lengths)
+    pkt_start = pkt_end - lengths
+    b[pkt_end[lengths > 0] - 1] &= 0x7F  # every packet ends a varint (a bad ending is caught below)
+    t_start, t_end, t_val, overlong = _varints(b)
+    first = np.searchsorted(t_start, pkt_start)
+    count = np.diff(np.append(first, t_start.size))
+    ok = (count % 2 == 0) & (count > 0)
+    # A packet whose last byte had the continuation bit is not flat: its last
+    # varint was cut short by the masking above.
+    last_byte = buf[ends[lengths > 0] - 1]
+    ok[np.flatnonzero(lengths > 0)[last_byte >= 0x80]] = False
+    owner_tok = np.repeat(np.arange(n), count)
+    ok[owner_tok[overlong]] = False
+    keep = np.repeat(ok, count)
+    t_start, t_end, t_val = t_start[keep], t_end[keep], t_val[keep]
+    keys, vals = t_val[0::2], t_val[1::2]
+    owner = np.repeat(np.arange(n), np.where(ok, count, 0) // 2)
+    key_at, val_end = t_start[0::2], t_end[1::2]
+    # The perf_sample payload: the pairs after its length, up to its end.
+    perf = np.flatnonzero(keys == PERF_KEY)
+    pay_start = np.full(n, -1, dtype=np.int64)
+    pay_end = np.full(n, -1, dtype=np.int64)
+    pay_start[owner[perf]] = val_end[perf]
+    pay_end[owner[perf]] = val_end[perf] + vals[perf].astype(np.int64)
+    nested = (key_at >= pay_start[owner]) & (key_at < pay_end[owner])
+    top_perf = (keys == PERF_KEY) & ~nested
+    ok[np.bincount(owner[top_perf], minlength=n) > 1] = False
+    has_pay = pay_start >= 0
+    boundary = np.zeros(n, dtype=bool)
+    boundary[owner[nested & (val_end == pay_end[owner])]] = True
+    ok &= ~has_pay | boundary | (pay_end == pay_start)
+    ok &= ~has_pay | (pay_end <= pkt_end)
+    wire = keys & np.uint64(7)
+    ok[owner[(wire != 0) & ~top_perf]] = False
+    return _columns(ok, owner, keys, vals, nested, n)
+
+
+def _columns(ok: np.ndarray, owner: np.ndarray, keys: np.ndarray, vals: np.ndarray, nested: np.ndarray,
+             n: int) -> Flat:
+    good = ok[owner]
+    field = (keys[good] >> np.uint64(3)).astype(np.int64)
+    value, who, deep = vals[good], owner[good], nested[good]
+    numbers, slot = np.unique(field * 2 + deep, return_inverse=True)
+    slot = slot.reshape(-1)
+    # One scatter for all fields; for repeated indices the later write wins,
+    # which is protobuf's "last value" rule.
+    table = np.zeros((n, numbers.size), dtype=np.uint64)
+    present = np.zeros((n, numbers.size), dtype=bool)
+    table[who, slot] = value
+    present[who, slot] = True
+    top: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    inner: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for j, code in enumerate(numbers.tolist()):
+        (inner if code & 1 else top)[code >> 1] = (present[:, j], table[:, j])
+    rep = deep & (field == 7)
+    return Flat(ok, top, inner, (value[rep], np.bincount(who[rep], minlength=n).astype(np.int64)))

@@ -1,0 +1,367 @@
+"""traced_perf ``PerfSample`` packets: decoded many at a time, built into one profile per (event, pid).
+
+Kept per sample: time (trace clock, ns), pid, tid and cpu columns (each only
+when the trace sets it), the stack, and labels ``cpu_mode``, ``unwind_error``
+(the stack is kept as far as it was unwound), ``sample_skipped`` (the
+counter part of a skipped sample is still valid; its stack is empty) and
+``thread_name`` when the trace names the thread. Sample types are
+``samples/count`` (1 per sample, the default, as ``traceconv profile``), then
+the timebase event and each follower event, whose running counts
+(``timebase_count``, ``follower_counts``) become per-sample deltas per
+(sequence, cpu). A counter that goes backwards restarts from its value (a
+warning counts it).
+
+Not samples, counted in the profile's extras: ``kernel_records_lost`` (per
+cpu) and producer events (``profiler_events``); also per profile
+``samples_skipped`` and ``unwind_errors`` by reason. The event configuration
+is in ``perf_event`` (name, unit, frequency or period, followers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from polyprof.formats.perfetto import _schema as S
+from polyprof.formats.perfetto._sequence import text
+from polyprof.model.profile import Label
+from polyprof.wire import vector as V
+
+if TYPE_CHECKING:
+    from polyprof.formats.perfetto._reader import TraceReader
+
+__all__ = ["PerfCollector", "PerfConfig"]
+
+
+@dataclass(frozen=True)
+class PerfConfig:
+    """The sampling configuration of a sequence (from ``perf_sample_defaults``)."""
+
+    timebase: tuple[str, str]
+    followers: tuple[tuple[str, str], ...] = ()
+    interval: tuple[str, int] = ("", 0)  # ("frequency" | "period" | "poll_period_ms", value)
+    legacy: bool = False  # no defaults: trace processor assumes cpu-clock
+
+    def sample_types(self) -> list[tuple[str, str]]:
+        types = [("samples", "count"), self.timebase, *self.followers]
+        seen: set[str] = set()
+        out = []
+        for name, unit in types:
+            base, k = name, 2
+            while name in seen:
+                name, k = f"{base}#{k}", k + 1
+            seen.add(name)
+            out.append((name, unit))
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"timebase": self.timebase[0], "unit": self.timebase[1]}
+        if self.interval[0]:
+            d[self.interval[0]] = self.interval[1]
+        if self.followers:
+            d["followers"] = [name for name, _ in self.followers]
+        if self.legacy:
+            d["legacy_defaults"] = True
+        return d
+
+
+def _event_name(ev: Any, stats: Any, counter_field: str = "counter") -> tuple[str, str]:
+    """(name, unit) of a Timebase or FollowerEvent, named as trace processor names it."""
+    unit = "count"
+    if ev.HasField(counter_field):
+        name, unit = S.PERF_COUNTERS.get(getattr(ev, counter_field), ("unknown", "count"))
+    elif ev.HasField("tracepoint"):
+        name = text(ev.tracepoint.name, stats)
+    elif ev.HasField("raw_event"):
+        r = ev.raw_event
+        name = f"raw.0x{r.type:x}.0x{r.config:x}.0x{r.config1:x}.0x{r.config2:x}"
+    else:  # no event: the kernel default, per-cpu timer
+        name, unit = S.PERF_COUNTERS[1]
+    if ev.name:
+        name = text(ev.name, stats)
+    mods = "".join(S.EVENT_MODIFIERS.get(m, "") for m in ev.modifiers)
+    return (f"{name}:{mods}" if mods else name), unit
+
+
+def config_of(defaults: Any, stats: Any) -> PerfConfig:
+    if defaults is None or not defaults.HasField("perf_sample_defaults"):
+        return PerfConfig(S.PERF_COUNTERS[1], legacy=True)
+    psd = defaults.perf_sample_defaults
+    tb = psd.timebase
+    interval = ("", 0)
+    for name in ("frequency", "period", "poll_period_ms"):
+        if tb.HasField(name):
+            interval = (name, getattr(tb, name))
+    followers = tuple(_event_name(f, stats) for f in psd.followers)
+    return PerfConfig(_event_name(tb, stats), followers, interval)
+
+
+_SCALARS = {"cpu": 1, "pid": 2, "tid": 3, "iid": 4, "mode": 5, "tb": 6, "unwind": 16, "lost": 17, "skip": 18}
+
+
+def _narrow(col: np.ndarray) -> np.ndarray:
+    """``col`` as int32 when every value fits (pids, tids, cpus, enums do), else int64."""
+    col = col.astype(np.int64)
+    if not col.size or (int(col.min()) >= -(1 << 31) and int(col.max()) < (1 << 31)):
+        return col.astype(np.int32)
+    return col
+
+
+def _dense(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Ragged per-row values (row-major) as an (n, max count) array padded with 0."""
+    n = counts.size
+    out = np.zeros((n, int(counts.max()) if n else 0), dtype=np.uint64)
+    offsets = np.cumsum(counts) - counts
+    for j in range(out.shape[1]):
+        rows = counts > j
+        out[rows, j] = values[offsets[rows] + j]
+    return out
+
+
+def columns_generic(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> dict[str, np.ndarray]:
+    """PerfSample columns of the payloads ``buf[starts:ends]``, with the general field walker."""
+    n = starts.size
+    f = V.walk_fields(buf, starts, ends)
+    c: dict[str, np.ndarray] = {}
+    for name, number in _SCALARS.items():
+        c[name] = V.scalar_column(f, number, n)
+        present = np.zeros(n, dtype=bool)
+        present[f.msg[(f.field == number) & (f.wire != V.LEN)]] = True
+        c[f"has_{name}"] = present
+    fvals, fcounts = V.repeated_varints(buf, f.select(7), n)
+    c["followers"], c["fcount"] = _dense(fvals, fcounts), fcounts
+    ev = f.select(19, V.LEN)
+    c["producer"] = np.zeros(n, dtype=bool)
+    c["producer"][ev.msg] = True
+    c["reason"] = np.zeros(n, dtype=np.int64)
+    if len(ev):
+        inner = V.walk_fields(buf, ev.start, ev.start + ev.length)
+        c["reason"][ev.msg] = V.scalar_column(inner, 1, len(ev)).astype(np.int64)
+    return c
+
+
+def columns_flat(inner: dict[int, tuple[np.ndarray, np.ndarray]], followers: tuple[np.ndarray, np.ndarray],
+                 rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The same columns from the fast decoder (:mod:`._flat`), for packets ``rows``."""
+    n = rows.size
+    zero = np.zeros(n, dtype=np.uint64)
+    absent = np.zeros(n, dtype=bool)
+    c: dict[str, np.ndarray] = {}
+    for name, number in _SCALARS.items():
+        present, values = inner.get(number, (None, None))
+        c[name] = values[rows] if values is not None else zero
+        c[f"has_{name}"] = present[rows] if present is not None else absent
+    fvals, fcounts = followers
+    offsets = np.cumsum(fcounts) - fcounts
+    counts = fcounts[rows]
+    width = int(counts.max()) if n else 0
+    dense = np.zeros((n, width), dtype=np.uint64)
+    for j in range(width):
+        has = counts > j
+        dense[has, j] = fvals[offsets[rows[has]] + j]
+    c["followers"], c["fcount"] = dense, counts
+    c["producer"] = absent
+    c["reason"] = np.zeros(n, dtype=np.int64)
+    return c
+
+
+def merge_columns(parts: list[tuple[np.ndarray, dict[str, np.ndarray]]]) -> tuple[np.ndarray, dict]:
+    """Concatenate column sets given with their packet numbers, in packet order."""
+    parts = [p for p in parts if p[0].size]
+    if len(parts) == 1:
+        return parts[0]
+    order_of = np.concatenate([p[0] for p in parts])
+    order = np.argsort(order_of, kind="stable")
+    width = max(p[1]["followers"].shape[1] for p in parts)
+    out = {}
+    for key in parts[0][1]:
+        if key == "followers":
+            col = np.concatenate([np.pad(p[1][key], ((0, 0), (0, width - p[1][key].shape[1]))) for p in parts])
+        else:
+            col = np.concatenate([p[1][key] for p in parts])
+        out[key] = col[order]
+    return order_of[order], out
+
+
+def _deltas(keys: np.ndarray, values: np.ndarray, present: np.ndarray, prev: dict[int, int],
+            stats: Any) -> np.ndarray:
+    """Per-row increase of running counters, per key, in row order (state carried in ``prev``)."""
+    out = np.zeros(keys.size, dtype=np.int64)
+    idx = np.nonzero(present)[0]
+    if not idx.size:
+        return out
+    order = np.argsort(keys[idx], kind="stable")
+    rows = idx[order]
+    k = keys[rows]
+    v = values[rows].view(np.int64)
+    first = np.ones(k.size, dtype=bool)
+    first[1:] = k[1:] != k[:-1]
+    d = np.empty(k.size, dtype=np.int64)
+    d[1:] = v[1:] - v[:-1]
+    starts = np.nonzero(first)[0]
+    lasts = np.append(starts[1:] - 1, k.size - 1)
+    for s, last in zip(starts.tolist(), lasts.tolist()):
+        key = int(k[s])
+        d[s] = int(v[s]) - prev.get(key, 0)
+        prev[key] = int(v[last])
+    back = d < 0
+    if back.any():
+        stats["perf counters that went backwards (restarted from their value)"] += int(back.sum())
+        d[back] = v[back]
+    out[rows] = d
+    return out
+
+
+class PerfCollector:
+    """Accumulates decoded PerfSamples as numpy batches; builds the perf profiles at the end."""
+
+    def __init__(self, reader: "TraceReader") -> None:
+        self.r = reader
+        self.configs: list[PerfConfig] = []
+        self._config_index: dict[PerfConfig, int] = {}
+        self.batches: list[dict[str, np.ndarray]] = []
+        self._prev: dict[int, dict[int, int]] = {}
+        self.lost: dict[int, dict[int, int]] = {}  # config -> cpu -> kernel records lost
+        self.events: dict[int, dict[str, int]] = {}  # config -> producer event -> count
+        self._pending = self._folded = 0
+
+    def config(self, defaults: Any) -> int:
+        cfg = config_of(defaults, self.r.stats)
+        idx = self._config_index.get(cfg)
+        if idx is None:
+            idx = self._config_index[cfg] = len(self.configs)
+            self.configs.append(cfg)
+        return idx
+
+    def add(self, c: dict[str, np.ndarray], pk: dict[str, np.ndarray]) -> None:
+        """Add decoded PerfSample columns ``c`` (see ``columns_generic``) of packets described by ``pk``.
+
+        ``pk`` holds per packet: seq, config, gen, ts, has_ts, clock.
+        """
+        n = c["cpu"].size
+        lost = np.where(c["has_lost"], c["lost"], np.uint64(0))
+        not_sample = (lost > 0) | c["producer"]
+        if not_sample.any():
+            self._non_samples(pk["config"], c, lost)
+        keep = ~not_sample
+        cpu = c["cpu"].astype(np.int64)
+        stack = np.full(n, -1, dtype=np.int32)
+        with_stack = c["has_iid"] & keep
+        if with_stack.any():
+            stack[with_stack] = self.r.resolve_stacks(pk["gen"][with_stack], c["iid"][with_stack])
+        values = self._values(c, pk, cpu, keep)
+        # Compact dtypes: the batches are what memory holds for a big trace.
+        batch = {"config": pk["config"].astype(np.int32), "ts": pk["ts"], "has_ts": pk["has_ts"],
+                 "clock": pk["clock"].astype(np.int16), "pid": _narrow(c["pid"]), "tid": _narrow(c["tid"]),
+                 "cpu": _narrow(cpu), "has_pid": c["has_pid"], "has_tid": c["has_tid"], "has_cpu": c["has_cpu"],
+                 "stack": stack, "mode": _narrow(c["mode"]),
+                 "unwind": _narrow(np.where(c["has_unwind"], c["unwind"].astype(np.int64), -1)),
+                 "skip": _narrow(np.where(c["has_skip"], c["skip"].astype(np.int64), -1)), "values": values}
+        batch = {k: v[keep] for k, v in batch.items()}
+        if self.r.options.extra.get("aggregate"):
+            self.batches.append(batch)
+            self._pending += int(keep.sum())
+            if self._pending > max(1 << 18, 2 * self._folded):
+                self._fold()
+        else:
+            self.batches.append(batch)
+
+    _KEYS = ("config", "pid", "tid", "cpu", "has_pid", "has_tid", "has_cpu", "stack", "mode", "unwind", "skip")
+
+    def _fold(self) -> None:
+        """Aggregate mode: sum equal samples as they arrive, so memory follows distinct samples."""
+        from polyprof.formats.perfetto._build import distinct_rows
+
+        parts = self.batches
+        width = max(b["values"].shape[1] for b in parts)
+        cols = {k: np.concatenate([b[k] for b in parts]) for k in self._KEYS}
+        values = np.concatenate([np.pad(b["values"], ((0, 0), (0, width - b["values"].shape[1]))) for b in parts])
+        inverse, uniq = distinct_rows([cols[k].astype(np.int64) for k in self._KEYS])
+        summed = np.zeros((uniq.shape[0], width), dtype=np.int64)
+        np.add.at(summed, inverse, values)
+        out = {k: uniq[:, j].astype(cols[k].dtype) for j, k in enumerate(self._KEYS)}
+        m = uniq.shape[0]
+        out.update(values=summed, ts=np.zeros(m, np.int64), has_ts=np.zeros(m, bool), clock=np.zeros(m, np.int16))
+        self.batches = [out]
+        self._folded, self._pending = m, 0
+
+    def _values(self, c: dict[str, np.ndarray], pk: dict[str, np.ndarray], cpu: np.ndarray,
+                keep: np.ndarray) -> np.ndarray:
+        n = cpu.size
+        fcounts, followers = c["fcount"], c["followers"]
+        width = max([len(self.configs[k].followers) for k in np.unique(pk["config"]).tolist() if k >= 0] + [0])
+        if fcounts.size and int(fcounts.max()) > width:
+            self.r.stats["perf follower counts beyond the configured followers (ignored)"] += int(
+                (fcounts > width).sum())
+        values = np.zeros((n, 2 + width), dtype=np.int64)
+        values[:, 0] = 1
+        key = (pk["seq"].astype(np.int64) << 32) | (cpu & 0xFFFFFFFF)
+        values[:, 1] = _deltas(key, c["tb"], c["has_tb"] & keep, self._prev.setdefault(-1, {}), self.r.stats)
+        for j in range(min(width, followers.shape[1])):
+            present = (fcounts > j) & keep
+            values[:, 2 + j] = _deltas(key, followers[:, j], present, self._prev.setdefault(j, {}), self.r.stats)
+        return values
+
+    def _non_samples(self, config: np.ndarray, c: dict[str, np.ndarray], lost: np.ndarray) -> None:
+        for i in np.nonzero(lost > 0)[0].tolist():
+            per_cpu = self.lost.setdefault(int(config[i]), {})
+            cpu = int(c["cpu"][i])
+            per_cpu[cpu] = per_cpu.get(cpu, 0) + int(lost[i])
+        for i in np.nonzero(c["producer"])[0].tolist():
+            name = "guardrail_stop" if c["reason"][i] == 1 else "stop_unknown"
+            counts = self.events.setdefault(int(config[i]), {})
+            counts[name] = counts.get(name, 0) + 1
+
+    # ---------------------------------------------------------------- finish
+
+    def columns(self) -> dict[str, np.ndarray] | None:
+        """All batches as one set of columns, times converted to trace time."""
+        if self.r.options.extra.get("aggregate") and self._pending:
+            self._fold()
+        if not self.batches:
+            return None
+        batches, self.batches = self.batches, []
+        width = max(b["values"].shape[1] for b in batches)
+        cols: dict[str, np.ndarray] = {}
+        for key in list(batches[0]):
+            if key == "values":
+                parts = [np.pad(b[key], ((0, 0), (0, width - b[key].shape[1]))) for b in batches]
+            else:
+                parts = [b[key] for b in batches]
+            col = np.concatenate(parts)
+            for b in batches:  # free each part as soon as it is copied
+                del b[key]
+            del parts
+            cols[key] = col.astype(np.int64) if key in ("pid", "tid", "cpu", "mode", "unwind", "skip") else col
+        cols["time"] = self.r.trace_times(cols["ts"], cols["has_ts"], cols["clock"])
+        return cols
+
+    def labels(self, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, list[tuple[Label, ...]]]:
+        """A label-combination id per sample and the label tuple of each id."""
+        tid_names = self.r.thread_names
+        tids = cols["tid"] if tid_names else np.zeros(cols["tid"].size, np.int64)
+        from polyprof.formats.perfetto._build import distinct_rows
+
+        inverse, uniq = distinct_rows([cols["mode"], cols["unwind"], cols["skip"], tids])
+        sets = []
+        for mode, unwind, skip, tid in uniq.tolist():
+            labels = []
+            if 0 < mode < len(S.CPU_MODES):
+                labels.append(Label("cpu_mode", str=S.CPU_MODES[mode]))
+            elif mode:
+                labels.append(Label("cpu_mode", str=f"mode_{mode}"))
+            if unwind >= 0:
+                labels.append(Label("unwind_error", str=_enum(S.UNWIND_ERRORS, unwind)))
+            if skip >= 0:
+                labels.append(Label("sample_skipped", str=_enum(S.SKIP_REASONS, skip)))
+            name = tid_names.get(tid) if tid_names else None
+            if name is not None:
+                labels.append(Label("thread_name", str=name))
+            sets.append(tuple(labels))
+        return inverse, sets
+
+
+def _enum(names: tuple[str, ...], value: int) -> str:
+    return names[value] if 0 <= value < len(names) else f"value_{value}"

@@ -1,0 +1,415 @@
+"""The trace reader: streams chunks of packets, keeps per-sequence state, builds profiles at the end.
+
+Each chunk (about 1 MB) is decoded in passes. The fast decoder
+(:mod:`._flat`) reads every packet of the common traced_perf shape at once;
+the general vectorized walker reads the top level of the others. Packets
+that change state or carry anything but a PerfSample -- interned data,
+defaults, clears, losses, descriptors, heap dumps, Chrome and StackSample
+samples, symbols, clock snapshots, compressed bundles -- are then handled
+one by one, in order (parsed with upb); after each, the sequences it touched
+record a state snapshot. Finally all PerfSamples of the chunk are decoded
+together, each with the snapshot of its sequence at its position (so it
+sees the interned data and defaults in effect there). Memory holds the
+interned tables, the catalog, the decoded sample columns and heap-dump
+aggregates, never the trace itself. A gzip file is inflated as it streams,
+under the ``max_inflate`` limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, BinaryIO
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from polyprof.errors import InputError, MalformedInputError
+from polyprof.formats.options import ReadOptions
+from polyprof.formats.perfetto import _schema as S
+from polyprof.formats.perfetto._catalog import Catalog, build_id_text
+from polyprof.formats.perfetto._chrome import AllocCollector, ChromeCollector
+from polyprof.formats.perfetto._clock import Clocks
+from polyprof.formats.perfetto._framing import Chunk, GunzipStream, chunks, frame_all, inflate_bundle
+from polyprof.formats.perfetto._flat import Flat, decode_flat
+from polyprof.formats.perfetto._heap import HeapCollector
+from polyprof.formats.perfetto._perf import PerfCollector, columns_flat, columns_generic, merge_columns
+from polyprof.formats.perfetto._sequence import Generation, Resolver, Sequence, Stats, text
+from polyprof.formats.perfetto._stack import StackSampleCollector
+from polyprof.formats.source import GZIP_MAGIC, Source
+from polyprof.model.profile import Profile
+from polyprof.wire import vector as V
+
+__all__ = ["TraceReader"]
+
+_MAX_NESTING = 4
+
+
+class TraceReader:
+    """One read of one trace."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+        self.stats = Stats()
+        self.catalog = Catalog()
+        self.resolver = Resolver(self.catalog, self.stats)
+        self.clocks = Clocks()
+        self.seqs: dict[int, Sequence] = {}
+        self._gen_count = 0
+        self._gens: dict[int, Generation] = {}
+        self._dirty: set[int] = set()
+        self._snapshots: dict[tuple, int] = {}
+        self._snapshot_rows: list[tuple[bool, int, int, int]] = []
+        self.clock_keys: list[Hashable | None] = [None]
+        self._clock_index: dict[Hashable | None, int] = {None: 0}
+        self.processes: dict[int, str] = {}
+        self.thread_names: dict[int, str] = {}
+        self.inflate_budget = options.max_inflate
+        self.perf = PerfCollector(self)
+        self.heap = HeapCollector(self)
+        self.chrome = ChromeCollector(self)
+        self.allocs = AllocCollector(self)
+        self.stack_samples = StackSampleCollector(self)
+        self.packets = 0
+
+    # ---------------------------------------------------------------- state
+
+    def new_generation(self) -> Generation:
+        self._gen_count += 1
+        gen = self._gens[self._gen_count] = Generation(self._gen_count)
+        return gen
+
+    def seq(self, seq_id: int) -> Sequence:
+        s = self.seqs.get(seq_id)
+        if s is None:
+            s = self.seqs[seq_id] = Sequence(seq_id, self.new_generation(), self._dirty)
+        return s
+
+    def _snapshot_id(self, s: Sequence) -> int:
+        snap = s.snapshot()
+        sid = self._snapshots.get(snap)
+        if sid is None:
+            sid = self._snapshots[snap] = len(self._snapshot_rows)
+            self._snapshot_rows.append(snap)
+        return sid
+
+    def clock_index(self, clock_id: int, seq: int) -> int:
+        key = self.clocks.key(clock_id, seq) if clock_id else None
+        idx = self._clock_index.get(key)
+        if idx is None:
+            idx = self._clock_index[key] = len(self.clock_keys)
+            self.clock_keys.append(key)
+        return idx
+
+    def resolve_stacks(self, gens: np.ndarray, iids: np.ndarray) -> np.ndarray:
+        """Trie node of each (generation, callstack iid) pair."""
+        out = np.empty(iids.size, dtype=np.int32)
+        stack = self.resolver.stack
+        for g in np.unique(gens).tolist():
+            sel = gens == g
+            uniq, inverse = np.unique(iids[sel], return_inverse=True)
+            gen = self._gens[g]
+            out[sel] = np.array([stack(gen, i) for i in uniq.tolist()], dtype=np.int32)[inverse.reshape(-1)]
+        return out
+
+    # ---------------------------------------------------------------- reading
+
+    def read(self, source: Source) -> list[Profile]:
+        stream = self._open(source)
+        try:
+            for chunk in chunks(stream):
+                self.chunk(chunk, 0)
+        except OSError as exc:
+            raise InputError(f"cannot read ({exc.strerror or exc})") from None
+        finally:
+            stream.close()
+        from polyprof.formats.perfetto._build import build_profiles
+
+        return build_profiles(self)
+
+    def _open(self, source: Source) -> BinaryIO:
+        """The trace as a stream: a gzip file inflated on the fly (bounded), else the Source's stream."""
+        if source.path is not None and source.raw is None:
+            try:
+                fh = open(source.path, "rb")
+            except OSError:
+                return source.stream()  # Source raises the right InputError
+            if fh.read(2) == GZIP_MAGIC:
+                fh.seek(0)
+                return GunzipStream(fh, self.options.max_inflate)
+            fh.seek(0)
+            return fh
+        return source.stream()
+
+    def chunk(self, ch: Chunk, depth: int) -> None:
+        n = ch.starts.size
+        self.packets += n
+        self.stats["top-level records that are not packets (skipped)"] += ch.skipped_records
+        if not n:
+            return
+        buf = V.as_buffer(ch.buf)
+        flat = decode_flat(buf, ch.starts, ch.ends)
+        top = _TopLevel(n)
+        top.take_flat(flat)
+        generic = np.flatnonzero(~flat.ok)
+        if generic.size:
+            try:
+                f = V.walk_fields(buf, ch.starts[generic], ch.ends[generic])
+            except MalformedInputError as exc:
+                at = None if exc.offset is None else ch.base + exc.offset
+                raise MalformedInputError(f"corrupt packet: {exc.message}", offset=at) from None
+            top.take_generic(f, generic)
+        present_seqs = np.unique(top.seq[top.perf]).tolist()
+        start_snap = {s: self._snapshot_id(self.seq(s)) for s in present_seqs}
+        events: list[tuple[int, int, int]] = []  # (packet index, seq, snapshot after it)
+        for i in np.flatnonzero(top.control).tolist():
+            self._dirty.clear()
+            self.control(ch, i, depth)
+            for s in self._dirty:
+                events.append((i, s, self._snapshot_id(self.seqs[s])))
+        if top.perf.any():
+            self._perf_packets(ch, buf, top, flat, start_snap, events)
+        self._prune_generations()
+
+    def _snapshots_at(self, idx: np.ndarray, seq: np.ndarray, start_snap: dict[int, int],
+                      events: list[tuple[int, int, int]]) -> np.ndarray:
+        """The state snapshot of each packet ``idx`` (of sequence ``seq``) at its position."""
+        snap = np.empty(idx.size, dtype=np.int64)
+        ev = np.array(events, dtype=np.int64).reshape(-1, 3)
+        for s in np.unique(seq).tolist():
+            mine = seq == s
+            e = ev[ev[:, 1] == s]
+            if not e.size:
+                snap[mine] = start_snap[s]
+                continue
+            at = np.searchsorted(e[:, 0], idx[mine], side="right") - 1
+            snap[mine] = np.where(at >= 0, e[np.maximum(at, 0), 2], start_snap[s])
+        return snap
+
+    def _perf_packets(self, ch: Chunk, buf: np.ndarray, top: "_TopLevel", flat: Flat,
+                      start_snap: dict[int, int], events: list[tuple[int, int, int]]) -> None:
+        idx = np.flatnonzero(top.perf)
+        seq = top.seq[idx]
+        rows = np.array(self._snapshot_rows, dtype=np.int64).reshape(-1, 4)[
+            self._snapshots_at(idx, seq, start_snap, events)]
+        valid, gen, config, default_clock = rows[:, 0] != 0, rows[:, 1], rows[:, 2], rows[:, 3]
+        needs = (top.flags[idx] & S.SEQ_NEEDS_INCREMENTAL_STATE) != 0
+        if (needs & (seq == 0)).any():
+            raise MalformedInputError("a packet needs incremental state but has no trusted_packet_sequence_id",
+                                      offset=ch.base + int(ch.starts[idx[np.argmax(needs & (seq == 0))]]))
+        skipped = needs & ~valid
+        self.stats["packets skipped: incremental state invalid (lost data before them)"] += int(skipped.sum())
+        ok = ~skipped
+        idx, seq, gen, config, default_clock = idx[ok], seq[ok], gen[ok], config[ok], default_clock[ok]
+        if not idx.size:
+            return
+        if (config < 0).any():  # no defaults on the sequence: the legacy cpu-clock timebase
+            config[config < 0] = self.perf.config(None)
+        own = top.clock[idx]
+        clock_id = np.where(own != 0, own, default_clock)
+        custom = (clock_id >= 64) & (clock_id <= 127)  # sequence-scoped clock ids
+        key = (clock_id << 32) | np.where(custom, seq & 0xFFFFFFFF, 0)
+        uniq, inverse = np.unique(key, return_inverse=True)
+        clock = np.array([self.clock_index(k >> 32, k & 0xFFFFFFFF) for k in uniq.tolist()],
+                         dtype=np.int32)[inverse.reshape(-1)]
+        parts = []
+        fast = flat.ok[idx]
+        if fast.any():
+            parts.append((idx[fast], columns_flat(flat.inner, flat.followers, idx[fast])))
+        if (~fast).any():
+            slow = idx[~fast]
+            parts.append((slow, columns_generic(buf, top.span_start[slow], top.span_end[slow])))
+        _, cols = merge_columns(parts)
+        pk = {"seq": seq, "config": config, "gen": gen, "ts": top.ts[idx].view(np.int64),
+              "has_ts": top.has_ts[idx], "clock": clock}
+        self.perf.add(cols, pk)
+
+    def _prune_generations(self) -> None:
+        live = {s.gen.key for s in self.seqs.values()}
+        for key in [k for k in self._gens if k not in live]:
+            del self._gens[key]
+
+    # ---------------------------------------------------------------- control packets
+
+    def control(self, ch: Chunk, i: int, depth: int) -> None:
+        start, end = int(ch.starts[i]), int(ch.ends[i])
+        try:
+            pkt = S.messages()["TracePacket"].FromString(ch.buf[start:end])
+        except DecodeError:
+            raise MalformedInputError("corrupt packet (cannot decode its fields)", offset=ch.base + start) from None
+        s = self.seq(pkt.trusted_packet_sequence_id)
+        if pkt.incremental_state_cleared or pkt.sequence_flags & S.SEQ_INCREMENTAL_STATE_CLEARED:
+            s.clear(self.new_generation())
+        elif pkt.previous_packet_dropped:
+            s.lost()
+            self.stats["sequence data losses (previous_packet_dropped)"] += 1
+        if pkt.HasField("trace_packet_defaults"):
+            s.defaults = pkt.trace_packet_defaults
+            s.config = self.perf.config(s.defaults)
+            s.clock = s.defaults.timestamp_clock_id
+            s.dirty.add(s.id)
+        if pkt.HasField("interned_data"):
+            if s.valid:
+                s.gen.add(pkt.interned_data)
+            else:
+                self.stats["interned data skipped: incremental state invalid"] += 1
+        if pkt.sequence_flags & S.SEQ_NEEDS_INCREMENTAL_STATE and not s.valid:
+            if not pkt.HasField("perf_sample"):  # perf samples are counted by the sample path
+                self.stats["packets skipped: incremental state invalid (lost data before them)"] += 1
+            return
+        self._payload(pkt, s, ch.base + start, depth)
+
+    def _payload(self, pkt: Any, s: Sequence, offset: int, depth: int) -> None:
+        if pkt.HasField("compressed_packets"):
+            self._bundle(pkt.compressed_packets, offset, depth)
+        if pkt.HasField("zstd_compressed_packets"):
+            self._zstd(pkt.zstd_compressed_packets, offset, depth)
+        if pkt.HasField("clock_snapshot"):
+            cs = pkt.clock_snapshot
+            self.clocks.add_snapshot([(self.clocks.key(c.clock_id, s.id), c.timestamp, c.unit_multiplier_ns,
+                                       c.is_incremental) for c in cs.clocks], cs.primary_trace_clock or None)
+        if pkt.HasField("process_tree"):
+            self._process_tree(pkt.process_tree)
+        if pkt.HasField("process_descriptor"):
+            self._process(pkt.process_descriptor)
+        if pkt.HasField("thread_descriptor"):
+            self._thread(pkt.thread_descriptor, s)
+        if pkt.HasField("track_descriptor"):
+            td = pkt.track_descriptor
+            if td.HasField("process"):
+                self._process(td.process)
+            if td.HasField("thread"):
+                self._thread(td.thread, s)
+        if pkt.HasField("profile_packet"):
+            self.heap.packet(pkt.profile_packet, s)
+        if pkt.HasField("streaming_profile_packet"):
+            self.chrome.packet(pkt.streaming_profile_packet, s)
+        if pkt.HasField("streaming_allocation") or pkt.HasField("streaming_free"):
+            self.allocs.packet(pkt, s)
+        if pkt.HasField("stack_sample"):
+            self.stack_samples.packet(pkt, s)
+        if pkt.HasField("module_symbols"):
+            self._module_symbols(pkt.module_symbols)
+        if pkt.HasField("profiled_frame_symbols"):
+            self.stats["legacy ProfiledFrameSymbols packets (not read; use ModuleSymbols)"] += 1
+
+    def _bundle(self, data: bytes, offset: int, depth: int) -> None:
+        if depth >= _MAX_NESTING:
+            raise MalformedInputError("compressed packets nested too deeply", offset=offset)
+        inner = inflate_bundle(data, self.inflate_budget)
+        self.inflate_budget -= len(inner)
+        self.chunk(frame_all(inner, 0), depth + 1)
+
+    def _zstd(self, data: bytes, offset: int, depth: int) -> None:
+        try:
+            import zstandard  # type: ignore[import-not-found]
+        except ImportError:
+            self.stats["zstd-compressed bundles skipped (install the 'zstandard' module to read them)"] += 1
+            return
+        try:
+            inner = zstandard.ZstdDecompressor().decompress(data, max_output_size=self.inflate_budget)
+        except zstandard.ZstdError as exc:
+            raise MalformedInputError(f"corrupt zstd_compressed_packets bundle ({exc})", offset=offset) from None
+        self.inflate_budget -= len(inner)
+        self.chunk(frame_all(inner, 0), depth + 1)
+
+    def _process_tree(self, tree: Any) -> None:
+        for p in tree.processes:
+            if p.cmdline:
+                self.processes[p.pid] = text(p.cmdline[0], self.stats)
+        for t in tree.threads:
+            if t.name:
+                self.thread_names[t.tid] = text(t.name, self.stats)
+
+    def _process(self, pd: Any) -> None:
+        name = pd.process_name or (pd.cmdline[0] if pd.cmdline else b"")
+        if name:
+            self.processes[pd.pid] = text(name, self.stats)
+
+    def _thread(self, td: Any, s: Sequence) -> None:
+        if td.thread_name:
+            self.thread_names[td.tid] = text(td.thread_name, self.stats)
+        if not s.valid:
+            self.stats["thread descriptors skipped: incremental state invalid"] += 1
+            return
+        s.pid, s.tid = td.pid, td.tid
+        if td.HasField("reference_timestamp_us"):
+            s.chrome_ns = self.chrome.reference(td.reference_timestamp_us)
+        s.dirty.add(s.id)
+
+    def _module_symbols(self, ms: Any) -> None:
+        path = text(ms.path, self.stats)
+        build_id = build_id_text(ms.build_id)
+        for a in ms.address_symbols:
+            lines = tuple((text(ln.function_name, self.stats), text(ln.source_file_name, self.stats),
+                           ln.line_number if ln.source_file_name else 0) for ln in a.lines)
+            if lines:
+                self.catalog.add_symbols(path, build_id, a.address, lines)
+
+    # ---------------------------------------------------------------- times
+
+    def trace_times(self, raw: np.ndarray, has: np.ndarray, clock: np.ndarray) -> np.ndarray:
+        """Trace time of every value (clock index per value); missing ones take the latest time before."""
+        out = raw.astype(np.int64).copy()
+        for c in np.unique(clock).tolist():
+            key = self.clock_keys[c]
+            if key is None:
+                continue
+            sel = (clock == c) & has
+            if key in self.clocks.incremental:
+                self.stats["timestamps on incremental clocks (kept as deltas)"] += int(sel.sum())
+                continue
+            out[sel], ok = self.clocks.to_trace(key, raw[sel])
+            if not ok and sel.any():
+                self.stats[f"timestamps not convertible to trace time (clock {key!r}; kept raw)"] += int(sel.sum())
+        if not has.all():
+            low = np.iinfo(np.int64).min
+            latest = np.maximum.accumulate(np.where(has, out, low))
+            out = np.where(has, out, np.where(latest == low, 0, latest))
+        return out
+
+
+class _TopLevel:
+    """Per-packet metadata of a chunk, from the fast decoder and the general walker."""
+
+    _CONTROL_FIELDS = (S.F_INTERNED_DATA, S.F_DEFAULTS)
+
+    def __init__(self, n: int) -> None:
+        self.seq = np.zeros(n, dtype=np.int64)
+        self.flags = np.zeros(n, dtype=np.uint64)
+        self.ts = np.zeros(n, dtype=np.uint64)
+        self.has_ts = np.zeros(n, dtype=bool)
+        self.clock = np.zeros(n, dtype=np.int64)
+        self.perf = np.zeros(n, dtype=bool)
+        self.control = np.zeros(n, dtype=bool)
+        self.span_start = np.zeros(n, dtype=np.int64)
+        self.span_end = np.zeros(n, dtype=np.int64)
+
+    def take_flat(self, flat: Flat) -> None:
+        ok = flat.ok
+        zero = (np.zeros(ok.size, bool), np.zeros(ok.size, np.uint64))
+        get = lambda k: flat.top.get(k, zero)  # noqa: E731
+        self.seq[ok] = get(S.F_SEQ_ID)[1][ok].astype(np.int64)
+        self.flags[ok] = get(S.F_SEQUENCE_FLAGS)[1][ok]
+        self.ts[ok] = get(S.F_TIMESTAMP)[1][ok]
+        self.has_ts[ok] = get(S.F_TIMESTAMP)[0][ok]
+        self.clock[ok] = get(S.F_CLOCK_ID)[1][ok].astype(np.int64)
+        self.perf[ok] = get(S.F_PERF_SAMPLE)[0][ok]
+        self.control[ok] = ((self.flags[ok] & S.SEQ_INCREMENTAL_STATE_CLEARED) != 0) | \
+            (get(S.F_INCREMENTAL_CLEARED)[1][ok] != 0) | (get(S.F_PREVIOUS_DROPPED)[1][ok] != 0)
+
+    def take_generic(self, f: V.Fields, rows: np.ndarray) -> None:
+        n = rows.size
+        self.seq[rows] = V.scalar_column(f, S.F_SEQ_ID, n).astype(np.int64)
+        self.flags[rows] = V.scalar_column(f, S.F_SEQUENCE_FLAGS, n)
+        self.ts[rows] = V.scalar_column(f, S.F_TIMESTAMP, n)
+        self.has_ts[rows[f.msg[f.field == S.F_TIMESTAMP]]] = True
+        self.clock[rows] = V.scalar_column(f, S.F_CLOCK_ID, n).astype(np.int64)
+        start, length = V.span_column(f, S.F_PERF_SAMPLE, n)
+        self.perf[rows] = start >= 0
+        self.span_start[rows], self.span_end[rows] = start, start + length
+        control = np.zeros(n, dtype=bool)
+        control[f.msg[~np.isin(f.field, list(S.METADATA_FIELDS | {S.F_PERF_SAMPLE}))]] = True
+        control[f.msg[np.isin(f.field, self._CONTROL_FIELDS) |
+                      (np.isin(f.field, (S.F_INCREMENTAL_CLEARED, S.F_PREVIOUS_DROPPED)) & (f.value != 0))]] = True
+        control |= (self.flags[rows] & S.SEQ_INCREMENTAL_STATE_CLEARED) != 0
+        self.control[rows] = control

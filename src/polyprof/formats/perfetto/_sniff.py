@@ -1,0 +1,78 @@
+"""Content detection: does this look like a Perfetto trace?
+
+A trace has no magic number: it is a run of ``0A len TracePacket`` records,
+which is also how a pprof profile starts (``sample_type`` is field 1 too).
+So the sniffer walks the records in the head and requires every one to be
+field 1, and every packet payload it can see to decode as TracePacket
+fields: fields 1 and 2 (ftrace events, process tree) must be messages, the
+known scalar metadata fields must be varints. pprof's ValueType payload
+(fields 1 and 2 as varints) fails that test at once. Empty packets alone are
+not enough: at least one packet must hold a field.
+"""
+
+from __future__ import annotations
+
+from polyprof.formats.perfetto._schema import VARINT_FIELDS
+
+__all__ = ["sniff"]
+
+_MAX_RECORDS = 64
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if i >= len(b) or shift > 63:
+            raise IndexError
+        byte = b[i]
+        value |= (byte & 0x7F) << shift
+        i += 1
+        if byte < 0x80:
+            return value, i
+        shift += 7
+
+
+def _packet_ok(body: bytes, complete: bool) -> tuple[bool, int]:
+    """(fields decode as a TracePacket, number of fields seen)."""
+    i = fields = 0
+    try:
+        while i < len(body):
+            key, i = _varint(body, i)
+            field, wire = key >> 3, key & 7
+            if field == 0 or wire not in (0, 1, 2, 5):
+                return False, fields
+            if field in (1, 2) and wire != 2 or field in VARINT_FIELDS and wire != 0:
+                return False, fields
+            if wire == 0:
+                _, i = _varint(body, i)
+            elif wire == 2:
+                length, i = _varint(body, i)
+                i += length
+            else:
+                i += 8 if wire == 1 else 4
+            if i > len(body) and complete:
+                return False, fields
+            fields += 1
+    except IndexError:
+        return not complete, fields
+    return True, fields
+
+
+def sniff(head: bytes) -> bool:
+    """True if ``head`` (gzip already undone) starts like a Perfetto trace."""
+    i = records = fields = 0
+    try:
+        while i < len(head) and records < _MAX_RECORDS:
+            if head[i] != 0x0A:
+                return False
+            length, j = _varint(head, i + 1)
+            body = head[j:j + length]
+            ok, seen = _packet_ok(body, complete=j + length <= len(head))
+            if not ok:
+                return False
+            fields += seen
+            records += 1
+            i = j + length
+    except IndexError:
+        pass
+    return records > 0 and fields > 0
