@@ -90,18 +90,22 @@ def read_all(src: PathOrBytes, *, format: str | None = None,
 def read(src: PathOrBytes, *, format: str | None = None, options: ReadOptions | None = None) -> Profile:
     """One profile from ``src``.
 
-    When the input holds several profiles with the same sample types they are
+    When the input holds several profiles with the same sample types (or
+    ``options.merge`` is set: then their sample types are united) they are
     merged, each sample labelled with the profile it came from (see each
-    reader's ``profile_labels`` extra). Otherwise the caller must choose.
+    reader's ``profile_labels`` extra). Successive cumulative dumps of one
+    process and heap are not merged: the last one is kept.
     """
-    profiles = read_all(src, format=format, options=options)
+    profiles = _latest_snapshots(read_all(src, format=format, options=options))
     if len(profiles) == 1:
         return profiles[0]
     if not profiles:
         raise InputError("holds no profile data", path=Source.of(src).name)
-    from polyprof.model.merge import merge
+    from polyprof.model.merge import merge, union_sample_types
     first = profiles[0].sample_types
-    if any(p.sample_types != first for p in profiles):
+    if options is not None and options.merge:
+        profiles = union_sample_types(profiles)
+    elif any(p.sample_types != first for p in profiles):
         kinds = sorted({", ".join(map(str, p.sample_types)) for p in profiles})
         raise OptionsError(
             f"{Source.of(src).name}: holds {len(profiles)} profiles of different kinds ({'; '.join(kinds)}); "
@@ -111,6 +115,31 @@ def read(src: PathOrBytes, *, format: str | None = None, options: ReadOptions | 
               for k, v in p.extras.get("profile_labels", {}).items())
         for p in profiles]
     return merge(profiles, labels)
+
+
+def _latest_snapshots(profiles: list[Profile]) -> list[Profile]:
+    """Keep the last of each series of cumulative snapshots (e.g. heap dumps).
+
+    Profiles whose ``profile_labels`` differ only in ``dump_time`` are
+    successive dumps of one process and heap; their values are cumulative,
+    so merging them would count allocations several times. ``read_all``
+    still returns every dump.
+    """
+    series: dict[tuple, list[int]] = {}
+    for i, p in enumerate(profiles):
+        labels = p.extras.get("profile_labels") or {}
+        if "dump_time" in labels:
+            key = tuple(sorted((k, str(v)) for k, v in labels.items() if k != "dump_time"))
+            series.setdefault(key, []).append(i)
+    drop = set()
+    for members in series.values():
+        if len(members) > 1:
+            last = max(members, key=lambda i: (profiles[i].extras["profile_labels"]["dump_time"], i))
+            drop.update(m for m in members if m != last)
+            profiles[last].warnings.append(
+                f"kept the last of {len(members)} cumulative dumps of this process and heap "
+                "(earlier dumps are listed by 'polyprof info')")
+    return [p for i, p in enumerate(profiles) if i not in drop]
 
 
 def _target(path: str, format: str | None) -> registry.FormatSpec:

@@ -169,6 +169,23 @@ def load(args: argparse.Namespace, env, path: str | None = None):  # noqa: ANN00
     return result
 
 
+def load_all(args: argparse.Namespace, env, path: str | None = None) -> list:  # noqa: ANN001
+    """Like :func:`load`, but every profile of the input separately (no merging)."""
+    import dataclasses
+
+    import polyprof
+    from polyprof.analysis import filters
+
+    path = path or args.input
+    opts = dataclasses.replace(read_options(args), time_range=None)
+    with env.status(f"reading {path}"):
+        profiles = polyprof.read_all(path, format=getattr(args, "input_format", None), options=opts)
+    results = [filters.apply(p, analysis_options(args)) for p in profiles]
+    for result in results[:1]:
+        warn_unmatched(result, env)
+    return results
+
+
 def warn_unmatched(result, env) -> None:  # noqa: ANN001
     for name in result.unmatched():
         env.note(f"warning: --{name.replace('_', '-')} matched nothing")

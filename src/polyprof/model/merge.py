@@ -31,7 +31,7 @@ from polyprof.model import units
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.profile import Label, Profile, SampleTable, ValueType
 
-__all__ = ["align_sample_types", "compact", "copy_into", "merge", "merge_extras", "sample_groups"]
+__all__ = ["align_sample_types", "compact", "copy_into", "merge", "merge_extras", "sample_groups", "union_sample_types"]
 
 
 def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ()) -> None:
@@ -162,6 +162,27 @@ def sample_groups(p: Profile) -> np.ndarray:
             values, v = np.unique(col, return_inverse=True)
             groups = g.reshape(-1).astype(np.int64) * values.size + v.reshape(-1)
     return groups
+
+
+def union_sample_types(profiles: Sequence[Profile]) -> list[Profile]:
+    """The profiles with the union of their sample types (in order of first
+    appearance); a column a profile lacks is zero for its samples. For
+    combining profiles of different kinds (CPU and heap) into one; nothing is
+    converted or lost."""
+    import dataclasses
+
+    union = list(dict.fromkeys(vt for p in profiles for vt in p.sample_types))
+    out = []
+    for p in profiles:
+        if p.sample_types == union:
+            out.append(p)
+            continue
+        values = np.zeros((len(p.samples), len(union)), dtype=np.int64)
+        for j, vt in enumerate(p.sample_types):
+            values[:, union.index(vt)] = p.samples.values[:, j]
+        samples = dataclasses.replace(p.samples, values=values)
+        out.append(dataclasses.replace(p, sample_types=list(union), samples=samples))
+    return out
 
 
 def align_sample_types(profiles: Sequence[Profile], names: Sequence[str] | None = None) -> list[Profile]:

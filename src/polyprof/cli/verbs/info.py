@@ -25,12 +25,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     from polyprof.analysis.info import info
 
-    profile = common.load(args, env).profile
-    summary = info(profile)
+    if args.merge:
+        profiles = [common.load(args, env).profile]
+    else:  # an input holding several profiles is described profile by profile
+        profiles = [r.profile for r in common.load_all(args, env)]
+    summaries = [info(p) for p in profiles]
     if args.format == "json":
-        env.out(json.dumps(summary, indent=1, sort_keys=True))
+        body = summaries[0] if len(summaries) == 1 else {"profiles": summaries, "count": len(summaries)}
+        env.out(json.dumps(body, indent=1, sort_keys=True))
+    elif len(summaries) == 1:
+        env.out(render(summaries[0]).rstrip("\n"))
     else:
-        env.out(render(summary).rstrip("\n"))
+        env.out(f"{args.input} holds {len(summaries)} profiles "
+                "(select with --pid/--tid/--heap, or combine them with --merge):")
+        for n, s in enumerate(summaries, 1):
+            labels = s["extras"].get("profile_labels") or {}
+            head = " ".join(f"{k}={v}" for k, v in labels.items()) or f"profile {n}"
+            env.out(f"\n[{n}] {head}")
+            env.out(render(s).rstrip("\n"))
     return 0
 
 

@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from polyprof.model.merge import merge
+from polyprof.model.merge import merge, union_sample_types
 from polyprof.model.profile import Label, Profile, ValueType
 
 __all__ = ["merge_profiles"]
@@ -32,26 +32,12 @@ def _common_extras(profiles: list[Profile]) -> dict:
             if k != "profile_labels" and all(p.extras.get(k, object()) == v for p in profiles[1:])}
 
 
-def _aligned(p: Profile, types: list[ValueType]) -> Profile:
-    """``p`` with sample types ``types`` (a superset of its own; new columns are 0)."""
-    if p.sample_types == types:
-        return p
-    values = np.zeros((len(p.samples), len(types)), dtype=np.int64)
-    for i, vt in enumerate(p.sample_types):
-        values[:, types.index(vt)] = p.samples.values[:, i]
-    return dataclasses.replace(p, sample_types=list(types),
-                               samples=dataclasses.replace(p.samples, values=values))
-
-
 def merge_profiles(profiles: list[Profile]) -> list[Profile]:
     """One profile holding every sample of ``profiles`` (see the module docstring)."""
     if len(profiles) < 2:
         return profiles
-    types: list[ValueType] = []
-    for p in profiles:
-        types.extend(vt for vt in p.sample_types if vt not in types)
     first = profiles[0]
-    merged = merge([_aligned(p, types) for p in profiles], [_labels(p) for p in profiles])
+    merged = merge(union_sample_types(profiles), [_labels(p) for p in profiles])
     merged.default_sample_type = first.default_sample_type or first.sample_types[-1].type
     merged.extras = _common_extras(profiles)
     merged.extras["merged_profiles"] = len(profiles)

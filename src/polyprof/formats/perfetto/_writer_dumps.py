@@ -115,7 +115,7 @@ def _write_heap(p: Profile, out: Out, report: LossReport) -> None:
     if heap == ART_HEAP and summed[:, 2:].any():
         report.add("frees on the ART heap (not recorded for it)")
     t = p.samples.time
-    end = int(facts.get("dump_time", int(t[0]) if t is not None and t.size else 0))
+    end = int(facts.get("dump_time", labels.get("dump_time", int(t[0]) if t is not None and t.size else 0)))
     start = end - p.duration_nanos if p.duration_nanos else None
     base = min(end, start if start is not None else end, 0)
     anchor = start if start is not None else end
