@@ -274,7 +274,7 @@ class Weights:
 
     leaf: np.ndarray      # sum of samples whose stack ends here
     subtree: np.ndarray   # sum of samples whose stack passes through here
-    nonzero: np.ndarray   # number of non-zero samples passing through here
+    nonzero: np.ndarray   # > 0 where a non-zero sample passes (a count; 0/1 for non-negative values)
     total: int            # sum over all samples (including empty stacks)
 
 
@@ -286,14 +286,29 @@ def callsite_weights(p: Profile, values: np.ndarray, mask: np.ndarray | None = N
         stack, values = stack[mask], values[mask]
     has = stack >= 0
     leaf = sum_by(stack[has], values[has], n)
+    total = int(values.astype(np.int64).sum())
+    if not values.size or values.min() >= 0:
+        # Without negative values a subtree holds a non-zero sample iff its sum is non-zero.
+        subtree = _push_up(p.callsites, leaf) if n else leaf
+        return Weights(leaf, subtree, (subtree != 0).astype(np.int64), total)
     nz = sum_by(stack[has], values[has] != 0, n)
     both = _push_up(p.callsites, np.stack([leaf, nz], axis=1)) if n else np.zeros((0, 2), np.int64)
-    return Weights(leaf, both[:, 0], both[:, 1], int(values.astype(np.int64).sum()))
+    return Weights(leaf, both[:, 0], both[:, 1], total)
 
 
 def euler(p: Profile) -> tuple[np.ndarray, np.ndarray]:
-    """Pre-order entry index and last descendant's entry index of every callsite."""
+    """Pre-order entry index and last descendant's entry index of every callsite.
+
+    Cached on the callsite table (tables are immutable once built)."""
     cs = p.callsites
+    cached = getattr(cs, "_euler", None)
+    if cached is not None and len(cached[0]) == len(cs):
+        return cached
+    cs._euler = _euler(cs)  # type: ignore[attr-defined]
+    return cs._euler
+
+
+def _euler(cs) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
     n = len(cs)
     tin = np.zeros(n, dtype=np.int64)
     if not n:
@@ -305,10 +320,12 @@ def euler(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     for d in range(1, len(bounds) - 1):
         nodes = order[bounds[d]:bounds[d + 1]]
         par = cs.parent[nodes]
-        by_parent = np.argsort(par, kind="stable")
-        nodes, par = nodes[by_parent], par[by_parent]
+        if par.size > 1 and (par[1:] < par[:-1]).any():
+            by_parent = np.argsort(par, kind="stable")
+            nodes, par = nodes[by_parent], par[by_parent]
         before = np.cumsum(size[nodes]) - size[nodes]  # running sum across all groups
-        group_first = np.searchsorted(par, par, side="left")
+        new_group = np.flatnonzero(np.concatenate(([True], par[1:] != par[:-1])))
+        group_first = np.repeat(new_group, np.diff(np.append(new_group, par.size)))
         tin[nodes] = tin[par] + 1 + before - before[group_first]
     return tin, tin + size - 1
 
@@ -358,14 +375,28 @@ def pairs(nodes: NodeMap, callsites: np.ndarray, loc_of: np.ndarray) -> tuple[np
     locs = loc_of[callsites]
     first = nodes.loc_start[locs]
     count = nodes.loc_start[locs + 1] - first
+    if count.size and count.min() == 1 and count.max() == 1:  # no inline expansion: one node each
+        return callsites, nodes.loc_nodes[first]
+    # Most callsites have one line: place those directly; expand only the others.
+    offsets = np.cumsum(count) - count
     total = int(count.sum())
-    pc = np.repeat(callsites, count)
-    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
-    entry = np.repeat(first, count) + within
-    pn = nodes.loc_nodes[entry]
+    pc = np.empty(total, dtype=np.int64)
+    pn = np.empty(total, dtype=np.int64)
+    one = count == 1
+    pc[offsets[one]] = callsites[one]
+    pn[offsets[one]] = nodes.loc_nodes[first[one]]
+    many = np.flatnonzero(count > 1)
+    reps = count[many]
+    within = np.arange(int(reps.sum()), dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
+    at = np.repeat(offsets[many], reps) + within
+    entry = np.repeat(first[many], reps) + within
+    pc[at] = np.repeat(callsites[many], reps)
+    pn[at] = nodes.loc_nodes[entry]
     dup = nodes.entry_dup[entry]
     if dup.any():
-        return pc[~dup], pn[~dup]
+        keep = np.ones(total, dtype=bool)
+        keep[at[dup]] = False
+        return pc[keep], pn[keep]
     return pc, pn
 
 

@@ -150,11 +150,15 @@ class CallsiteTable:
         return self._depth
 
     def levels(self) -> tuple[np.ndarray, np.ndarray]:
-        """Callsites ordered by depth, and the start of each depth in that order."""
+        """Callsites ordered by depth, and the start of each depth in that order (cached)."""
+        cached = getattr(self, "_levels", None)
+        if cached is not None and len(cached[0]) == len(self.parent):
+            return cached
         depth = self.depth()
         order = np.argsort(depth, kind="stable")
         bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=-1)) + 2))
-        return order, bounds
+        self._levels = (order, bounds)
+        return self._levels
 
     def _compute_depth(self) -> np.ndarray:
         depth = np.zeros(len(self.parent), dtype=I32)

@@ -14,6 +14,7 @@ with the byte offset of the first problem; they never read past a span.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 
 import numpy as np
 
@@ -145,13 +146,21 @@ class Fields:
     value: np.ndarray
     start: np.ndarray
     length: np.ndarray
+    _groups: tuple[np.ndarray, np.ndarray] | None = dc_field(default=None, repr=False, compare=False)
 
     def select(self, field: int, wire: int | None = None) -> "Fields":
-        mask = self.field == field
+        """The records of one field number (and wire type), in the same order."""
+        if self._groups is None:  # group once by field number: each select is then a slice
+            order = np.argsort(self.field, kind="stable")
+            keys = self.field[order]
+            self._groups = (order, keys)
+        order, keys = self._groups
+        lo, hi = np.searchsorted(keys, [field, field + 1])
+        idx = order[lo:hi]
         if wire is not None:
-            mask &= self.wire == wire
-        return Fields(self.msg[mask], self.field[mask], self.wire[mask], self.value[mask],
-                      self.start[mask], self.length[mask])
+            idx = idx[self.wire[idx] == wire]
+        return Fields(self.msg[idx], self.field[idx], self.wire[idx], self.value[idx],
+                      self.start[idx], self.length[idx])
 
     def __len__(self) -> int:
         return self.msg.size
