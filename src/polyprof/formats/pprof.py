@@ -41,6 +41,7 @@ from polyprof.model.profile import (
 from polyprof.wire import vector as V
 from polyprof.wire.encode import Encoder
 from polyprof.wire.schema import Schema
+from polyprof.wire.scan import read_varint
 
 __all__ = ["read", "sniff", "write"]
 
@@ -81,19 +82,6 @@ def _profile_class() -> type:
 
 # ---------------------------------------------------------------- sniffing
 
-def _read_varint(b: bytes, i: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        if i >= len(b) or shift > 63:
-            raise IndexError
-        byte = b[i]
-        value |= (byte & 0x7F) << shift
-        i += 1
-        if byte < 0x80:
-            return value, i
-        shift += 7
-
-
 def sniff(head: bytes) -> bool:
     """True if the first top-level fields look like a pprof Profile.
 
@@ -105,7 +93,7 @@ def sniff(head: bytes) -> bool:
     seen = 0
     try:
         while i < len(head) and seen < 64:
-            key, i = _read_varint(head, i)
+            key, i = read_varint(head, i)
             field, wire = key >> 3, key & 7
             expected = _PROFILE_FIELDS.get(field, -1)
             if expected == -1 or (expected is not None and wire != expected):
@@ -113,9 +101,9 @@ def sniff(head: bytes) -> bool:
             if field == 13 and wire not in (0, 2):
                 return False
             if wire == 0:
-                _, i = _read_varint(head, i)
+                _, i = read_varint(head, i)
             elif wire == 2:
-                length, i = _read_varint(head, i)
+                length, i = read_varint(head, i)
                 if field in (1, 11):  # sample_type / period_type are ValueTypes
                     body = head[i:i + length]
                     if i + length <= len(head) and not _is_value_type(body):
@@ -131,10 +119,10 @@ def _is_value_type(body: bytes) -> bool:
     i = 0
     try:
         while i < len(body):
-            key, i = _read_varint(body, i)
+            key, i = read_varint(body, i)
             if key not in (0x08, 0x10):
                 return False
-            _, i = _read_varint(body, i)
+            _, i = read_varint(body, i)
     except IndexError:
         return False
     return True

@@ -13,23 +13,11 @@ not enough: at least one packet must hold a field.
 from __future__ import annotations
 
 from polyprof.formats.perfetto._schema import VARINT_FIELDS
+from polyprof.wire.scan import read_varint
 
 __all__ = ["sniff"]
 
 _MAX_RECORDS = 64
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if i >= len(b) or shift > 63:
-            raise IndexError
-        byte = b[i]
-        value |= (byte & 0x7F) << shift
-        i += 1
-        if byte < 0x80:
-            return value, i
-        shift += 7
 
 
 def _packet_ok(body: bytes, complete: bool) -> tuple[bool, int]:
@@ -37,16 +25,16 @@ def _packet_ok(body: bytes, complete: bool) -> tuple[bool, int]:
     i = fields = 0
     try:
         while i < len(body):
-            key, i = _varint(body, i)
+            key, i = read_varint(body, i)
             field, wire = key >> 3, key & 7
             if field == 0 or wire not in (0, 1, 2, 5):
                 return False, fields
             if field in (1, 2) and wire != 2 or field in VARINT_FIELDS and wire != 0:
                 return False, fields
             if wire == 0:
-                _, i = _varint(body, i)
+                _, i = read_varint(body, i)
             elif wire == 2:
-                length, i = _varint(body, i)
+                length, i = read_varint(body, i)
                 i += length
             else:
                 i += 8 if wire == 1 else 4
@@ -65,7 +53,7 @@ def sniff(head: bytes) -> bool:
         while i < len(head) and records < _MAX_RECORDS:
             if head[i] != 0x0A:
                 return False
-            length, j = _varint(head, i + 1)
+            length, j = read_varint(head, i + 1)
             body = head[j:j + length]
             ok, seen = _packet_ok(body, complete=j + length <= len(head))
             if not ok:
