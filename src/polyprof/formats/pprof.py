@@ -457,8 +457,8 @@ def encode(p: Profile, report: LossReport | None = None) -> bytes:
     if comments:
         tail.packed_field(13, comments)
     tail.varint_field(14, sid(p.default_sample_type)).varint_field(15, sid(p.doc_url))
-    for key in sorted(p.extras):
-        report.add(f"format-specific fact not kept: {key}")
+    if p.extras:
+        report.add(f"format-specific facts not kept ({', '.join(sorted(p.extras))})", len(p.extras))
     table = Encoder()
     for text in strings:  # dicts keep insertion order: index order
         table.bytes_field(6, text.encode("utf-8", errors="surrogatepass"), always=True)
