@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from polyprof.errors import InputError, MalformedInputError, OptionsError, OutputError, UnrecognizedFormatError
+from polyprof.errors import InputError, MalformedInputError, OptionsError, UnrecognizedFormatError
 from polyprof.formats import registry
 from polyprof.formats.loss import LossReport
 from polyprof.formats.options import ReadOptions, WriteOptions

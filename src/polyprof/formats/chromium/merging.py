@@ -11,12 +11,10 @@ the extras all its inputs agree on, plus ``merged_profiles``.
 
 from __future__ import annotations
 
-import dataclasses
 
-import numpy as np
 
 from polyprof.model.merge import merge, union_sample_types
-from polyprof.model.profile import Label, Profile, ValueType
+from polyprof.model.profile import Label, Profile
 
 __all__ = ["merge_profiles"]
 

@@ -107,7 +107,7 @@ class Interner:
         return iid
 
     def _frame_body(self, loc: int, iid: int) -> Encoder:
-        p, lt = self.p, self.p.locations
+        lt = self.p.locations
         mapping, address = int(lt.mapping[loc]), int(lt.address[loc])
         rows = list(lt.lines_of(loc))
         if lt.folded[loc]:

@@ -1,134 +1,21 @@
-"""pprof ``perftools.profiles.Profile``: reader and writer.
-
-Reading: upb parses the top level (the large repeated messages are declared
-``bytes`` so they stay unparsed), then the vectorized kernels decode all
-samples, labels, locations and lines at once. Every field of profile.proto is
-kept: labels (str, num, num_unit), mapping flags, inline lines with columns,
-``is_folded``, drop/keep frames, comments, default sample type, doc_url.
-
-Leniency follows ``go tool pprof``: strings that are not UTF-8 are decoded
-with replacement (a warning says how many); id 0, duplicate ids, dangling
-references and wrong value counts are errors, as they are for pprof.
-
-Writing: a gzip-compressed profile.proto. Lossless for everything the reader
-keeps. Sample columns pprof has no field for (time, pid, tid, cpu) are
-written as numeric labels and listed in the loss report; per-format extras
-are listed as not kept.
-"""
+"""The pprof reader: upb for the top level, numpy kernels for everything repeated."""
 
 from __future__ import annotations
-
-import gzip
-from typing import BinaryIO
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from polyprof.errors import MalformedInputError
-from polyprof.formats.loss import LossReport
-from polyprof.formats.options import ReadOptions, WriteOptions
+from polyprof.formats.options import ReadOptions
+from polyprof.formats.pprof._common import _FLAG_FIELDS, _profile_class
 from polyprof.formats.source import Source
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.profile import (
-    MAPPING_HAS_FILENAMES,
-    MAPPING_HAS_FUNCTIONS,
-    MAPPING_HAS_INLINE_FRAMES,
-    MAPPING_HAS_LINE_NUMBERS,
-    Label,
-    Profile,
-    ValueType,
-)
+from polyprof.model.columns import factorize_rows
+from polyprof.model.profile import Label, Profile, ValueType
 from polyprof.wire import vector as V
-from polyprof.wire.encode import Encoder
-from polyprof.wire.schema import Schema
-from polyprof.wire.scan import read_varint
 
-__all__ = ["read", "sniff", "write"]
+__all__ = ["read"]
 
-# Field numbers of profile.proto (../shared/spec/wire-formats.md, section 1.2).
-_PROFILE_FIELDS = {1: 2, 2: 2, 3: 2, 4: 2, 5: 2, 6: 2, 7: 0, 8: 0, 9: 0, 10: 0, 11: 2, 12: 0,
-                   13: None, 14: 0, 15: 0}
-_FLAG_FIELDS = ((7, MAPPING_HAS_FUNCTIONS), (8, MAPPING_HAS_FILENAMES),
-                (9, MAPPING_HAS_LINE_NUMBERS), (10, MAPPING_HAS_INLINE_FRAMES))
-
-
-def _schema() -> type:
-    s = Schema("polyprof.pprof", syntax="proto3")
-    s.message("ValueType", type=(1, "int64"), unit=(2, "int64"))
-    s.message("Profile",
-              sample_type=(1, "ValueType", "repeated"),
-              sample=(2, "bytes", "repeated"),
-              mapping=(3, "bytes", "repeated"),
-              location=(4, "bytes", "repeated"),
-              function=(5, "bytes", "repeated"),
-              string_table=(6, "bytes", "repeated"),
-              drop_frames=(7, "int64"), keep_frames=(8, "int64"),
-              time_nanos=(9, "int64"), duration_nanos=(10, "int64"),
-              period_type=(11, "ValueType"), period=(12, "int64"),
-              comment=(13, "int64", "repeated"),
-              default_sample_type=(14, "int64"), doc_url=(15, "int64"))
-    return s.build()["Profile"]
-
-
-_PROFILE_CLASS: type | None = None
-
-
-def _profile_class() -> type:
-    global _PROFILE_CLASS
-    if _PROFILE_CLASS is None:
-        _PROFILE_CLASS = _schema()
-    return _PROFILE_CLASS
-
-
-# ---------------------------------------------------------------- sniffing
-
-def sniff(head: bytes) -> bool:
-    """True if the first top-level fields look like a pprof Profile.
-
-    A Perfetto trace also starts with field 1 (LEN), so field-1 payloads must
-    look like a ValueType (two small varint fields), and some field other than
-    1 must appear or the whole head must be consumed.
-    """
-    i = 0
-    seen = 0
-    try:
-        while i < len(head) and seen < 64:
-            key, i = read_varint(head, i)
-            field, wire = key >> 3, key & 7
-            expected = _PROFILE_FIELDS.get(field, -1)
-            if expected == -1 or (expected is not None and wire != expected):
-                return False
-            if field == 13 and wire not in (0, 2):
-                return False
-            if wire == 0:
-                _, i = read_varint(head, i)
-            elif wire == 2:
-                length, i = read_varint(head, i)
-                if field in (1, 11):  # sample_type / period_type are ValueTypes
-                    body = head[i:i + length]
-                    if i + length <= len(head) and not _is_value_type(body):
-                        return False
-                i += length
-            seen += 1
-    except IndexError:
-        return seen > 0
-    return seen > 0
-
-
-def _is_value_type(body: bytes) -> bool:
-    i = 0
-    try:
-        while i < len(body):
-            key, i = read_varint(body, i)
-            if key not in (0x08, 0x10):
-                return False
-            _, i = read_varint(body, i)
-    except IndexError:
-        return False
-    return True
-
-
-# ---------------------------------------------------------------- reading
 
 def _join(messages: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     lengths = np.fromiter(map(len, messages), dtype=np.int64, count=len(messages))
@@ -338,22 +225,6 @@ def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], wi
     b.add_samples_bulk(stacks, np.concatenate(values) if values else np.zeros((0, width), np.int64), labelset)
 
 
-def _factorize(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Row ids of equal tuples across ``cols``, and the first row of each id.
-
-    Each column is factorized on its own (1-D sorts are fast), then the codes
-    are combined into one integer per row; far cheaper than unique(axis=0).
-    """
-    combined = np.zeros(cols[0].size, dtype=np.int64)
-    for col in cols:
-        uniq, code = np.unique(col, return_inverse=True)
-        if uniq.size and combined.size and int(combined.max()) >= (2**62) // max(uniq.size, 1):
-            _, combined = np.unique(combined, return_inverse=True)  # re-densify before overflow
-        combined = combined * uniq.size + code.reshape(-1)
-    uniq, first, ids = np.unique(combined, return_index=True, return_inverse=True)
-    return ids.reshape(-1), first
-
-
 def _label_columns(buf: np.ndarray, labels: V.Fields, strings: list[str], first_sample: int) -> list[np.ndarray]:
     """[owner sample, key, str, num, unit] of every label record, string indexes checked."""
     nl = len(labels)
@@ -375,7 +246,7 @@ def _labelsets(b: ProfileBuilder, parts: list[list[np.ndarray]], n: int, strings
     nl = owner.size
     if not nl:
         return out
-    label_id, label_first = _factorize(cols)
+    label_id, label_first = factorize_rows(cols)
     first_of_owner = np.searchsorted(owner, owner, side="left")
     rank = np.arange(nl) - first_of_owner
     width = int(rank.max()) + 1
@@ -384,7 +255,7 @@ def _labelsets(b: ProfileBuilder, parts: list[list[np.ndarray]], n: int, strings
     has = np.zeros(n, dtype=bool)
     has[owner] = True
     rows = grid[has]
-    set_id, set_first = _factorize([rows[:, j] for j in range(width)])
+    set_id, set_first = factorize_rows([rows[:, j] for j in range(width)])
     key, sval, num, unit = (c[label_first].tolist() for c in cols)
     label_objs = [Label(strings[key[i]], str=strings[sval[i]]) if sval[i]
                   else Label(strings[key[i]], num=num[i], unit=strings[unit[i]]) for i in range(len(key))]
@@ -392,122 +263,3 @@ def _labelsets(b: ProfileBuilder, parts: list[list[np.ndarray]], n: int, strings
     model_ids = np.array([b.labelset(s) for s in sets], dtype=np.int32)
     out[has] = model_ids[set_id]
     return out
-
-
-# ---------------------------------------------------------------- writing
-
-_COLUMN_LABELS = {"time": "nanoseconds", "pid": "", "tid": "", "cpu": ""}
-
-
-def write(profile: Profile, out: BinaryIO, options: WriteOptions) -> LossReport:
-    """Write ``profile`` as gzip-compressed profile.proto."""
-    report = LossReport("pprof")
-    data = encode(profile, report)
-    out.write(gzip.compress(data, compresslevel=6, mtime=0))
-    return report
-
-
-def encode(p: Profile, report: LossReport | None = None) -> bytes:
-    """The uncompressed profile.proto bytes of ``p``."""
-    report = report if report is not None else LossReport("pprof")
-    strings: dict[str, int] = {"": 0}
-
-    def sid(text: str) -> int:
-        i = strings.get(text)
-        if i is None:
-            i = strings[text] = len(strings)
-        return i
-
-    e = Encoder()
-    for vt in p.sample_types:
-        e.message(1, Encoder().varint_field(1, sid(vt.type)).varint_field(2, sid(vt.unit)))
-    _encode_samples(p, e, sid, report)
-    ms = p.mappings
-    mstr = p.strings
-    for i in range(len(ms)):
-        m = Encoder().varint_field(1, i + 1).varint_field(2, int(ms.start[i])) \
-            .varint_field(3, int(ms.limit[i])).varint_field(4, int(ms.offset[i])) \
-            .varint_field(5, sid(mstr[ms.filename[i]])).varint_field(6, sid(mstr[ms.build_id[i]]))
-        flags = int(ms.flags[i])
-        for field, bit in _FLAG_FIELDS:
-            m.varint_field(field, 1 if flags & bit else 0)
-        e.message(3, m)
-    loc = p.locations
-    lf, ll, lc = p.lines.function.tolist(), p.lines.line.tolist(), p.lines.column.tolist()
-    starts = loc.line_start.tolist()
-    for i in range(len(loc)):
-        m = Encoder().varint_field(1, i + 1).varint_field(2, int(loc.mapping[i]) + 1) \
-            .varint_field(3, int(loc.address[i]))
-        for r in range(starts[i], starts[i + 1]):
-            m.message(4, Encoder().varint_field(1, lf[r] + 1).varint_field(2, ll[r]).varint_field(3, lc[r]))
-        m.varint_field(5, 1 if loc.folded[i] else 0)
-        e.message(4, m)
-    fs = p.functions
-    for i in range(len(fs)):
-        e.message(5, Encoder().varint_field(1, i + 1).varint_field(2, sid(mstr[fs.name[i]]))
-                  .varint_field(3, sid(mstr[fs.system_name[i]])).varint_field(4, sid(mstr[fs.filename[i]]))
-                  .varint_field(5, int(fs.start_line[i])))
-    tail = Encoder()
-    tail.varint_field(7, sid(p.drop_frames)).varint_field(8, sid(p.keep_frames))
-    tail.varint_field(9, p.time_nanos).varint_field(10, p.duration_nanos)
-    if p.period_type is not None:
-        tail.message(11, Encoder().varint_field(1, sid(p.period_type.type)).varint_field(2, sid(p.period_type.unit)))
-    tail.varint_field(12, p.period)
-    comments = [sid(c) for c in p.comments]
-    if comments:
-        tail.packed_field(13, comments)
-    tail.varint_field(14, sid(p.default_sample_type)).varint_field(15, sid(p.doc_url))
-    if p.extras:
-        report.add(f"format-specific facts not kept ({', '.join(sorted(p.extras))})", len(p.extras))
-    table = Encoder()
-    for text in strings:  # dicts keep insertion order: index order
-        table.bytes_field(6, text.encode("utf-8", errors="surrogatepass"), always=True)
-    return e.getvalue() + table.getvalue() + tail.getvalue()
-
-
-def _encode_samples(p: Profile, e: Encoder, sid, report: LossReport) -> None:  # noqa: ANN001
-    s = p.samples
-    extra_cols = [(name, getattr(s, name)) for name in s.OPTIONAL_COLUMNS if getattr(s, name) is not None]
-    for name, _ in extra_cols:
-        report.add(f"sample {name} column written as numeric label '{name}'", len(s))
-    stack_cache: dict[int, bytes] = {}
-    label_cache: dict[int, bytes] = {}
-    parents = p.callsites.parent
-    locs = p.callsites.location
-    values = s.values.tolist()
-    stacks = s.stack.tolist()
-    labelsets = s.labelset.tolist()
-    extra_values = [(name, col.tolist()) for name, col in extra_cols]
-    for i in range(len(s)):
-        node = stacks[i]
-        loc_bytes = stack_cache.get(node)
-        if loc_bytes is None:
-            ids = []
-            cur = node
-            while cur >= 0:
-                ids.append(int(locs[cur]) + 1)
-                cur = int(parents[cur])
-            loc_bytes = stack_cache[node] = Encoder().packed_field(1, ids).getvalue() if ids else b""
-        ls = labelsets[i]
-        lab = label_cache.get(ls)
-        if lab is None:
-            enc = Encoder()
-            for label in p.labelsets[ls]:
-                _encode_label(enc, sid, label)
-            lab = label_cache[ls] = enc.getvalue()
-        body = Encoder()
-        body.raw(loc_bytes)
-        body.packed_field(2, values[i], signed=True)
-        body.raw(lab)
-        for name, col in extra_values:
-            _encode_label(body, sid, Label(name, num=col[i], unit=_COLUMN_LABELS[name]))
-        e.message(2, body)
-
-
-def _encode_label(enc: Encoder, sid, label: Label) -> None:  # noqa: ANN001
-    m = Encoder().varint_field(1, sid(label.key))
-    if label.str is not None:
-        m.varint_field(2, sid(label.str))
-    else:
-        m.varint_field(3, label.num or 0).varint_field(4, sid(label.unit))
-    enc.message(3, m)
