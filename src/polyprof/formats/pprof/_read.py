@@ -133,11 +133,15 @@ def _check_sid(sid: int, n: int, what: str) -> int:
     return sid
 
 
-def _functions(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: list[str]) -> _Ids:
+def _table(raw: list[bytes]) -> tuple[np.ndarray, V.Fields, int, np.ndarray]:
+    """Decode the fields of one repeated table message: (buffer, fields, rows, wire ids)."""
     buf, starts, ends = _join(raw)
     f = V.walk_fields(buf, starts, ends)
-    n = len(raw)
-    ids = V.scalar_column(f, 1, n)
+    return buf, f, len(raw), V.scalar_column(f, 1, len(raw))
+
+
+def _functions(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: list[str]) -> _Ids:
+    _, f, n, ids = _table(raw)
     name, system, filename = (_string_ids(V.scalar_column(f, k, n), smap, "function") for k in (2, 3, 4))
     rows = b.functions_bulk(name, system, filename, V.scalar_column(f, 5, n).view(np.int64))
     index = _Ids("function", ids)
@@ -146,10 +150,7 @@ def _functions(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: l
 
 
 def _mappings(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: list[str]) -> _Ids:
-    buf, starts, ends = _join(raw)
-    f = V.walk_fields(buf, starts, ends)
-    n = len(raw)
-    ids = V.scalar_column(f, 1, n)
+    _, f, n, ids = _table(raw)
     start, limit, offset = (V.scalar_column(f, k, n).tolist() for k in (2, 3, 4))
     filename, build_id = (_string_ids(V.scalar_column(f, k, n), np.arange(len(strings)), "mapping").tolist()
                           for k in (5, 6))
@@ -165,10 +166,7 @@ def _mappings(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: li
 
 
 def _locations(b: ProfileBuilder, raw: list[bytes], functions: _Ids, mappings: _Ids) -> _Ids:
-    buf, starts, ends = _join(raw)
-    f = V.walk_fields(buf, starts, ends)
-    n = len(raw)
-    ids = V.scalar_column(f, 1, n)
+    buf, f, n, ids = _table(raw)
     mapping_rows = mappings.rows_or_none(V.scalar_column(f, 2, n), "a location")
     mapping = np.where(mapping_rows >= 0, mappings.model[np.maximum(mapping_rows, 0)], -1) \
         if len(mappings.model) else np.full(n, -1, dtype=np.int64)
