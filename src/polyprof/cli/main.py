@@ -40,11 +40,15 @@ exit codes: 0 ok, 1 other error, 2 unreadable input, 3 unknown format,
 130 interrupted."""
 
 
-def _verbs() -> list[ModuleType]:
+def _verb_names() -> list[str]:
     import polyprof.cli.verbs as package
 
     names = [m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")]
-    names.sort(key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
+    return sorted(names, key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
+
+
+def _verbs(only: str | None = None) -> list[ModuleType]:
+    names = [only] if only else _verb_names()
     return [importlib.import_module(f"polyprof.cli.verbs.{n}") for n in names]
 
 
@@ -53,12 +57,13 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, max_help_position=30)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; ``only`` builds just that verb (what a run needs)."""
     parser = argparse.ArgumentParser(prog="polyprof", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"polyprof {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs")
-    for module in _verbs():
+    for module in _verbs(only):
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP[0].upper() + module.HELP[1:] + ".",
                            epilog=getattr(module, "EXAMPLES", None), formatter_class=_Formatter)
         module.add_arguments(p)
@@ -69,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     """Run polyprof with ``argv``; returns the exit code (documented in --help)."""
     env = env or Env()
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    verb = argv[0] if argv and argv[0] in _verb_names() else None
+    parser = build_parser(verb)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed usage or help

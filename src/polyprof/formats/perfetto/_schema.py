@@ -10,6 +10,7 @@ classes; it decodes packets with the vectorized kernels.
 
 from __future__ import annotations
 
+from polyprof.formats.perfetto._sniff import VARINT_FIELDS  # noqa: F401  (defined by the sniffer)
 from polyprof.wire.schema import Schema
 
 __all__ = ["BUILTIN_CLOCKS", "CPU_MODES", "PERF_COUNTERS", "SKIP_REASONS", "UNWIND_ERRORS", "messages"]
@@ -41,9 +42,6 @@ F_STACK_SAMPLE = 135
 
 SEQ_INCREMENTAL_STATE_CLEARED = 1
 SEQ_NEEDS_INCREMENTAL_STATE = 2
-
-# TracePacket fields whose wire type is VARINT (the sniffer checks them).
-VARINT_FIELDS = frozenset({3, 8, 10, 13, 41, 42, 58, 79, 87, 98})
 
 #: Payload fields the reader handles; a packet with another payload is
 #: skipped and counted (it holds no profiling data).

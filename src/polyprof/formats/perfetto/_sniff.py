@@ -12,10 +12,13 @@ not enough: at least one packet must hold a field.
 
 from __future__ import annotations
 
-from polyprof.formats.perfetto._schema import VARINT_FIELDS
 from polyprof.wire.scan import read_varint
 
-__all__ = ["sniff"]
+__all__ = ["VARINT_FIELDS", "sniff"]
+
+#: TracePacket fields that are varints (timestamp, sequence id, flags, ...).
+#: Defined here, not in _schema, so sniffing never builds the full schema.
+VARINT_FIELDS = frozenset({3, 8, 10, 13, 41, 42, 58, 79, 87, 98})
 
 _MAX_RECORDS = 64
 
