@@ -150,3 +150,17 @@ def test_input_flags_reach_the_readers(cli):
     from polyprof.cli.common import read_options
 
     assert read_options(args).extra == {"offcpu": "off", "module_names": "names.txt"}
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path, peer):
+    import io
+
+    from polyprof.cli.env import Env
+    from polyprof.cli.main import main
+
+    trace = next(peer.glob("google__perfetto/diff_tests_binary/**/Profiling__perf_sample_counter_set.pftrace"))
+    for interactive in (True, False):
+        out, err = io.StringIO(), io.StringIO()
+        assert main(["top", str(trace)], Env(out, err, interactive=interactive)) == 0
+        assert ("100%" in err.getvalue()) is interactive  # the bar reached the end, on a TTY only
+        assert "flat%" in out.getvalue() and "\r" not in out.getvalue()

@@ -57,6 +57,7 @@ def read_all(src: PathOrBytes, *, format: str | None = None,
     """Every profile in ``src`` (one for pprof; several for some traces and logs)."""
     opts = options or ReadOptions()
     source = Source.of(src, opts.max_inflate)
+    source.progress = opts.progress
     if format:
         spec = registry.by_name(format)
         if spec is None or not spec.can_read:

@@ -140,12 +140,15 @@ def analysis_options(args: argparse.Namespace):  # noqa: ANN201
 
 
 def read_profile(args: argparse.Namespace, env, path: str | None = None):  # noqa: ANN001, ANN201
-    """Read the verb's input with the shared flags, showing a status line on a TTY."""
+    """Read the verb's input with the shared flags, showing progress on a TTY."""
+    import dataclasses
+
     import polyprof
 
     path = path or args.input
-    with env.status(f"reading {path}"):
-        return polyprof.read(path, format=getattr(args, "input_format", None), options=read_options(args))
+    with env.progress(f"reading {path}") as progress:
+        opts = dataclasses.replace(read_options(args), progress=progress)
+        return polyprof.read(path, format=getattr(args, "input_format", None), options=opts)
 
 
 def load(args: argparse.Namespace, env, path: str | None = None):  # noqa: ANN001, ANN201
@@ -161,8 +164,8 @@ def load(args: argparse.Namespace, env, path: str | None = None):  # noqa: ANN00
     from polyprof.analysis import filters
 
     path = path or args.input
-    opts = dataclasses.replace(read_options(args), time_range=None)
-    with env.status(f"reading {path}"):
+    with env.progress(f"reading {path}") as progress:
+        opts = dataclasses.replace(read_options(args), time_range=None, progress=progress)
         profile = polyprof.read(path, format=getattr(args, "input_format", None), options=opts)
     result = filters.apply(profile, analysis_options(args))
     warn_unmatched(result, env)
@@ -177,8 +180,8 @@ def load_all(args: argparse.Namespace, env, path: str | None = None) -> list:  #
     from polyprof.analysis import filters
 
     path = path or args.input
-    opts = dataclasses.replace(read_options(args), time_range=None)
-    with env.status(f"reading {path}"):
+    with env.progress(f"reading {path}") as progress:
+        opts = dataclasses.replace(read_options(args), time_range=None, progress=progress)
         profiles = polyprof.read_all(path, format=getattr(args, "input_format", None), options=opts)
     results = [filters.apply(p, analysis_options(args)) for p in profiles]
     for result in results[:1]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, Iterator
+from collections.abc import Callable, Iterator
+from typing import IO
 
 __all__ = ["Env"]
 
@@ -27,6 +28,36 @@ class Env:
 
     def binary_stdout(self) -> IO[bytes]:
         return getattr(self.stdout, "buffer", sys.stdout.buffer)
+
+    @contextmanager
+    def progress(self, text: str) -> Iterator[Callable[[int, int], None] | None]:
+        """A progress bar on stderr (TTY only) for ``text``.
+
+        Yields a ``(done, total)`` callback, or None when stderr is not a
+        terminal; the bar is redrawn at most once per percent and erased at
+        the end.
+        """
+        if not self.interactive:
+            yield None
+            return
+        shown = [-1]
+
+        def report(done: int, total: int) -> None:
+            percent = min(100, done * 100 // total) if total else 100
+            if percent == shown[0]:
+                return
+            shown[0] = percent
+            bar = "#" * (percent // 5) + "." * (20 - percent // 5)
+            self.stderr.write(f"\r{text} [{bar}] {percent:3d}% ({done / 2**20:.0f}/{total / 2**20:.0f} MiB)")
+            self.stderr.flush()
+
+        self.stderr.write(f"\r{text} ...")
+        self.stderr.flush()
+        try:
+            yield report
+        finally:
+            self.stderr.write("\r" + " " * (len(text) + 48) + "\r")
+            self.stderr.flush()
 
     @contextmanager
     def status(self, text: str) -> Iterator[None]:

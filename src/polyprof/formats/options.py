@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,8 @@ class ReadOptions:
     merge: bool = False  # several profiles in one input -> one profile
     max_inflate: int = DEFAULT_MAX_INFLATE
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Called with (bytes read, total) while a streaming reader consumes a file.
+    progress: Callable[[int, int], None] | None = None
 
 
 @dataclass

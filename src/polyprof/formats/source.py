@@ -13,6 +13,7 @@ import gzip
 import io
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -65,6 +66,8 @@ class Source:
     max_inflate: int = DEFAULT_MAX_INFLATE
     _data: bytes | None = field(default=None, repr=False)
     gzipped: bool = False
+    #: Called with (bytes read, total bytes) of the file as streaming readers consume it.
+    progress: Callable[[int, int], None] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, src: "str | os.PathLike[str] | bytes | Source", max_inflate: int | None = None) -> "Source":
@@ -128,12 +131,26 @@ class Source:
                 self._data = raw
         return self._data
 
+    def open_raw(self) -> BinaryIO:
+        """The file itself (gzip not undone), reporting read progress to ``progress``."""
+        try:
+            fh = open(self.path, "rb")
+        except FileNotFoundError:
+            raise InputError("no such file", path=self.path) from None
+        except IsADirectoryError:
+            raise InputError("is a directory, not a profile file", path=self.path) from None
+        except OSError as exc:
+            raise InputError(f"cannot read ({exc.strerror})", path=self.path) from None
+        if self.progress is None:
+            return fh
+        return _Progress(fh, os.fstat(fh.fileno()).st_size, self.progress)  # type: ignore[return-value]
+
     def stream(self) -> BinaryIO:
         """A file object over the content (gzip undone on the fly)."""
         if self._data is not None:
             return io.BytesIO(self._data)
         if self.path is not None:
-            fh = open(self.path, "rb")
+            fh = self.open_raw()
             if fh.read(2) == GZIP_MAGIC:
                 fh.seek(0)
                 self.gzipped = True
@@ -141,3 +158,29 @@ class Source:
             fh.seek(0)
             return fh
         return io.BytesIO(self.data())
+
+
+class _Progress:
+    """A read-only file wrapper that reports how far reading has got."""
+
+    def __init__(self, fh: BinaryIO, total: int, report: Callable[[int, int], None]) -> None:
+        self._fh, self._total, self._report = fh, total, report
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._fh.read(n)
+        self._report(self._fh.tell(), self._total)
+        return data
+
+    def readinto(self, buf) -> int:  # noqa: ANN001
+        count = self._fh.readinto(buf)
+        self._report(self._fh.tell(), self._total)
+        return count
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - seek, tell, close, fileno, ...
+        return getattr(self._fh, name)
+
+    def __enter__(self) -> "_Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._fh.close()

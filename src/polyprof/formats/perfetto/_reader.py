@@ -129,10 +129,7 @@ class TraceReader:
     def _open(self, source: Source) -> BinaryIO:
         """The trace as a stream: a gzip file inflated on the fly (bounded), else the Source's stream."""
         if source.path is not None and source.raw is None:
-            try:
-                fh = open(source.path, "rb")
-            except OSError:
-                return source.stream()  # Source raises the right InputError
+            fh = source.open_raw()  # raises the right InputError; reports progress
             if fh.read(2) == GZIP_MAGIC:
                 fh.seek(0)
                 return GunzipStream(fh, self.options.max_inflate)
