@@ -34,6 +34,19 @@ def peer_files(pattern: str) -> list[Path]:
     return sorted(PEER.glob(pattern))
 
 
+def small_peer_profiles(peer: Path, max_bytes: int = 300_000):
+    """(path, profile) of every readable ``*.pb.gz`` in peer data under ``max_bytes``."""
+    import polyprof
+
+    for path in sorted(peer.rglob("*.pb.gz")):
+        if path.stat().st_size >= max_bytes:
+            continue
+        try:
+            yield path, polyprof.read(path)
+        except polyprof.PolyprofError:
+            continue
+
+
 def peer_id(path: Path) -> str:
     return str(path.relative_to(PEER)) if PEER in path.parents else path.name
 

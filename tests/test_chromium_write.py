@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
+from conftest import small_peer_profiles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_chromium_support import SYMBOLS, all_fixtures, fixture_bytes
@@ -281,14 +282,8 @@ def test_pprof_heap_profile_uses_in_use_columns() -> None:
 
 
 def test_peer_pprof_profiles_keep_their_sample_counts(peer) -> None:  # noqa: ANN001
-    files = [f for f in sorted(peer.rglob("*.pb.gz")) if f.stat().st_size < 300_000]
-    assert files
     checked = 0
-    for f in files:
-        try:
-            p = polyprof.read(f)
-        except polyprof.PolyprofError:
-            continue
+    for f, p in small_peer_profiles(peer):
         q = reread(write(p)[0])
         assert len(q.samples) == len(p.samples), f
         heap, count_col, _ = chromium.callstack._columns(p)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from conftest import small_peer_profiles
 from test_chromium_support import SYMBOLS, fixture_bytes
 
 import polyprof
@@ -265,13 +266,8 @@ def test_any_symbol_text_parses_or_raises_malformed(lines: list[str], addresses:
 
 def test_symbolize_without_matching_symbols_keeps_every_profile_intact(peer) -> None:  # noqa: ANN001
     store = SymbolStore(SYMBOLS)
-    files = [f for f in sorted(peer.rglob("*.pb.gz")) if f.stat().st_size < 300_000]
     checked = 0
-    for f in files:
-        try:
-            p = polyprof.read(f)
-        except polyprof.PolyprofError:
-            continue
+    for f, p in small_peer_profiles(peer):
         q, stats = symbolize(p, store)
         check(q)
         assert stats.modules_with_symbols == 0

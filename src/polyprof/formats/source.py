@@ -84,15 +84,11 @@ class Source:
 
     def _raw(self) -> bytes:
         if self.raw is None:
-            try:
-                with open(self.path, "rb") as fh:
+            with self.open_raw() as fh:
+                try:
                     self.raw = fh.read()
-            except FileNotFoundError:
-                raise InputError("no such file", path=self.path) from None
-            except IsADirectoryError:
-                raise InputError("is a directory, not a profile file", path=self.path) from None
-            except OSError as exc:
-                raise InputError(f"cannot read ({exc.strerror})", path=self.path) from None
+                except OSError as exc:
+                    raise InputError(f"cannot read ({exc.strerror})", path=self.path) from None
         return self.raw
 
     def head(self, n: int = 1 << 16) -> bytes:

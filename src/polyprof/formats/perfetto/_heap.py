@@ -149,13 +149,7 @@ def _take_tables(tables: Generation, pp: Any) -> None:
     for e in pp.strings:
         for table in tables.strings.values():
             table.setdefault(e.iid, e.str)
-    for e in pp.mappings:
-        tables.mappings.setdefault(e.iid, e)
-    for e in pp.frames:
-        tables.frames.setdefault(e.iid, e)
-    for e in pp.callstacks:
-        if e.iid not in tables.callstacks:
-            tables.callstacks[e.iid] = tuple(e.frame_ids)
+    tables.take_profile_tables(pp.mappings, pp.frames, pp.callstacks)
 
 
 def _sample(h: Any, trusted_count: bool) -> tuple[int, tuple[int, int, int, int]]:

@@ -58,6 +58,17 @@ class Generation:
         # StackSample contexts and descriptors: InternedData field -> iid -> message
         self.stack_sample: dict[int, dict[int, Any]] = {48: {}, 49: {}, 50: {}, 51: {}}
 
+    def take_profile_tables(self, mappings: Any, frames: Any, callstacks: Any) -> None:
+        """Take mapping, frame and callstack entries (first definition of an iid wins);
+        from InternedData or from a ProfilePacket's legacy in-packet tables."""
+        for e in mappings:
+            self.mappings.setdefault(e.iid, e)
+        for e in frames:
+            self.frames.setdefault(e.iid, e)
+        for e in callstacks:
+            if e.iid not in self.callstacks:
+                self.callstacks[e.iid] = tuple(e.frame_ids)
+
     def add(self, data: Any) -> None:
         """Take the entries of an InternedData message (first definition of an iid wins)."""
         for number, entries in ((FUNCTION_NAMES, data.function_names), (BUILD_IDS, data.build_ids),
@@ -65,13 +76,7 @@ class Generation:
             table = self.strings[number]
             for e in entries:
                 table.setdefault(e.iid, e.str)
-        for e in data.mappings:
-            self.mappings.setdefault(e.iid, e)
-        for e in data.frames:
-            self.frames.setdefault(e.iid, e)
-        for e in data.callstacks:
-            if e.iid not in self.callstacks:
-                self.callstacks[e.iid] = tuple(e.frame_ids)
+        self.take_profile_tables(data.mappings, data.frames, data.callstacks)
         for number, entries in ((48, data.stack_sample_task_contexts), (49, data.stack_sample_execution_contexts),
                                 (50, data.stack_sample_counter_descriptors),
                                 (51, data.stack_sample_async_context_descriptors)):
