@@ -209,3 +209,46 @@ def test_writer_reports_columns_pprof_cannot_hold():
     back = polyprof.read(out.getvalue())
     assert {lb.key for lb in back.labelsets[back.samples.labelset[0]]} == {"time", "tid"}
     assert np.array_equal(back.samples.values, p.samples.values)
+
+
+def _labelled_wire(label) -> bytes:
+    fn = Encoder().varint_field(1, 1).varint_field(2, 3)
+    return _wire(STRINGS, samples=[_sample([1], 5, [label]), _sample([1], 2)],
+                 locations=[_location(1, 1)], functions=[fn])
+
+
+def test_labels_are_decoded_on_first_use_only():
+    from polyprof.analysis.top import top
+
+    p = polyprof.read(_labelled_wire(Encoder().varint_field(1, 5).varint_field(2, 6)))
+    assert p.samples.is_deferred("labelset") and p.is_deferred("labelsets")
+    assert [r.flat for r in top(p).rows] == [7]  # top never needs labels
+    assert p.samples.is_deferred("labelset")
+    assert p.labelsets[p.samples.labelset[0]] == (Label("key", str="value"),)
+    assert p.samples.labelset.tolist() == [1, 0]
+    assert not p.samples.is_deferred("labelset") and not p.is_deferred("labelsets")
+
+
+def test_copies_and_pickles_of_a_profile_hold_its_labels():
+    import copy
+    import pickle
+
+    data = _labelled_wire(Encoder().varint_field(1, 7).varint_field(3, 42).varint_field(4, 7))
+    expected = dump(polyprof.read(data))
+    assert "{bytes=42[bytes]}" in expected
+    for clone in (copy.deepcopy, copy.copy, lambda p: pickle.loads(pickle.dumps(p))):
+        p = polyprof.read(data)
+        assert dump(clone(p)) == expected
+
+
+def test_a_corrupt_label_fails_when_labels_are_used(tmp_path, cli):
+    path = tmp_path / "bad-label.pb"
+    path.write_bytes(_labelled_wire(Encoder().varint_field(1, 99).varint_field(2, 6)))
+    p = polyprof.read(path)
+    with pytest.raises(MalformedInputError, match="label key has a string index outside") as err:
+        p.labelsets  # noqa: B018
+    assert "bad-label.pb" in str(err.value)
+    failed = cli("dump", path)
+    assert failed.code != 0 and failed.out == ""
+    assert failed.err.count("\n") == 1 and "bad-label.pb" in failed.err and "label key" in failed.err
+    assert cli("top", path).code == 0  # labels are checked when a query uses them

@@ -142,22 +142,25 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
     nn = len(nodes)
     if not len(cs):
         return np.zeros(nn, dtype=np.int64), np.zeros(nn, dtype=np.int64)
-    loc_of = cs.location.astype(np.int64)
-    first_entry = nodes.loc_start[loc_of]
-    count = nodes.loc_start[loc_of + 1] - first_entry
-    leafy = (w.leaf != 0) & (count > 0)
-    flat = sum_by(nodes.loc_nodes[first_entry[leafy]], w.leaf[leafy], nn)
+    loc_of = cs.location
+    leafy = np.flatnonzero(w.leaf)
+    first_node = nodes.loc_nodes[nodes.loc_start[loc_of[leafy]]]  # the innermost line's node
+    has_line = np.diff(nodes.loc_start)[loc_of[leafy]] > 0
+    flat = sum_by(first_node[has_line], w.leaf[leafy[has_line]], nn)
     tin, tout = euler(p)
-    preorder = np.empty(len(cs), dtype=np.int64)
-    preorder[tin] = np.arange(len(cs), dtype=np.int64)
+    preorder = np.empty(len(cs), dtype=np.int32)
+    preorder[tin] = np.arange(len(cs), dtype=np.int32)
     live = preorder[w.nonzero[preorder] > 0]  # where no non-zero sample passes there is nothing to count
     pc, pn = pairs(nodes, live, loc_of)
     order = np.argsort(_small_ids(pn, nn), kind="stable")  # by node, pre-order within
     pn, pc = pn[order], pc[order]
-    big = np.int64(len(cs) + 1)
-    reach = np.maximum.accumulate(pn * big + tout[pc])
+    del order
+    # Pre-order positions fit in 32 bits and node ids in the rest: one int64 key.
+    node_key = pn.astype(np.int64) << np.int64(32)
+    reach = np.maximum.accumulate(node_key | tout[pc])
     top = np.ones(pn.size, dtype=bool)
-    top[1:] = pn[1:] * big + tin[pc[1:]] > reach[:-1]
+    top[1:] = (node_key[1:] | tin[pc[1:]]) > reach[:-1]
+    del reach, node_key
     cum = sum_by(pn[top], w.subtree[pc[top]], nn)
     return flat, cum
 
@@ -165,32 +168,16 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
 def pairs(nodes: NodeMap, callsites: np.ndarray, loc_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(callsite, node) for every line of ``callsites``, in that order; a node
     repeated inside one location (inlined recursion) is listed once."""
+    start, uniq = nodes.distinct_lines()
     locs = loc_of[callsites]
-    first = nodes.loc_start[locs]
-    count = nodes.loc_start[locs + 1] - first
-    if count.size and count.min() == 1 and count.max() == 1:  # no inline expansion: one node each
-        return callsites, nodes.loc_nodes[first]
-    # Most callsites have one line: place those directly; expand only the others.
-    offsets = np.cumsum(count) - count
+    first = start[locs]
+    count = start[locs + 1] - first
+    if not count.size or (count.min() == 1 and count.max() == 1):  # no inline expansion: one node each
+        return callsites, uniq[first]
     total = int(count.sum())
-    pc = np.empty(total, dtype=np.int64)
-    pn = np.empty(total, dtype=np.int64)
-    one = count == 1
-    pc[offsets[one]] = callsites[one]
-    pn[offsets[one]] = nodes.loc_nodes[first[one]]
-    many = np.flatnonzero(count > 1)
-    reps = count[many]
-    within = np.arange(int(reps.sum()), dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
-    at = np.repeat(offsets[many], reps) + within
-    entry = np.repeat(first[many], reps) + within
-    pc[at] = np.repeat(callsites[many], reps)
-    pn[at] = nodes.loc_nodes[entry]
-    dup = nodes.entry_dup[entry]
-    if dup.any():
-        keep = np.ones(total, dtype=bool)
-        keep[at[dup]] = False
-        return pc[keep], pn[keep]
-    return pc, pn
+    pc = np.repeat(callsites, count)
+    shift = first - (np.cumsum(count) - count)  # entry of pair i = shift of its callsite + i
+    return pc, uniq[np.repeat(shift, count) + np.arange(total, dtype=shift.dtype)]
 
 
 def edges(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None,

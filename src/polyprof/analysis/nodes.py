@@ -73,6 +73,19 @@ class NodeMap:
     def __len__(self) -> int:
         return len(self.infos)
 
+    def distinct_lines(self) -> tuple[np.ndarray, np.ndarray]:
+        """Like (loc_start, loc_nodes) without the entries of ``entry_dup``
+        (each node once per location), as compact int32 arrays; cached."""
+        cached = self.__dict__.get("_distinct")
+        if cached is None:
+            keep = ~self.entry_dup
+            start = np.zeros(len(self.loc_start), dtype=np.int32)
+            if len(self.loc_start) > 1:
+                np.cumsum(np.add.reduceat(keep, self.loc_start[:-1]) * (np.diff(self.loc_start) > 0),
+                          out=start[1:])
+            cached = self._distinct = (start, self.loc_nodes[keep].astype(np.int32))
+        return cached
+
 
 def _aggregate_flags(granularity: str, inlines: bool) -> tuple[bool, bool, bool, bool]:
     """(function, filename, linenumber, address) kept at ``granularity`` (pprof driver rules)."""

@@ -22,7 +22,7 @@ de-duplication (wire ids already make them unique).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -68,6 +68,7 @@ class ProfileBuilder:
         self._cs_depth: np.ndarray | None = None  # known depths of _cs_arrays, if any
         self._labelsets: dict[tuple[Label, ...], int] = {(): 0}
         self._labelset_list: list[tuple[Label, ...]] = [()]
+        self._deferred_labels: Callable[[], np.ndarray] | None = None
         self._samples: dict[str, list] = {k: [] for k in ("stack", "values", "labelset", *SampleTable.OPTIONAL_COLUMNS)}
         self._sample_chunks: list[dict[str, np.ndarray | None]] = []
         self._has: set[str] = set()
@@ -227,7 +228,8 @@ class ProfileBuilder:
         # int32 keys when (callsites x locations) fits: sorts and gathers are cheaper.
         wide = (int(len(flat)) + 1) * n_loc >= 2**31
         dtype = np.int64 if wide else np.int32
-        flat = flat.astype(dtype, copy=False)
+        if flat.itemsize > np.dtype(dtype).itemsize:  # narrow inputs (uint8/16 ids) stay narrow: cheaper gathers
+            flat = flat.astype(dtype)
         new_parent: list[np.ndarray] = []
         new_loc: list[np.ndarray] = []
         new_depth: list[np.ndarray] = []
@@ -379,6 +381,12 @@ class ProfileBuilder:
         self._sample_chunks.append(chunk)
         self._samples = {k: [] for k in s}
 
+    def defer_labels(self, make: Callable[[], np.ndarray]) -> None:
+        """Decode labels only when first used: ``make()`` interns the label
+        sets with :meth:`labelset` and returns the labelset row of every
+        sample (see :meth:`Profile.defer_labels`)."""
+        self._deferred_labels = make
+
     # ---- finish -----------------------------------------------------------
 
     def finish(self, *, check: bool = True) -> Profile:
@@ -400,6 +408,8 @@ class ProfileBuilder:
             p.callsites._depth = depth
         p.labelsets = self._labelset_list
         self._finish_samples(p)
+        if self._deferred_labels is not None:
+            p.defer_labels(self._deferred_labels)
         if check:
             from polyprof.model.validate import check as check_profile
             check_profile(p)
@@ -436,14 +446,20 @@ class ProfileBuilder:
             return
         total = sum(len(c["stack"]) for c in chunks)
         table = SampleTable(
-            stack=np.concatenate([c["stack"] for c in chunks]),
-            values=np.concatenate([c["values"].reshape(len(c["stack"]), width) for c in chunks]),
-            labelset=np.concatenate([c["labelset"] for c in chunks]),
+            stack=_concat([c["stack"] for c in chunks]),
+            values=_concat([c["values"].reshape(len(c["stack"]), width) for c in chunks]),
+            labelset=_concat([c["labelset"] for c in chunks]),
         )
         for name in SampleTable.OPTIONAL_COLUMNS:
             if name in self._has:
                 parts = [c[name] if c[name] is not None else np.zeros(len(c["stack"]), np.int64)
                          for c in chunks]
-                col = np.concatenate(parts) if parts else np.zeros(total, np.int64)
+                col = _concat(parts) if parts else np.zeros(total, np.int64)
                 setattr(table, name, col)
+        self._sample_chunks = []  # the table owns the columns now
         p.samples = table
+
+
+def _concat(parts: list[np.ndarray]) -> np.ndarray:
+    """One array from ``parts``, without a copy when there is only one."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)

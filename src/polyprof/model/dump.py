@@ -101,6 +101,7 @@ def _frame_texts(p: Profile, mapping_names: dict[int, str]) -> list[str]:
 
 def dump_lines(p: Profile) -> Iterator[str]:
     """Yield the dump one line at a time (no trailing newlines)."""
+    p.labelsets  # noqa: B018 - decode deferred labels (and meet their errors) before any line is out
     yield "polyprof-dump 1"
     yield f"format: {p.source_format or '-'}"
     yield "sample_types: " + (", ".join(str(vt) for vt in p.sample_types) or "-")

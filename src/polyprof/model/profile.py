@@ -21,12 +21,19 @@ Tables and their columns:
                optional time (ns), pid, tid, cpu columns (None when absent),
                labelset (row of ``Profile.labelsets``; 0 = no labels).
 
+A reader may *defer* the label columns (``samples.labelset`` and
+``Profile.labelsets``) with :meth:`Profile.defer_labels`: they are then
+decoded on first access, so a query that never looks at labels (``top``)
+never pays for them. Reading either attribute, copying or pickling the
+profile resolves them; nothing else changes for callers.
+
 Build profiles with :class:`polyprof.model.builder.ProfileBuilder`; check them
 with :func:`polyprof.model.validate.check`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -181,8 +188,54 @@ class CallsiteTable:
         return out
 
 
+class _Once:
+    """A computation run at most once, when first needed."""
+
+    __slots__ = ("_make", "_value")
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make: Callable[[], Any] | None = make
+        self._value: Any = None
+
+    def get(self) -> Any:
+        if self._make is not None:
+            self._value, self._make = self._make(), None
+        return self._value
+
+
+class _Deferrable:
+    """Attributes a reader may leave to be computed on first access.
+
+    A deferred attribute is absent from the instance ``__dict__``, so normal
+    lookup fails and ``__getattr__`` computes it, stores it and returns it;
+    later reads are plain attribute reads.
+    """
+
+    def _defer(self, name: str, once: _Once, pick: Callable[[Any], Any]) -> None:
+        self.__dict__.pop(name, None)
+        self.__dict__.setdefault("_deferred", {})[name] = (once, pick)
+
+    def is_deferred(self, name: str) -> bool:
+        """True while ``name`` has not been computed yet."""
+        return name not in self.__dict__ and name in self.__dict__.get("_deferred", {})
+
+    def __getattr__(self, name: str) -> Any:
+        pending = self.__dict__.get("_deferred", {})
+        if name not in pending:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        once, pick = pending[name]
+        value = pick(once.get())
+        setattr(self, name, value)
+        return value
+
+    def __getstate__(self) -> dict[str, Any]:  # copies and pickles hold resolved values
+        for name in list(self.__dict__.get("_deferred", {})):
+            getattr(self, name)
+        return {k: v for k, v in self.__dict__.items() if k != "_deferred"}
+
+
 @dataclass
-class SampleTable:
+class SampleTable(_Deferrable):
     stack: np.ndarray = field(default_factory=lambda: _empty(I32))
     values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=I64))
     labelset: np.ndarray = field(default_factory=lambda: _empty(I32))
@@ -198,7 +251,7 @@ class SampleTable:
 
 
 @dataclass
-class Profile:
+class Profile(_Deferrable):
     """A stack-sampling profile in columnar form (see the module docstring)."""
 
     sample_types: list[ValueType] = field(default_factory=list)
@@ -226,6 +279,18 @@ class Profile:
     callsites: CallsiteTable = field(default_factory=CallsiteTable)
     samples: SampleTable = field(default_factory=SampleTable)
     labelsets: list[tuple[Label, ...]] = field(default_factory=lambda: [()])
+
+    def defer_labels(self, make: Callable[[], np.ndarray]) -> None:
+        """Leave the labels to be decoded on first use.
+
+        ``make()`` must return the labelset column (one row per sample) and
+        may append new label sets to the current ``labelsets`` list, which
+        it receives through the reader's builder.
+        """
+        sets = self.labelsets
+        once = _Once(lambda: (np.asarray(make(), dtype=I32), sets))
+        self._defer("labelsets", once, lambda r: r[1])
+        self.samples._defer("labelset", once, lambda r: r[0])
 
     # ---- small conveniences (views computed on demand, never storage) ----
 

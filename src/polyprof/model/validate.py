@@ -57,11 +57,12 @@ def check(p: Profile) -> None:
             f"invalid profile: sample values have shape {s.values.shape}, "
             f"expected ({n}, {len(p.sample_types)})")
     _in_range("sample stack", s.stack, len(cs), allow_none=True)
-    if len(s.labelset) != n:
-        raise MalformedInputError("invalid profile: labelset column length differs from samples")
-    _in_range("sample labelset", s.labelset, len(p.labelsets))
-    if p.labelsets[0] != ():
-        raise MalformedInputError("invalid profile: label set 0 must be empty")
+    if not s.is_deferred("labelset"):  # deferred labels are checked by their reader as they decode
+        if len(s.labelset) != n:
+            raise MalformedInputError("invalid profile: labelset column length differs from samples")
+        _in_range("sample labelset", s.labelset, len(p.labelsets))
+        if p.labelsets[0] != ():
+            raise MalformedInputError("invalid profile: label set 0 must be empty")
     for name in s.OPTIONAL_COLUMNS:
         col = getattr(s, name)
         if col is not None and len(col) != n:

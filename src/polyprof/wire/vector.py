@@ -20,7 +20,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "packed_varints", "ranges", "read_varints", "repeated_varints",
+__all__ = ["Fields", "as_buffer", "gather_spans", "packed_varints", "ranges", "read_varints", "repeated_varints",
            "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 _SHIFTS = (7 * np.arange(10)).astype(np.uint64)
@@ -79,7 +79,7 @@ def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts.astype(np.int64) - before, lengths) + np.arange(total, dtype=np.int64)
 
 
-def _gather_spans(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def gather_spans(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The bytes of every span, concatenated in span order (spans must not overlap
     and must be in increasing order, as the fields of consecutive messages are)."""
     lengths = lengths.astype(np.int64, copy=False)
@@ -104,7 +104,7 @@ def packed_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     memory on large inputs) and uint64 otherwise; use :func:`as_int64`.
     """
     lengths = lengths.astype(np.int64, copy=False)
-    b = _gather_spans(buf, starts, lengths)
+    b = gather_spans(buf, starts, lengths)
     if b.size == 0:
         return np.zeros(0, dtype=np.uint64), np.zeros(starts.size, dtype=np.int64)
     term = b < 0x80

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from polyprof.errors import MalformedInputError
+from polyprof.errors import InputError, MalformedInputError
 from polyprof.formats.options import ReadOptions
 from polyprof.formats.pprof._common import _FLAG_FIELDS, _profile_class
 from polyprof.formats.source import Source
@@ -94,10 +94,10 @@ def read(source: Source, options: ReadOptions) -> list[Profile]:
         msg.ParseFromString(data)
     except DecodeError as exc:
         raise MalformedInputError(f"not a valid profile.proto message ({exc})") from None
-    return [_build(msg)]
+    return [_build(msg, source.name)]
 
 
-def _build(msg) -> Profile:  # noqa: ANN001 - a run-time message class
+def _build(msg, name: str) -> Profile:  # noqa: ANN001 - a run-time message class
     b = ProfileBuilder("pprof")
     p = b.meta
     strings = _decode_strings(list(msg.string_table), p.warnings)
@@ -123,7 +123,7 @@ def _build(msg) -> Profile:  # noqa: ANN001 - a run-time message class
     fmodel = _functions(b, list(msg.function), smap, strings)
     mmodel = _mappings(b, list(msg.mapping), smap, strings)
     loc_ids = _locations(b, list(msg.location), fmodel, mmodel)
-    _samples(b, msg.sample, loc_ids, strings, len(p.sample_types))
+    _samples(b, msg.sample, loc_ids, strings, len(p.sample_types), name)
     return b.finish(check=False)
 
 
@@ -190,12 +190,18 @@ def _locations(b: ProfileBuilder, raw: list[bytes], functions: _Ids, mappings: _
 _CHUNK = 1 << 17  # samples decoded at a time: bounds the decoder's working memory
 
 
-def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], width: int) -> None:  # noqa: ANN001
-    """Decode every sample chunk by chunk, then intern all stacks at once."""
+def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], width: int,  # noqa: ANN001
+             name: str) -> None:
+    """Decode every sample chunk by chunk, then intern all stacks at once.
+
+    Labels are left to be decoded on first use (queries such as ``top``
+    never need them); their raw spans are kept."""
     n = len(samples)
     if n and width == 0:
         raise MalformedInputError("profile has samples but no sample types")
     locs, counts, values, labels = [], [], [], []
+    # Location rows in the narrowest type: the stack interning gathers them level by level.
+    loc_dtype = np.min_scalar_type(max(locations.first + len(locations.sorted) - 1, 0))
     for lo in range(0, n, _CHUNK):
         raw = list(samples[lo:lo + _CHUNK])
         buf, starts, ends = _join(raw)
@@ -203,7 +209,8 @@ def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], wi
         m = len(starts)
         f = V.walk_fields(buf, starts, ends)
         loc_ids, loc_counts = V.repeated_varints(buf, f.select(1), m)
-        locs.append(locations.rows(loc_ids, "a sample").astype(np.int32, copy=False) + np.int32(locations.first))
+        rows = locations.rows(loc_ids, "a sample")
+        locs.append((rows + locations.first).astype(loc_dtype) if locations.first else rows.astype(loc_dtype))
         counts.append(loc_counts)
         vals, value_counts = V.repeated_varints(buf, f.select(2), m)
         if (value_counts != width).any():
@@ -211,7 +218,7 @@ def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], wi
             raise MalformedInputError(f"sample {lo + i} has {int(value_counts[i])} values, expected {width} "
                                       "(one per sample type)")
         values.append(V.as_int64(vals).reshape(m, width))
-        labels.append(_label_columns(buf, f.select(3, V.LEN), strings, lo))
+        labels.append(_label_spans(buf, f.select(3, V.LEN), lo))
     offsets = np.zeros(n + 1, dtype=np.int64)
     if n:
         np.cumsum(np.concatenate(counts), out=offsets[1:])
@@ -219,22 +226,40 @@ def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], wi
     locs.clear()
     stacks = b.stacks_from_csr(flat, offsets, leaf_first=True)
     del flat
-    labelset = _labelsets(b, labels, n, strings)
-    b.add_samples_bulk(stacks, np.concatenate(values) if values else np.zeros((0, width), np.int64), labelset)
+    b.add_samples_bulk(stacks, np.concatenate(values) if values else np.zeros((0, width), np.int64))
+    if any(owner.size for _, owner, _ in labels):
+        b.defer_labels(lambda: _decode_labels(b, labels, n, strings, name))
 
 
-def _label_columns(buf: np.ndarray, labels: V.Fields, strings: list[str], first_sample: int) -> list[np.ndarray]:
-    """[owner sample, key, str, num, unit] of every label record, string indexes checked."""
-    nl = len(labels)
+def _label_spans(buf: np.ndarray, fields: V.Fields, first_sample: int) -> tuple[np.ndarray, ...]:
+    """(bytes, owner sample, length) of one chunk's label records, copied out
+    of the chunk's buffer so that it can be freed."""
+    return V.gather_spans(buf, fields.start, fields.length), fields.msg + first_sample, fields.length
+
+
+def _decode_labels(b: ProfileBuilder, chunks: list[tuple[np.ndarray, ...]], n: int,
+                   strings: list[str], name: str) -> np.ndarray:
+    try:
+        return _labelsets(b, [_label_columns(*chunk, strings) for chunk in chunks], n, strings)
+    except InputError as exc:  # raised after read() returned: name the file here
+        exc.format = exc.format or "pprof"
+        raise exc.with_path(name) from None
+
+
+def _label_columns(buf: np.ndarray, owner: np.ndarray, length: np.ndarray, strings: list[str]) -> list[np.ndarray]:
+    """[owner sample, key, str, num, unit] of every label record (packed
+    one after another in ``buf``), string indexes checked."""
+    nl = owner.size
     if not nl:
         return [np.zeros(0, np.int64)] * 5
-    lf = V.walk_fields(buf, labels.start, labels.start + labels.length)
+    end = np.cumsum(length)
+    lf = V.walk_fields(buf, end - length, end)
     cols = [V.scalar_column(lf, k, nl).view(np.int64) for k in (1, 2, 3, 4)]
     for k, what in ((0, "label key"), (1, "label value"), (3, "label unit")):
         c = cols[k]
         if int(c.min()) < 0 or int(c.max()) >= len(strings):
             raise MalformedInputError(f"{what} has a string index outside the string table")
-    return [labels.msg + first_sample] + cols
+    return [owner] + cols
 
 
 def _labelsets(b: ProfileBuilder, parts: list[list[np.ndarray]], n: int, strings: list[str]) -> np.ndarray:
