@@ -88,13 +88,17 @@ def gather_spans(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np
         return np.zeros(0, dtype=np.uint8)
     if starts.size > 1 and (starts[1:] < starts[:-1] + lengths[:-1]).any():
         return buf[ranges(starts, lengths)]  # unordered spans: explicit positions
-    edge = np.zeros(buf.size + 1, dtype=np.int8)
-    nonempty = lengths > 0
-    # Non-empty, non-overlapping spans: no start repeats, no end repeats.
-    edge[starts[nonempty]] += 1
-    edge[(starts + lengths)[nonempty]] -= 1
-    inside = np.cumsum(edge[:-1], dtype=np.int8).view(np.bool_)
-    return buf[inside]
+    # Ordered spans cut the buffer into gap, span, gap, span, ..., gap: a mask
+    # of the span bytes is one repeat of an alternating pattern.
+    n = starts.size
+    runs = np.empty(2 * n + 1, dtype=np.int64)
+    runs[0] = starts[0]
+    runs[1:-1:2] = lengths
+    runs[2:-1:2] = starts[1:] - (starts[:-1] + lengths[:-1])
+    runs[-1] = buf.size - (starts[-1] + lengths[-1])
+    pattern = np.zeros(2 * n + 1, dtype=bool)
+    pattern[1::2] = True
+    return buf[np.repeat(pattern, runs)]
 
 
 def packed_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
