@@ -94,3 +94,35 @@ def test_merge_keeps_agreed_extras_and_every_differing_value():
 
     merged = merge([one({"app": "x", "lost": 1}), one({"app": "x", "lost": 3}), one({"app": "x"})])
     assert merged.extras == {"app": "x", "merged_extras": {"lost": [1, 3, None]}}
+
+
+@SETTINGS
+@given(st.lists(st.lists(st.integers(0, 5), max_size=12), max_size=40), st.booleans())
+def test_bulk_stack_interning_numbers_callsites_in_pre_order(stacks, leaf_first):
+    from polyprof.analysis import graph
+    from polyprof.model.profile import CallsiteTable
+
+    b = ProfileBuilder("test")
+    b.set_sample_types([("samples", "count")])
+    locs = [b.location(-1, 0x1000 + i, []) for i in range(6)]
+    flat = np.array([locs[x] for s in stacks for x in s], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in stacks]))).astype(np.int64)
+    leaves = b.stacks_from_csr(flat, offsets, leaf_first=leaf_first)
+    b.add_samples_bulk(leaves, np.ones((len(stacks), 1), dtype=np.int64))
+    p = b.finish()
+    cs = p.callsites
+    # The same stacks, frame by frame.
+    expected = [list(reversed(s)) if leaf_first else list(s) for s in stacks]
+    assert [list(reversed(cs.path(int(c)))) if c >= 0 else [] for c in leaves] == \
+        [[locs[x] for x in s] for s in expected]
+    # Pre-order: every subtree is an id range, and a generic Euler tour of the
+    # same tree (no pre-order promise) hands out exactly these positions.
+    size = cs.preorder_size()
+    if not len(cs):
+        return
+    assert size is not None
+    plain = CallsiteTable(cs.parent.copy(), cs.location.copy())
+    tin, tout = graph.euler(p.__class__(callsites=plain))
+    assert tin.tolist() == list(range(len(cs))) and (tout - tin + 1).tolist() == size.tolist()
+    values = np.arange(len(cs), dtype=np.int64) * 3 - 7
+    assert graph._push_up(cs, values).tolist() == graph._push_up(plain, values).tolist()

@@ -45,6 +45,11 @@ def _push_up(cs, values: np.ndarray) -> np.ndarray:  # noqa: ANN001
     Level by level from the deepest, children are grouped by parent and
     summed with one ``reduceat`` per level (exact int64 arithmetic).
     """
+    size = cs.preorder_size()
+    if size is not None:  # subtrees are id ranges: differences of one running sum
+        running = np.zeros((len(cs) + 1,) + np.shape(values)[1:], dtype=np.int64)
+        np.cumsum(values, axis=0, dtype=np.int64, out=running[1:])
+        return running[np.arange(1, len(cs) + 1) + size - 1] - running[:-1]
     out = np.array(values, dtype=np.int64, copy=True)
     order, bounds = cs.levels()
     parent = cs.parent
@@ -97,6 +102,11 @@ def euler(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     cached = getattr(cs, "_euler", None)
     if cached is not None and len(cached[0]) == len(cs):
         return cached
+    size = cs.preorder_size()
+    if size is not None:
+        tin = np.arange(len(cs), dtype=np.int64)
+        cs._euler = (tin, tin + size - 1)  # type: ignore[attr-defined]
+        return cs._euler
     cs._euler = _euler(cs)  # type: ignore[attr-defined]
     return cs._euler
 

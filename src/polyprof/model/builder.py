@@ -69,6 +69,7 @@ class ProfileBuilder:
         self._labelsets: dict[tuple[Label, ...], int] = {(): 0}
         self._labelset_list: list[tuple[Label, ...]] = [()]
         self._deferred_labels: Callable[[], np.ndarray] | None = None
+        self._cs_size: np.ndarray | None = None  # subtree sizes when callsites are in pre-order
         self._samples: dict[str, list] = {k: [] for k in ("stack", "values", "labelset", *SampleTable.OPTIONAL_COLUMNS)}
         self._sample_chunks: list[dict[str, np.ndarray | None]] = []
         self._has: set[str] = set()
@@ -233,6 +234,8 @@ class ProfileBuilder:
         new_parent: list[np.ndarray] = []
         new_loc: list[np.ndarray] = []
         new_depth: list[np.ndarray] = []
+        rows: list[tuple[int, np.ndarray]] = []  # per depth: (first id, parents, sorted)
+        chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (first ids, lengths, attach)
         next_id = 0
         lengths = np.diff(offsets)
         alive = np.flatnonzero(lengths > 0)
@@ -245,15 +248,19 @@ class ProfileBuilder:
             key = (parent + 1) * dtype(n_loc) + flat[pos]
             # ``alive`` stays ordered by parent, so this stable sort only
             # reorders within runs of siblings: close to linear.
-            order = np.argsort(key, kind="stable")
-            key = key[order]
-            alive, pos, remaining = alive[order], pos[order], remaining[order]
-            fresh = np.empty(key.size, dtype=bool)
-            fresh[0] = True
-            np.not_equal(key[1:], key[:-1], out=fresh[1:])
+            step_up = np.empty(key.size, dtype=bool)  # key[i] > key[i-1]; key[0] starts a run
+            step_up[0] = True
+            np.greater(key[1:], key[:-1], out=step_up[1:])
+            if key.size > 1 and not (step_up[1:] | (key[1:] == key[:-1])).all():
+                order = np.argsort(key, kind="stable")
+                key = key[order]
+                alive, pos, remaining = alive[order], pos[order], remaining[order]
+                np.greater(key[1:], key[:-1], out=step_up[1:])
+            fresh = step_up  # sorted: a new key is a greater one
             node = (np.cumsum(fresh, dtype=dtype) + dtype(next_id - 1))
             uniq = key[fresh]
-            new_parent.append((uniq // n_loc - 1).astype(np.int32))
+            rows.append((next_id, (uniq // n_loc - 1).astype(np.int32)))
+            new_parent.append(rows[-1][1])
             new_loc.append((uniq % n_loc).astype(np.int32))
             new_depth.append(np.full(uniq.size, depth, dtype=np.int32))
             next_id += uniq.size
@@ -269,17 +276,33 @@ class ProfileBuilder:
                 new_loc.append(tail[1])
                 new_depth.append(tail[2])
                 result[alive[alone]] = tail[3]
+                chains.append((tail[3] - (remaining[alone] - 2), remaining[alone] - 1, node[alone]))
                 next_id += tail[0].size
-            done = (remaining == 1) | alone
-            result[alive[remaining == 1]] = node[remaining == 1]
-            more = ~done
-            alive, parent, pos, remaining = alive[more], node[more], pos[more] + step, remaining[more] - 1
+            last = remaining == 1
+            done = last | alone
+            if done.any():
+                result[alive[last]] = node[last]
+                more = ~done
+                alive, node, pos, remaining = alive[more], node[more], pos[more], remaining[more]
+            parent, pos, remaining = node, pos + step, remaining - 1
             depth += 1
-        self._cs_arrays = (np.concatenate(new_parent).astype(np.int32) if new_parent else parents,
-                           np.concatenate(new_loc).astype(np.int32) if new_loc else locs)
-        self._cs_depth = np.concatenate(new_depth) if new_depth else None
+        parent_col = np.concatenate(new_parent).astype(np.int32)
+        loc_col = np.concatenate(new_loc).astype(np.int32)
+        depth_col = np.concatenate(new_depth)
+        del new_parent, new_loc, new_depth
+        del parent_col
+        tin, parent_tin, size = _preorder(next_id, rows, chains)
+        # Renumber in pre-order: subtrees become id ranges, which analyses scan sequentially.
+        renum_parent = np.empty(next_id, dtype=np.int32)
+        renum_parent[tin] = parent_tin
+        self._cs_arrays = (renum_parent, np.empty(next_id, dtype=np.int32))
+        self._cs_arrays[1][tin] = loc_col
+        self._cs_depth = np.empty(next_id, dtype=np.int32)
+        self._cs_depth[tin] = depth_col
+        self._cs_size = np.empty(next_id, dtype=np.int64)
+        self._cs_size[tin] = size
         self._callsites = None  # rebuilt lazily if per-item calls follow
-        return result
+        return np.where(result >= 0, tin[np.maximum(result, 0)], -1).astype(np.int32)
 
     @staticmethod
     def _emit_tails(flat: np.ndarray, start: np.ndarray, count: np.ndarray, step: int,
@@ -406,6 +429,8 @@ class ProfileBuilder:
         p.callsites = CallsiteTable(*self._cs_arrays)
         if depth is not None and len(depth) == len(p.callsites):
             p.callsites._depth = depth
+        if self._cs_size is not None and len(self._cs_size) == len(p.callsites):
+            p.callsites._size = self._cs_size  # built in pre-order by stacks_from_csr alone
         p.labelsets = self._labelset_list
         self._finish_samples(p)
         if self._deferred_labels is not None:
@@ -463,3 +488,48 @@ class ProfileBuilder:
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
     """One array from ``parts``, without a copy when there is only one."""
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _preorder(n: int, rows: list[tuple[int, np.ndarray]],
+              chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
+    """Pre-order position, its parent's position (-1 for roots) and subtree size of every callsite built by
+    :meth:`ProfileBuilder.stacks_from_csr`.
+
+    ``rows[d]`` are the callsites it interned at depth ``d`` (consecutive ids
+    from a first id; parents ascending, siblings in location order) and
+    ``chains`` the single-child chains it emitted (first id, length, the
+    callsite they hang under). Sizes are summed bottom-up, then positions are
+    handed out top-down: a callsite comes right after its parent and the
+    subtrees of its earlier siblings.
+    """
+    size = np.ones(n, dtype=np.int64)
+    for first, length, attach in chains:  # a chain's k-th callsite holds the rest of the chain
+        length = length.astype(np.int64)
+        within = np.arange(int(length.sum()), dtype=np.int64) - np.repeat(np.cumsum(length) - length, length)
+        size[np.repeat(first.astype(np.int64), length) + within] = np.repeat(length, length) - within
+        size[attach] += length
+    for first, parent in reversed(rows[1:]):
+        ids = slice(first, first + parent.size)
+        starts = np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1])))
+        size[parent[starts]] += np.add.reduceat(size[ids], starts)
+    tin = np.empty(n, dtype=np.int64)
+    parent_tin = np.empty(n, dtype=np.int32)
+    for d, (first, parent) in enumerate(rows):
+        ids = slice(first, first + parent.size)
+        before = np.cumsum(size[ids]) - size[ids]  # running sum across all sibling groups
+        if d == 0:
+            tin[ids] = before
+            parent_tin[ids] = -1
+            continue
+        starts = np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1])))
+        group_first = np.repeat(starts, np.diff(np.append(starts, parent.size)))
+        above = tin[parent]
+        parent_tin[ids] = above
+        tin[ids] = above + 1 + before - before[group_first]
+    for first, length, attach in chains:
+        length = length.astype(np.int64)
+        within = np.arange(int(length.sum()), dtype=np.int64) - np.repeat(np.cumsum(length) - length, length)
+        at = np.repeat(first.astype(np.int64), length) + within
+        tin[at] = np.repeat(tin[attach], length) + 1 + within
+        parent_tin[at] = tin[at] - 1  # a chain runs straight down from the callsite it hangs under
+    return tin, parent_tin, size

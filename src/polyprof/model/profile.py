@@ -146,9 +146,17 @@ class CallsiteTable:
     location: np.ndarray = field(default_factory=lambda: _empty(I32))
     #: Derived, cached: depth of every callsite (set by the builder or on first use).
     _depth: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: Set by the builder when ids are the pre-order of the tree: subtree sizes.
+    _size: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.parent)
+
+    def preorder_size(self) -> np.ndarray | None:
+        """Subtree sizes when callsite ids are in pre-order (every subtree is
+        the id range ``[c, c + size[c])``), else None."""
+        size = self._size
+        return size if size is not None and len(size) == len(self.parent) else None
 
     def depth(self) -> np.ndarray:
         """Depth of every callsite (roots have depth 0). Cached: tables are immutable."""
