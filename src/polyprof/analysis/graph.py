@@ -158,9 +158,13 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
     has_line = np.diff(nodes.loc_start)[loc_of[leafy]] > 0
     flat = sum_by(first_node[has_line], w.leaf[leafy[has_line]], nn)
     tin, tout = euler(p)
-    preorder = np.empty(len(cs), dtype=np.int32)
-    preorder[tin] = np.arange(len(cs), dtype=np.int32)
-    live = preorder[w.nonzero[preorder] > 0]  # where no non-zero sample passes there is nothing to count
+    # Callsites in pre-order, skipping those no non-zero sample passes (nothing to count there).
+    if cs.preorder_size() is not None:
+        live = np.flatnonzero(w.nonzero > 0)
+    else:
+        preorder = np.empty(len(cs), dtype=np.int64)
+        preorder[tin] = np.arange(len(cs), dtype=np.int64)
+        live = preorder[w.nonzero[preorder] > 0]
     pc, pn = pairs(nodes, live, loc_of)
     order = np.argsort(_small_ids(pn, nn), kind="stable")  # by node, pre-order within
     pn, pc = pn[order], pc[order]
@@ -181,13 +185,19 @@ def pairs(nodes: NodeMap, callsites: np.ndarray, loc_of: np.ndarray) -> tuple[np
     start, uniq = nodes.distinct_lines()
     locs = loc_of[callsites]
     first = start[locs]
-    count = start[locs + 1] - first
-    if not count.size or (count.min() == 1 and count.max() == 1):  # no inline expansion: one node each
-        return callsites, uniq[first]
-    total = int(count.sum())
-    pc = np.repeat(callsites, count)
-    shift = first - (np.cumsum(count) - count)  # entry of pair i = shift of its callsite + i
-    return pc, uniq[np.repeat(shift, count) + np.arange(total, dtype=shift.dtype)]
+    pn = uniq[first]  # every callsite's innermost line
+    more = (np.diff(start) - 1)[locs]  # its further (outer, inlined-into) lines
+    if not more.any():
+        return callsites, pn
+    multi = np.flatnonzero(more)
+    reps = more[multi].astype(np.int64)
+    total = int(reps.sum())
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
+    at = np.repeat(multi, reps)
+    extra = uniq[np.repeat(first[multi].astype(np.int64) + 1, reps) + within]
+    # Merge the outer lines in after their callsite: two ascending runs of positions.
+    order = np.argsort(np.concatenate((np.arange(callsites.size), at)), kind="stable")
+    return np.concatenate((callsites, callsites[at]))[order], np.concatenate((pn, extra))[order]
 
 
 def edges(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None,

@@ -79,7 +79,7 @@ class NodeMap:
         cached = self.__dict__.get("_distinct")
         if cached is None:
             keep = ~self.entry_dup
-            start = np.zeros(len(self.loc_start), dtype=np.int32)
+            start = np.zeros(len(self.loc_start), dtype=np.int64)
             if len(self.loc_start) > 1:
                 np.cumsum(np.add.reduceat(keep, self.loc_start[:-1]) * (np.diff(self.loc_start) > 0),
                           out=start[1:])
