@@ -155,7 +155,8 @@ class Fields:
     def select(self, field: int, wire: int | None = None) -> "Fields":
         """The records of one field number (and wire type), in the same order."""
         if self._groups is None:  # group once by field number: each select is then a slice
-            order = np.argsort(self.field, kind="stable")
+            narrow = self.field.size and 0 <= int(self.field.min()) and int(self.field.max()) < 2**16
+            order = np.argsort(self.field.astype(np.uint16) if narrow else self.field, kind="stable")  # radix
             keys = self.field[order]
             self._groups = (order, keys)
         order, keys = self._groups
@@ -229,9 +230,19 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
     if not out:
         z = np.zeros(0, dtype=np.int64)
         return Fields(z, z, z.astype(np.int8), z.astype(np.uint64), z, z)
-    cols = [np.concatenate(c) for c in zip(*out)]
-    order = np.argsort(cols[0], kind="stable")
-    return Fields(*(c[order] for c in cols))
+    # Step k visited the k-th field of every message still going, so message m
+    # took part in steps 0 .. count[m]-1: its k-th field goes to offset[m] + k.
+    count = np.zeros(starts.size, dtype=np.int64)
+    for step in out:
+        count[step[0]] += 1
+    offset = np.cumsum(count) - count
+    total = int(count.sum())
+    cols = [np.empty(total, dtype=c.dtype) for c in out[0]]
+    for k, step in enumerate(out):
+        at = offset[step[0]] + k
+        for col, part in zip(cols, step):
+            col[at] = part
+    return Fields(*cols)
 
 
 def repeated_varints(buf: np.ndarray, fields: Fields, n_msgs: int) -> tuple[np.ndarray, np.ndarray]:
