@@ -231,7 +231,6 @@ class ProfileBuilder:
         dtype = np.int64 if wide else np.int32
         if flat.itemsize > np.dtype(dtype).itemsize:  # narrow inputs (uint8/16 ids) stay narrow: cheaper gathers
             flat = flat.astype(dtype)
-        new_parent: list[np.ndarray] = []
         new_loc: list[np.ndarray] = []
         new_depth: list[np.ndarray] = []
         rows: list[tuple[int, np.ndarray]] = []  # per depth: (first id, parents, sorted)
@@ -260,7 +259,6 @@ class ProfileBuilder:
             node = (np.cumsum(fresh, dtype=dtype) + dtype(next_id - 1))
             uniq = key[fresh]
             rows.append((next_id, (uniq // n_loc - 1).astype(np.int32)))
-            new_parent.append(rows[-1][1])
             new_loc.append((uniq % n_loc).astype(np.int32))
             new_depth.append(np.full(uniq.size, depth, dtype=np.int32))
             next_id += uniq.size
@@ -272,7 +270,6 @@ class ProfileBuilder:
             if alone.any():
                 tail = self._emit_tails(flat, pos[alone] + step, remaining[alone] - 1, step,
                                         node[alone], next_id, depth + 1)
-                new_parent.append(tail[0])
                 new_loc.append(tail[1])
                 new_depth.append(tail[2])
                 result[alive[alone]] = tail[3]
@@ -286,11 +283,9 @@ class ProfileBuilder:
                 alive, node, pos, remaining = alive[more], node[more], pos[more], remaining[more]
             parent, pos, remaining = node, pos + step, remaining - 1
             depth += 1
-        parent_col = np.concatenate(new_parent).astype(np.int32)
         loc_col = np.concatenate(new_loc).astype(np.int32)
         depth_col = np.concatenate(new_depth)
-        del new_parent, new_loc, new_depth
-        del parent_col
+        del new_loc, new_depth
         tin, parent_tin, size = _preorder(next_id, rows, chains)
         # Renumber in pre-order: subtrees become id ranges, which analyses scan sequentially.
         renum_parent = np.empty(next_id, dtype=np.int32)
