@@ -41,6 +41,8 @@ class NodeInfo(NamedTuple):
 
     def printable(self) -> str:
         """The row name pprof prints (``NameComponents`` joined by spaces)."""
+        if self.name and not (self.address or self.lineno or self.file):
+            return self.name  # the usual row at functions granularity
         parts = []
         if self.address:
             parts.append(f"{self.address:016x}")
@@ -139,8 +141,9 @@ def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True
     ]
     node, rep = factorize_rows(cols)
     strs = p.strings
-    infos = [NodeInfo(texts[c0], int(c1), texts[c2], int(c3), int(c4), int(c5), strs[c6])
-             for c0, c1, c2, c3, c4, c5, c6 in zip(*(c[rep].tolist() for c in cols))]
+    name, addr_, file, line, column, start, objfile = (c[rep].tolist() for c in cols)
+    infos = list(map(NodeInfo._make, zip([texts[i] for i in name], addr_, [texts[i] for i in file], line,
+                                         column, start, [strs[i] for i in objfile])))
     inlined = k != per_loc[entry_loc] - 1
     dup = np.zeros(n_entries, dtype=bool)
     multi = per_loc[entry_loc] > 1
@@ -171,8 +174,12 @@ def _function_keys(p: Profile, function: bool, filename: bool):  # noqa: ANN202
 
     n = len(f)
     if function:
-        name_id = np.array([intern(display_name(strs[a], strs[b]))
-                            for a, b in zip(f.name.tolist(), f.system_name.tolist())], dtype=np.int64)
+        # Clean each distinct (name, system name) pair once.
+        pairs, inverse = np.unique(f.name.astype(np.int64) << 32 | f.system_name.astype(np.int64),
+                                   return_inverse=True)
+        ids = np.array([intern(display_name(strs[k >> 32], strs[k & 0xFFFFFFFF])) for k in pairs.tolist()],
+                       dtype=np.int64)
+        name_id = ids[inverse.reshape(-1)] if n else np.zeros(0, dtype=np.int64)
     else:
         name_id = np.zeros(n, dtype=np.int64)
     if filename:
