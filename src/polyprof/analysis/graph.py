@@ -193,11 +193,17 @@ def pairs(nodes: NodeMap, callsites: np.ndarray, loc_of: np.ndarray) -> tuple[np
     reps = more[multi].astype(np.int64)
     total = int(reps.sum())
     within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
-    at = np.repeat(multi, reps)
-    extra = uniq[np.repeat(first[multi].astype(np.int64) + 1, reps) + within]
-    # Merge the outer lines in after their callsite: two ascending runs of positions.
-    order = np.argsort(np.concatenate((np.arange(callsites.size), at)), kind="stable")
-    return np.concatenate((callsites, callsites[at]))[order], np.concatenate((pn, extra))[order]
+    # A callsite's innermost line goes after every line of the callsites before
+    # it; its outer lines follow it directly.
+    at_first = np.arange(callsites.size, dtype=np.int64)
+    at_first[1:] += np.cumsum(more[:-1], dtype=np.int64)
+    at_outer = np.repeat(at_first[multi] + 1, reps) + within
+    pc = np.empty(callsites.size + total, dtype=callsites.dtype)
+    out = np.empty(callsites.size + total, dtype=uniq.dtype)
+    pc[at_first], out[at_first] = callsites, pn
+    pc[at_outer] = np.repeat(callsites[multi], reps)
+    out[at_outer] = uniq[np.repeat(first[multi].astype(np.int64) + 1, reps) + within]
+    return pc, out
 
 
 def edges(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None,
