@@ -154,8 +154,9 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
         return np.zeros(nn, dtype=np.int64), np.zeros(nn, dtype=np.int64)
     loc_of = cs.location
     leafy = np.flatnonzero(w.leaf)
-    first_node = nodes.loc_nodes[nodes.loc_start[loc_of[leafy]]]  # the innermost line's node
-    has_line = np.diff(nodes.loc_start)[loc_of[leafy]] > 0
+    leaf_loc = loc_of[leafy]
+    first_node = nodes.loc_nodes[nodes.loc_start[leaf_loc]]  # the innermost line's node
+    has_line = np.diff(nodes.loc_start)[leaf_loc] > 0
     flat = sum_by(first_node[has_line], w.leaf[leafy[has_line]], nn)
     tin, tout = euler(p)
     # Callsites in pre-order, skipping those no non-zero sample passes (nothing to count there).

@@ -233,8 +233,8 @@ class ProfileBuilder:
             flat = flat.astype(dtype)
         new_loc: list[np.ndarray] = []
         new_depth: list[np.ndarray] = []
-        rows: list[tuple[int, np.ndarray]] = []  # per depth: (first id, parents, sorted)
-        chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (first ids, lengths, attach)
+        rows: list[tuple[int, np.ndarray]] = []  # per depth: (first id, parents)
+        chains: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # see _preorder
         next_id = 0
         lengths = np.diff(offsets)
         alive = np.flatnonzero(lengths > 0)
@@ -268,13 +268,13 @@ class ProfileBuilder:
             alone[:-1] &= fresh[1:]
             alone &= remaining > 1
             if alone.any():
-                tail = self._emit_tails(flat, pos[alone] + step, remaining[alone] - 1, step,
-                                        node[alone], next_id, depth + 1)
-                new_loc.append(tail[1])
-                new_depth.append(tail[2])
-                result[alive[alone]] = tail[3]
-                chains.append((tail[3] - (remaining[alone] - 2), remaining[alone] - 1, node[alone]))
-                next_id += tail[0].size
+                length = (remaining[alone] - 1).astype(np.int64)
+                locs, within = self._emit_tails(flat, pos[alone] + step, length, step)
+                new_loc.append(locs)
+                new_depth.append((depth + 1 + within).astype(np.int32))
+                result[alive[alone]] = next_id + np.cumsum(length) - 1  # each chain's last callsite
+                chains.append((next_id, within, length, node[alone]))
+                next_id += within.size
             last = remaining == 1
             done = last | alone
             if done.any():
@@ -300,21 +300,15 @@ class ProfileBuilder:
         return np.where(result >= 0, tin[np.maximum(result, 0)], -1).astype(np.int32)
 
     @staticmethod
-    def _emit_tails(flat: np.ndarray, start: np.ndarray, count: np.ndarray, step: int,
-                    attach: np.ndarray, next_id: int, depth: int) -> tuple[np.ndarray, ...]:
-        """New chains of callsites: chain i has ``count[i]`` frames read from
-        ``flat[start[i]]`` onwards (by ``step``), hanging under ``attach[i]``.
-        Returns (parent, location, depth, leaf id of each chain)."""
-        count = count.astype(np.int64)
+    def _emit_tails(flat: np.ndarray, start: np.ndarray, count: np.ndarray,
+                    step: int) -> tuple[np.ndarray, np.ndarray]:
+        """Chains of new callsites, one after another: chain i has ``count[i]``
+        frames read from ``flat[start[i]]`` onwards (by ``step``).
+        Returns the location of every callsite and its place in its chain."""
         total = int(count.sum())
-        first = np.cumsum(count) - count  # offset of each chain's first node
-        within = np.arange(total, dtype=np.int64) - np.repeat(first, count)
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
         locs = flat[np.repeat(start.astype(np.int64), count) + step * within].astype(np.int32)
-        ids = next_id + np.arange(total, dtype=np.int64)
-        parent = ids - 1
-        parent[first] = attach
-        depths = (depth + within).astype(np.int32)
-        return parent.astype(np.int32), locs, depths, (next_id + first + count - 1).astype(np.int32)
+        return locs, within
 
     def _stacks_into_existing(self, flat: np.ndarray, offsets: np.ndarray, leaf_first: bool) -> np.ndarray:
         """Slow path when callsites already exist: intern stack by stack."""
@@ -486,27 +480,27 @@ def _concat(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def _preorder(n: int, rows: list[tuple[int, np.ndarray]],
-              chains: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
+              chains: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
     """Pre-order position, its parent's position (-1 for roots) and subtree size of every callsite built by
     :meth:`ProfileBuilder.stacks_from_csr`.
 
     ``rows[d]`` are the callsites it interned at depth ``d`` (consecutive ids
     from a first id; parents ascending, siblings in location order) and
-    ``chains`` the single-child chains it emitted (first id, length, the
-    callsite they hang under). Sizes are summed bottom-up, then positions are
-    handed out top-down: a callsite comes right after its parent and the
-    subtrees of its earlier siblings.
+    ``chains`` the single-child chains it emitted, each batch as (first id;
+    every callsite's place in its chain; each chain's length; the callsite
+    each chain hangs under), the chains of a batch one after another from the
+    first id. Sizes are summed bottom-up, then positions are handed out
+    top-down: a callsite comes right after its parent and the subtrees of its
+    earlier siblings.
     """
     size = np.ones(n, dtype=np.int64)
-    for first, length, attach in chains:  # a chain's k-th callsite holds the rest of the chain
-        length = length.astype(np.int64)
-        within = np.arange(int(length.sum()), dtype=np.int64) - np.repeat(np.cumsum(length) - length, length)
-        size[np.repeat(first.astype(np.int64), length) + within] = np.repeat(length, length) - within
+    for first, within, length, attach in chains:  # a chain's k-th callsite holds the rest of the chain
+        size[first:first + within.size] = np.repeat(length, length) - within
         size[attach] += length
-    for first, parent in reversed(rows[1:]):
-        ids = slice(first, first + parent.size)
-        starts = np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1])))
-        size[parent[starts]] += np.add.reduceat(size[ids], starts)
+    # Siblings are runs of equal parents: where each run starts, per depth.
+    groups = [np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1]))) for _, parent in rows]
+    for (first, parent), starts in zip(reversed(rows[1:]), reversed(groups[1:])):
+        size[parent[starts]] += np.add.reduceat(size[first:first + parent.size], starts)
     tin = np.empty(n, dtype=np.int64)
     parent_tin = np.empty(n, dtype=np.int32)
     for d, (first, parent) in enumerate(rows):
@@ -516,15 +510,13 @@ def _preorder(n: int, rows: list[tuple[int, np.ndarray]],
             tin[ids] = before
             parent_tin[ids] = -1
             continue
-        starts = np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1])))
+        starts = groups[d]
         group_first = np.repeat(starts, np.diff(np.append(starts, parent.size)))
         above = tin[parent]
         parent_tin[ids] = above
         tin[ids] = above + 1 + before - before[group_first]
-    for first, length, attach in chains:
-        length = length.astype(np.int64)
-        within = np.arange(int(length.sum()), dtype=np.int64) - np.repeat(np.cumsum(length) - length, length)
-        at = np.repeat(first.astype(np.int64), length) + within
-        tin[at] = np.repeat(tin[attach], length) + 1 + within
-        parent_tin[at] = tin[at] - 1  # a chain runs straight down from the callsite it hangs under
+    for first, within, length, attach in chains:
+        ids = slice(first, first + within.size)
+        tin[ids] = np.repeat(tin[attach], length) + 1 + within
+        parent_tin[ids] = tin[ids] - 1  # a chain runs straight down from the callsite it hangs under
     return tin, parent_tin, size
