@@ -110,7 +110,8 @@ def read(src: PathOrBytes, *, format: str | None = None, options: ReadOptions | 
         kinds = sorted({", ".join(map(str, p.sample_types)) for p in profiles})
         raise OptionsError(
             f"{Source.of(src).name}: holds {len(profiles)} profiles of different kinds ({'; '.join(kinds)}); "
-            "select one with --pid/--heap, or pass --merge to combine them into one profile")
+            "select one with {pid}=PID or {heap}=NAME, or pass {merge} to combine them into one profile",
+            options=("pid", "heap", "merge=True"))
     labels: list[Sequence[Label]] = [
         tuple(Label(k, str=str(v)) if isinstance(v, str) else Label(k, num=int(v))
               for k, v in p.extras.get("profile_labels", {}).items())
@@ -152,8 +153,8 @@ def _target(path: str, format: str | None) -> registry.FormatSpec:
         return spec
     spec = registry.by_extension(path)
     if spec is None or not spec.can_write:
-        raise OptionsError(f"cannot tell the output format from {path!r}; pass --to "
-                           f"({', '.join(registry.names(writable=True))})")
+        raise OptionsError(f"cannot tell the output format from {path!r}; pass {{format}}=NAME "
+                           f"({', '.join(registry.names(writable=True))})", options=("format",))
     return spec
 
 

@@ -9,6 +9,7 @@
     │   │   └── DecompressionLimitError   it inflates past the limit
     │   └── UnsupportedFeatureError   valid, but uses something we cannot read
     ├── OptionsError              a flag or option value does not make sense
+    ├── MissingDependencyError    an optional extra (pandas, pyarrow) is not installed
     └── OutputError               a result could not be written
 
 Every error carries the context a user needs to act: the path (or
@@ -18,10 +19,13 @@ of an error is the one line the command line prints.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 __all__ = [
     "DecompressionLimitError",
     "InputError",
     "MalformedInputError",
+    "MissingDependencyError",
     "OptionsError",
     "OutputError",
     "PolyprofError",
@@ -88,9 +92,43 @@ class UnsupportedFeatureError(InputError):
 
 
 class OptionsError(PolyprofError):
-    """An option or flag value does not make sense for this input."""
+    """An option or flag value does not make sense for this input.
+
+    ``options`` names the options the message is about. The message refers
+    to each as ``{name}`` (followed by ``=value`` where it shows one);
+    ``str()`` spells it as the library keyword (``pid=1234``; a switch,
+    given as ``"merge=True"`` in ``options``, as ``merge=True``) and
+    :meth:`spelled` as another front end does (the CLI: ``--pid=1234``,
+    ``--merge``).
+    """
 
     exit_code = 6
+
+    def __init__(self, message: str, *, options: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.template = message
+        self.options = tuple(o.removesuffix("=True") for o in options)
+        self.switches = frozenset(o.removesuffix("=True") for o in options if o.endswith("=True"))
+
+    def spelled(self, spell: Callable[[str, bool], str]) -> str:
+        """The message with every ``{name}`` replaced by ``spell(name, is_switch)``."""
+        text = self.template
+        for name in self.options:
+            text = text.replace("{" + name + "}", spell(name, name in self.switches))
+        return text
+
+    def __str__(self) -> str:
+        return self.spelled(lambda name, switch: f"{name}=True" if switch else name)
+
+
+class MissingDependencyError(PolyprofError, ImportError):
+    """An optional dependency is not installed; ``extra`` names the polyprof extra
+    that installs it (``pip install 'polyprof[pandas]'``)."""
+
+    def __init__(self, message: str, *, module: str, extra: str) -> None:
+        super().__init__(message)
+        self.module = module
+        self.extra = extra
 
 
 class OutputError(PolyprofError):

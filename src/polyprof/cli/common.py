@@ -6,7 +6,8 @@ import argparse
 import re
 
 __all__ = ["add_analysis_flags", "add_filter_flags", "add_input_flags", "add_output_format", "add_report_arguments",
-           "analysis_options", "emit", "load", "parse_time_range", "read_options", "read_profile", "warn_unmatched"]
+           "analysis_options", "emit", "error_text", "flag_spelling", "load", "parse_time_range", "read_options",
+           "read_profile", "warn_unmatched"]
 
 
 def _int_set(text: str) -> frozenset[int]:
@@ -192,3 +193,19 @@ def load_all(args: argparse.Namespace, env, path: str | None = None) -> list:  #
 def warn_unmatched(result, env) -> None:  # noqa: ANN001
     for name in result.unmatched():
         env.note(f"warning: --{name.replace('_', '-')} matched nothing")
+
+
+#: Library option names whose command-line flag has another name.
+_FLAG_OF = {"format": "to"}
+
+
+def flag_spelling(name: str, switch: bool) -> str:  # noqa: ARG001 - a flag is spelled alike either way
+    """The command-line flag of library option ``name`` (``time_range`` -> ``--time-range``)."""
+    return "--" + _FLAG_OF.get(name, name).replace("_", "-")
+
+
+def error_text(exc: Exception) -> str:
+    """The one line the command line prints for ``exc``: option names spelled as flags."""
+    from polyprof.errors import OptionsError
+
+    return exc.spelled(flag_spelling) if isinstance(exc, OptionsError) else str(exc)

@@ -323,7 +323,7 @@ class Profile(_Deferrable):
         return max(len(self.sample_types) - 1, 0)
 
     def sample_index(self, spec: str | int | None) -> int:
-        """Resolve ``--sample-index`` (a type name or a number) to a column."""
+        """Resolve ``sample_index`` (a type name or a number) to a column."""
         from polyprof.errors import OptionsError
 
         if spec is None or spec == "":
@@ -337,7 +337,8 @@ class Profile(_Deferrable):
                 if vt.type == spec:
                     return i
         names = ", ".join(vt.type for vt in self.sample_types) or "none"
-        raise OptionsError(f"unknown sample type {spec!r}; this profile has: {names}")
+        raise OptionsError(f"unknown sample type {{sample_index}}={spec!r}; this profile has: {names}",
+                           options=("sample_index",))
 
     def totals(self) -> list[int]:
         """Sum of every sample-value column."""

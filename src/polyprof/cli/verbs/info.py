@@ -29,7 +29,7 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
         profiles = [common.load(args, env).profile]
     else:  # an input holding several profiles is described profile by profile
         profiles = [r.profile for r in common.load_all(args, env)]
-    summaries = [info(p) for p in profiles]
+    summaries = [info(p).as_dict() for p in profiles]
     if args.format == "json":
         body = summaries[0] if len(summaries) == 1 else {"profiles": summaries, "count": len(summaries)}
         env.out(json.dumps(body, indent=1, sort_keys=True))
