@@ -22,6 +22,7 @@ from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import NodeMap, node_map
 from polyprof.analysis.options import Options, resolve
 from polyprof.analysis.result import NodeFields, ProfileSummary, Result, node_fields
+from polyprof.model.table import label_column
 from polyprof.model.merge import compact, sample_groups
 from polyprof.model.profile import Profile, ValueType
 
@@ -48,8 +49,10 @@ class TracesResult(Result):
     """The printed samples as columns over their distinct stacks and label groupings.
 
     ``to_pandas()`` gives one row per printed sample: ``value``, ``stack``
-    (index into ``stacks``), ``frames`` (report names, leaf first) and
-    ``labels`` (key -> values as text, as pprof prints them).
+    (index into ``stacks``), ``frames`` (report names, leaf first), then one
+    column per label key (its values as text, comma-separated; None where
+    the sample has none), named by the key (``label:key`` when the key is one
+    of the other column names).
     """
 
     sample_type: ValueType
@@ -67,10 +70,15 @@ class TracesResult(Result):
 
     def _columns(self, table: str) -> dict[str, Any]:
         names = [[f.name for f in frames] for frames in self.stacks]
-        groups = [{g.key: [str(v) for v in g.values] for g in groups} for groups in self.labels]
-        return {"value": self.sample_value, "stack": self.sample_stack,
-                "frames": [names[s] for s in self.sample_stack.tolist()],
-                "labels": [groups[ls] for ls in self.sample_labels.tolist()]}
+        cols: dict[str, Any] = {"value": self.sample_value, "stack": self.sample_stack,
+                                "frames": [names[s] for s in self.sample_stack.tolist()]}
+        keys = list(dict.fromkeys(g.key for groups in self.labels for g in groups))
+        sets = self.sample_labels.tolist()
+        for key in keys:
+            text = [next((",".join(map(str, g.values)) for g in groups if g.key == key), None)
+                    for groups in self.labels]
+            cols[label_column(key, cols)] = [text[ls] for ls in sets]
+        return cols
 
     def _summary(self) -> str:
         return f"{self.sample_type}, total={self.total}, {len(self)} samples, {len(self.stacks)} stacks"
