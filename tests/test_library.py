@@ -9,7 +9,6 @@ import pickle
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 import polyprof
