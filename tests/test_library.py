@@ -215,3 +215,79 @@ def test_mixed_profiles_error_names_options_and_flags(tmp_path, cli):
     assert info.value.options == ("pid", "heap", "merge")
     r = cli("top", path)
     assert r.code == 6 and "select one with --pid=PID or --heap=NAME, or pass --merge to combine them" in r.err
+
+
+# ---------------------------------------------------------------- inputs and reprs
+
+def test_every_input_kind_reads_the_same(demo):
+    import io
+
+    data = DEMO.read_bytes()
+    with open(DEMO, "rb") as fh:
+        inputs = [str(DEMO), DEMO, data, bytearray(data), memoryview(data), io.BytesIO(data), fh]
+        profiles = [polyprof.read(x) for x in inputs]
+    from polyprof.model.dump import dump
+
+    assert {dump(p) for p in profiles} == {dump(demo)}
+
+
+def test_bad_inputs_get_clear_errors(tmp_path):
+    import io
+
+    with pytest.raises(polyprof.InputError, match="open it in binary mode"):
+        with open(DEMO) as fh:
+            polyprof.read(fh)
+    with pytest.raises(polyprof.UnrecognizedFormatError, match=r"^<BytesIO>: not a profile format"):
+        polyprof.read(io.BytesIO(b"not a profile"))
+    with pytest.raises(TypeError, match="pass a path, bytes or a binary file object"):
+        polyprof.read(42)
+
+
+def test_reads_from_a_pipe():
+    """sys.stdin.buffer of a process fed through a pipe: not seekable."""
+    code = "import sys, polyprof; print(repr(polyprof.read(sys.stdin.buffer)))"
+    with open(DEMO, "rb") as fh:
+        done = subprocess.run([sys.executable, "-c", code], input=fh.read(),
+                              capture_output=True, text=False, check=True)
+    assert done.stdout.decode().startswith("Profile(pprof, 446 samples of [samples/count, cpu/nanoseconds*]")
+
+
+def test_reads_an_http_response():
+    import http.server
+    import threading
+    import urllib.request
+
+    body = DEMO.read_bytes()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the http.server API
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):  # keep test output clean
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/profile", timeout=10) as response:
+            assert not response.seekable()
+            p = polyprof.read(response)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(p.samples) == 446 and p.totals() == polyprof.read(DEMO).totals()
+
+
+def test_reprs_are_short(peer):
+    p = polyprof.read(peer / "google__pprof/internal/proftest/testdata/large.cpu")
+    texts = [repr(p), repr(p.samples), repr(p.functions), repr(p.callsites), repr(p.locations)]
+    assert all(len(t) < 200 for t in texts), texts
+    assert texts[0].startswith("Profile(pprof, 20430 samples of [samples/count, cpu/nanoseconds*]")
+    labelled = polyprof.read(DEMO)
+    repr(labelled), repr(labelled.samples)
+    assert labelled.samples.is_deferred("labelset")  # a repr never decodes deferred labels
+    assert len(repr(polyprof.top(p))) < 200 and len(repr(polyprof.filter(p, focus="runtime"))) < 200

@@ -17,12 +17,14 @@ from polyprof.formats import registry
 from polyprof.formats.loss import LossReport
 from polyprof.formats.options import ReadOptions, WriteOptions
 from polyprof.formats.output import atomic_output
-from polyprof.formats.source import GZIP_MAGIC, Source
+from polyprof.formats.source import GZIP_MAGIC, Input, Source
 from polyprof.model.profile import Label, Profile
 
 __all__ = ["convert", "detect", "read", "read_all", "write"]
 
-PathOrBytes = "str | os.PathLike[str] | bytes | Source"
+#: A path (str or os.PathLike), bytes, bytearray, memoryview, a binary file object
+#: (seekable or not: sys.stdin.buffer, an HTTP response) or a Source.
+PathOrBytes = Input
 
 
 def detect(src: PathOrBytes) -> registry.FormatSpec:
@@ -30,7 +32,7 @@ def detect(src: PathOrBytes) -> registry.FormatSpec:
     source = Source.of(src)
     head = source.head()
     if head.startswith(GZIP_MAGIC) and _raw_is_gzip(source):
-        raise MalformedInputError("gzip inside gzip: unpack the outer layer first", path=source.path)
+        raise MalformedInputError("gzip inside gzip: unpack the outer layer first", path=source.name)
     for spec in registry.available():
         if not spec.can_read:
             continue
@@ -38,11 +40,11 @@ def detect(src: PathOrBytes) -> registry.FormatSpec:
         if sniff is not None and sniff(head):
             return spec
     if not head:
-        raise UnrecognizedFormatError("file is empty", path=source.path)
+        raise UnrecognizedFormatError("file is empty", path=source.name)
     readable = ", ".join(registry.names(readable=True))
     raise UnrecognizedFormatError(
         f"not a profile format polyprof reads (tried {readable}); run 'polyprof formats' for the list",
-        path=source.path)
+        path=source.name)
 
 
 def _raw_is_gzip(source: Source) -> bool:
@@ -89,7 +91,7 @@ def read_all(src: PathOrBytes, *, format: str | None = None,
 
 
 def read(src: PathOrBytes, *, format: str | None = None, options: ReadOptions | None = None) -> Profile:
-    """One profile from ``src``.
+    """One profile from ``src`` (a path, bytes-like data or a binary file object).
 
     When the input holds several profiles with the same sample types (or
     ``options.merge`` is set: then their sample types are united) they are
@@ -97,11 +99,12 @@ def read(src: PathOrBytes, *, format: str | None = None, options: ReadOptions | 
     reader's ``profile_labels`` extra). Successive cumulative dumps of one
     process and heap are not merged: the last one is kept.
     """
-    profiles = _latest_snapshots(read_all(src, format=format, options=options))
+    source = Source.of(src, (options or ReadOptions()).max_inflate)  # a stream is read once
+    profiles = _latest_snapshots(read_all(source, format=format, options=options))
     if len(profiles) == 1:
         return profiles[0]
     if not profiles:
-        raise InputError("holds no profile data", path=Source.of(src).name)
+        raise InputError("holds no profile data", path=source.name)
     from polyprof.model.merge import merge, union_sample_types
     first = profiles[0].sample_types
     if options is not None and options.merge:
@@ -109,7 +112,7 @@ def read(src: PathOrBytes, *, format: str | None = None, options: ReadOptions | 
     elif any(p.sample_types != first for p in profiles):
         kinds = sorted({", ".join(map(str, p.sample_types)) for p in profiles})
         raise OptionsError(
-            f"{Source.of(src).name}: holds {len(profiles)} profiles of different kinds ({'; '.join(kinds)}); "
+            f"{source.name}: holds {len(profiles)} profiles of different kinds ({'; '.join(kinds)}); "
             "select one with {pid}=PID or {heap}=NAME, or pass {merge} to combine them into one profile",
             options=("pid", "heap", "merge=True"))
     labels: list[Sequence[Label]] = [
