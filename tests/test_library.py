@@ -22,7 +22,7 @@ EXPORTED = {
     "DecompressionLimitError", "InputError", "Label", "LossReport", "MalformedInputError", "MissingDependencyError",
     "Options", "OptionsError", "OutputError", "PolyprofError", "Profile", "ProfileBuilder", "ReadOptions",
     "UnrecognizedFormatError", "UnsupportedFeatureError", "ValueType", "WriteOptions", "__version__",
-    "convert", "detect", "diff", "dump", "filter", "flame", "info", "merge", "peek",
+    "convert", "detect", "diff", "dump", "filter", "flame", "from_arrow", "from_pandas", "info", "merge", "peek",
     "read", "read_all", "top", "traces", "tree", "validate", "write",
 }
 
@@ -190,6 +190,8 @@ def test_missing_extra_names_it(demo, monkeypatch, module, extra):
         call()
     assert isinstance(info.value, ImportError) and info.value.extra == extra
     assert r.to_records()  # records need neither
+    with pytest.raises(polyprof.MissingDependencyError, match=rf"pip install 'polyprof\[{extra}\]'"):
+        demo.to_pandas() if module == "pandas" else demo.to_arrow()
 
 
 def test_library_errors_name_options_and_the_cli_names_flags(demo, cli):

@@ -27,7 +27,6 @@ and, for report nodes, :class:`NodeFields`.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,25 +35,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from polyprof.analysis.nodes import NodeMap
-from polyprof.errors import MissingDependencyError, OptionsError
+from polyprof.errors import OptionsError
 from polyprof.model.profile import Profile
+from polyprof.model.table import optional_import
 
 __all__ = ["NodeFields", "ProfileSummary", "Result", "node_fields", "optional_import", "percent"]
-
-#: Which extra installs an optional module.
-_EXTRAS = {"pandas": "pandas", "pyarrow": "arrow"}
-
-
-def optional_import(module: str, feature: str) -> Any:
-    """Import an optional dependency, or raise MissingDependencyError naming the extra."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        extra = _EXTRAS.get(module, module)
-        raise MissingDependencyError(
-            f"{feature} needs {module}, which is not installed: pip install 'polyprof[{extra}]'",
-            module=module, extra=extra) from None
-
 
 def percent(value: int | float, total: int | float) -> float:
     """``value`` as a percentage of ``total`` (0.0 when the total is 0)."""

@@ -321,6 +321,22 @@ class Profile(_Deferrable):
                 f"{len(self.callsites)} callsites, {len(self.locations)} locations, "
                 f"{len(self.functions)} functions{seconds})")
 
+    def to_arrow(self, table: str = "samples", *, stacks: str = "id") -> Any:
+        """One row per sample as a ``pyarrow.Table`` (or the ``"callsites"`` table):
+        every value column, time/pid/tid/cpu, labels as columns, the stack as a
+        callsite id and/or (``stacks="names"``/``"both"``) as frame names root to
+        leaf. See :mod:`polyprof.model.table`; needs ``polyprof[arrow]``."""
+        from polyprof.model.table import to_arrow
+
+        return to_arrow(self, table, stacks=stacks)
+
+    def to_pandas(self, table: str = "samples", *, stacks: str = "id") -> Any:
+        """:meth:`to_arrow` as a ``pandas.DataFrame`` (needs ``polyprof[pandas]``
+        and ``polyprof[arrow]``)."""
+        from polyprof.model.table import to_pandas
+
+        return to_pandas(self, table, stacks=stacks)
+
     # ---- small conveniences (views computed on demand, never storage) ----
 
     def string(self, sid: int) -> str:
