@@ -19,7 +19,7 @@ from polyprof.cli.env import Env
 __all__ = ["build_parser", "main"]
 
 # The order verbs are listed in --help; verbs not named here follow alphabetically.
-_ORDER = ("info", "top", "tree", "traces", "peek", "flame", "diff", "merge", "convert", "dump",
+_ORDER = ("info", "top", "tree", "traces", "peek", "flame", "serve", "diff", "merge", "convert", "dump",
           "validate", "symbolize", "formats")
 
 DESCRIPTION = """\

@@ -1,0 +1,133 @@
+"""What ``polyprof serve`` holds while it runs: the profiles read once, and caches of work on them.
+
+The inputs are read before the server starts (one per file, or one merged
+profile with ``--merge``; ``--base`` adds the profile diffs compare
+against). Every answer starts from :meth:`Session.filtered` (the profile
+with the filters of the request's Options applied) and, for the flame-graph
+views, :meth:`Session.flame` (the complete flame graph of those options,
+indexed for slicing). Both are kept in small least-recently-used caches, so
+clicking around one view (zoom, search, hover, expand) never recomputes
+them; a filter change computes each once. One lock serialises the heavy
+work: requests run in threads, the analyses are CPU-bound numpy, and two
+copies of a multi-million-node graph in flight would only double the
+memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from polyprof.analysis import filters
+from polyprof.analysis.filters import FilterResult
+from polyprof.analysis.flame import flame_tree
+from polyprof.analysis.flameview import FlameIndex
+from polyprof.analysis.options import Options
+from polyprof.analysis.sandwich import SandwichResult, sandwich
+from polyprof.errors import OptionsError
+from polyprof.model.merge import align_sample_types
+from polyprof.model.profile import Profile
+
+__all__ = ["Input", "Session"]
+
+T = TypeVar("T")
+
+
+@dataclass
+class Input:
+    """One profile the page can show: its name in the picker, the file it came from."""
+
+    name: str
+    path: str
+    profile: Profile
+    is_base: bool = False
+
+
+@dataclass
+class _Cache:
+    size: int
+    items: OrderedDict = field(default_factory=OrderedDict)
+
+    def get(self, key: Hashable, make: Callable[[], T]) -> T:
+        if key in self.items:
+            self.items.move_to_end(key)
+            return self.items[key]
+        value = make()
+        self.items[key] = value
+        while len(self.items) > self.size:
+            self.items.popitem(last=False)
+        return value
+
+
+def _filter_key(o: Options) -> tuple:
+    return tuple(repr(getattr(o, name)) for name in filters.FILTERS)
+
+
+def _view_key(o: Options) -> str:
+    return repr(dataclasses.replace(o, nodecount=0))
+
+
+class Session:
+    """The read inputs and the cached filtered profiles and flame graphs."""
+
+    def __init__(self, inputs: list[Input], *, defaults: dict[str, str] | None = None, cache: int = 2) -> None:
+        if not inputs:
+            raise OptionsError("nothing to serve: no profiles were read")
+        self.inputs = inputs
+        self.defaults = defaults or {}  # the page's starting state (the command line's analysis flags)
+        self.lock = threading.RLock()
+        self._filtered = _Cache(cache + 1)
+        self._flames = _Cache(cache)
+        self._sandwiches = _Cache(4)
+
+    @property
+    def base(self) -> int | None:
+        """Index of the ``--base`` input, if any."""
+        return next((i for i, x in enumerate(self.inputs) if x.is_base), None)
+
+    def input(self, index: int, name: str = "p") -> Input:
+        if not 0 <= index < len(self.inputs):
+            raise OptionsError(f"no input {{{name}}}={index}; inputs are 0..{len(self.inputs) - 1}", options=(name,))
+        return self.inputs[index]
+
+    def default_new(self) -> int:
+        """The input a view shows when the request names none: the first that is not the base."""
+        return next((i for i, x in enumerate(self.inputs) if not x.is_base), 0)
+
+    def filtered(self, index: int, o: Options) -> FilterResult:
+        """Input ``index`` with the filters of ``o`` applied (cached)."""
+        profile = self.input(index).profile
+        with self.lock:
+            return self._filtered.get((index, _filter_key(o)), lambda: filters.apply(profile, o))
+
+    def pair(self, new: int, base: int, o: Options) -> tuple[FilterResult, FilterResult]:
+        """(base, new) filtered, with one set of sample types (units converted, as ``diff`` does)."""
+        b, n = self.filtered(base, o), self.filtered(new, o)
+        aligned = align_sample_types([b.profile, n.profile], [self.input(base, "b").name, self.input(new).name])
+        return dataclasses.replace(b, profile=aligned[0]), dataclasses.replace(n, profile=aligned[1])
+
+    def flame(self, index: int, o: Options, *, base: int | None = None, inverted: bool = False) -> FlameIndex:
+        """The complete flame graph of input ``index`` (coloured against ``base``), indexed (cached)."""
+        key = (index, base, inverted, _view_key(o))
+        with self.lock:
+            return self._flames.get(key, lambda: FlameIndex(self._flame_tree(index, o, base, inverted)))
+
+    def _flame_tree(self, index: int, o: Options, base: int | None, inverted: bool) -> Any:
+        extra: dict[str, Any] = {"inverted": True} if inverted else {}
+        if base is None:
+            return flame_tree(self.filtered(index, o), o, max_nodes=0, min_fraction=0, **extra)
+        old, new = self.pair(index, base, o)
+        return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, **extra)
+
+    def sandwich(self, index: int, o: Options, name: str) -> tuple[SandwichResult, FlameIndex, FlameIndex]:
+        """Callers and callees of ``name`` in the flame graph of ``o``, each indexed for slicing (cached)."""
+        graph = self.flame(index, o)
+        with self.lock:
+            def make() -> tuple[SandwichResult, FlameIndex, FlameIndex]:
+                found = sandwich(graph, name)
+                return found, FlameIndex(found.callers), FlameIndex(found.callees)
+            return self._sandwiches.get((index, _view_key(o), name), make)

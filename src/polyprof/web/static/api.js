@@ -1,0 +1,46 @@
+// Calls to the JSON API. Only this server is ever contacted (the CSP allows nothing else).
+import * as state from './state.js';
+
+export class ApiError extends Error {}
+
+let optionNames = [];
+export function setOptionNames(names) { optionNames = names; }
+
+// The analysis options and the input of the current URL, as API parameters.
+export function optionParams(extra = {}) {
+  const current = state.params();
+  const out = new URLSearchParams();
+  for (const name of [...optionNames, 'p']) {
+    const value = current.get(name);
+    if (value !== null && value !== '') out.set(name, value);
+  }
+  for (const [key, value] of Object.entries(extra)) {
+    if (value === null || value === undefined || value === '') out.delete(key);
+    else out.set(key, String(value));
+  }
+  return out;
+}
+
+const cache = new Map();
+
+export async function get(endpoint, query = new URLSearchParams(), { remember = false } = {}) {
+  const url = `/api/${endpoint}?${query}`;
+  if (remember && cache.has(url)) return cache.get(url);
+  const response = await fetch(url, { headers: { Accept: 'application/json' } });
+  let body;
+  try {
+    body = await response.json();
+  } catch (err) {
+    throw new ApiError(`the server answered ${response.status} without JSON`);
+  }
+  if (!response.ok) throw new ApiError(body.error || `error ${response.status}`);
+  if (remember) {
+    if (cache.size > 500) cache.clear();
+    cache.set(url, body);
+  }
+  return body;
+}
+
+export function url(endpoint, query) {
+  return `/api/${endpoint}?${query}`;
+}
