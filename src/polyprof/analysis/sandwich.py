@@ -22,13 +22,12 @@ Lost: nothing; both trees keep every node (they are views of the graph).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-# The flame graph's own level-wise kernels (sums up a level at a time, pre-order layout, pruning).
+# The flame graph's own level-wise kernels (sizes summed a level at a time, pre-order layout, wrapping).
 from polyprof.analysis.flame import FlameTree, _finish, _layout, _sum_up
 from polyprof.analysis.flameview import FlameIndex, _outermost
 from polyprof.analysis.result import Result
@@ -58,8 +57,15 @@ class SandwichResult(Result):
         return f"{self.name!r}, flat={self.flat}, cum={self.cum}, {len(self.callers)}/{len(self.callees)} nodes"
 
 
-def sandwich(index: FlameIndex, name: str) -> SandwichResult:
-    """Callers and callees of the nodes named ``name`` in the flame graph ``index``."""
+def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0) -> SandwichResult:
+    """Callers and callees of the nodes named ``name`` in the flame graph ``index``.
+
+    ``min_fraction`` > 0 merges paths narrower than that fraction of the
+    function's cum as they are built (a view's resolution): their weight stays
+    in their parent's total, drawn as its hidden width. The inverted paths of
+    a function called from millions of places would otherwise outnumber the
+    graph's own nodes.
+    """
     t = index.tree
     try:
         code = index.distinct.index(name)
@@ -68,14 +74,16 @@ def sandwich(index: FlameIndex, name: str) -> SandwichResult:
                            "granularity may have removed it)", options=("fn",)) from None
     nodes = np.flatnonzero(index.name_id == code)
     outer = _outermost(nodes, index.size)
+    cum = int(t.total[outer].sum())
+    threshold = max(int(np.ceil(min_fraction * abs(cum))), 1) if min_fraction > 0 else None
     members = _ranges(outer, index.size[outer])
     inner = _innermost_owner(t.parent, members, index.name_id == code)
     per_node = np.zeros(nodes.size, dtype=np.int64)
     np.add.at(per_node, np.searchsorted(nodes, inner), t.self[members])
-    callees = _callees(index, outer, members)
-    callers = _callers(index, nodes, per_node)
-    return SandwichResult(name, int(t.self[nodes].sum()), int(t.total[outer].sum()), t.root_total,
-                          _tree(callers, index), _tree(callees, index))
+    callers = _callers(index, nodes, per_node, threshold)
+    callees = _callees(index, outer, members, threshold)
+    return SandwichResult(name, int(t.self[nodes].sum()), cum, t.root_total, _tree(callers, index),
+                          _tree(callees, index))
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -87,8 +95,7 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def _innermost_owner(parent: np.ndarray, members: np.ndarray, named: np.ndarray) -> np.ndarray:
     """For every member (pre-order, whole subtrees of outermost named nodes): its nearest
-    ancestor-or-self that is named. Parents come before children, so one pass in id order
-    per depth would do; a vectorized pointer jump over the members does the same."""
+    ancestor-or-self that is named, by pointer jumping over the members."""
     owner = np.where(named[members], members, parent[members])
     pos = np.searchsorted(members, owner)
     todo = np.flatnonzero(~named[owner])
@@ -99,91 +106,109 @@ def _innermost_owner(parent: np.ndarray, members: np.ndarray, named: np.ndarray)
     return owner
 
 
+class _Merge:
+    """A tree of merged paths, built one level at a time under one root.
+
+    Each level's items (paths reaching that level) say their parent's merged
+    id, their name and their weight; items with equal (parent, name) become
+    one node whose total is their summed weight. Nodes lighter than
+    ``threshold`` are not made: their items stop (-1), their weight stays in
+    the parent's total. Ids of a level are contiguous and sorted by parent,
+    as the flame graph's level-wise kernels expect.
+    """
+
+    def __init__(self, n_names: int, total: int, threshold: int | None) -> None:
+        self.n_names = np.int64(max(n_names, 1))
+        self.threshold = threshold
+        self.parent, self.name, self.total = [np.array([-1])], [np.array([-1])], [np.array([total])]
+        self.levels = [0, 1]
+
+    def level(self, up: np.ndarray, name: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """Merged id of every item of the next level (-1 where its node is too light)."""
+        uniq, inverse = np.unique(up * self.n_names + name, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        total = np.zeros(uniq.size, dtype=np.int64)
+        np.add.at(total, inverse, weight)
+        keep = np.abs(total) >= self.threshold if self.threshold else np.ones(uniq.size, dtype=bool)
+        made = self.levels[-1]
+        ids = np.where(keep, made + np.cumsum(keep) - 1, -1)
+        if not keep.any():
+            return ids[inverse]  # nothing this deep is wide enough: no (empty) level
+        self.parent.append(uniq[keep] // self.n_names)
+        self.name.append(uniq[keep] % self.n_names)
+        self.total.append(total[keep])
+        self.levels.append(made + int(keep.sum()))
+        return ids[inverse]
+
+    def finish(self, selfs: list[tuple[np.ndarray, np.ndarray]]) -> _Merged:
+        """The tree, with self weights added at (merged ids, weights) pairs."""
+        parent = np.concatenate(self.parent)
+        own = np.zeros(parent.size, dtype=np.int64)
+        for at, w in selfs:
+            live = at >= 0
+            np.add.at(own, at[live], w[live])
+        return _Merged(parent, np.concatenate(self.name), own, np.concatenate(self.total),
+                       np.array(self.levels, dtype=np.int64))
+
+
 @dataclass
 class _Merged:
-    """A merged tree, level by level: ids of a level are contiguous and sorted by parent."""
+    """A merged tree, level by level (see :class:`_Merge`)."""
 
     parent: np.ndarray
     name: np.ndarray
     self: np.ndarray
+    total: np.ndarray
     levels: np.ndarray
 
 
-def _intern(steps: Iterator[tuple[np.ndarray, np.ndarray]], n_names: int,
-            ids: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Merge items level by level under one root. ``steps`` yields, per level, the index of
-    each item's parent item in the previous level's items and each item's name id; the
-    merged id of every item of a level is appended to ``ids`` before the next level is
-    asked for. Returns the merged tree's parents, names and level bounds."""
-    parents, names, levels = [np.array([-1])], [np.array([-1])], [0, 1]
-    prev = np.zeros(1, dtype=np.int64)
-    made = 1
-    for up, name in steps:
-        uniq, inverse = np.unique(prev[up] * n_names + name, return_inverse=True)
-        prev = made + inverse.reshape(-1)
-        ids.append(prev)
-        parents.append(uniq // n_names)
-        names.append(uniq % n_names)
-        made += uniq.size
-        levels.append(made)
-    return np.concatenate(parents), np.concatenate(names), np.array(levels, dtype=np.int64)
-
-
-def _callees(index: FlameIndex, outer: np.ndarray, members: np.ndarray) -> _Merged:
+def _callees(index: FlameIndex, outer: np.ndarray, members: np.ndarray, threshold: int | None) -> _Merged:
     """Subtrees of ``outer`` merged by their paths of names (``members``: their nodes)."""
     t = index.tree
     top = outer[np.searchsorted(outer, members, side="right") - 1]
     rel = t.depth[members] - t.depth[top]
     order = np.argsort(rel, kind="stable")
     bounds = np.searchsorted(rel[order], np.arange(int(rel.max(initial=0)) + 2))
-    levels = [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
-    where = np.zeros(members.size, dtype=np.int64)  # position of each member within its level
-    for lv in levels:
-        where[lv] = np.arange(lv.size)
     parent_pos = np.searchsorted(members, t.parent[members])
-    steps = ((np.zeros(lv.size, dtype=np.int64) if d == 0 else where[parent_pos[lv]], index.name_id[members[lv]])
-             for d, lv in enumerate(levels))
-    ids: list[np.ndarray] = []
-    parent, name, bounds_out = _intern(steps, len(index.distinct), ids)
-    selfw = np.zeros(parent.size, dtype=np.int64)
-    for lv, merged in zip(levels, ids):
-        np.add.at(selfw, merged, t.self[members[lv]])
-    return _Merged(parent, name, selfw, bounds_out)
+    merged = np.full(members.size, -1, dtype=np.int64)
+    merge = _Merge(len(index.distinct), int(t.total[outer].sum()), threshold)
+    selfs = []
+    for d in range(len(bounds) - 1):
+        lv = order[bounds[d]:bounds[d + 1]]
+        up = np.zeros(lv.size, dtype=np.int64) if d == 0 else merged[parent_pos[lv]]
+        lv, up = lv[up >= 0], up[up >= 0]  # below a merged-away node: already counted in it
+        if not lv.size:
+            break
+        merged[lv] = merge.level(up, index.name_id[members[lv]], t.total[members[lv]])
+        selfs.append((merged[lv], t.self[members[lv]]))
+    return merge.finish(selfs)
 
 
-def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray) -> _Merged:
+def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, threshold: int | None) -> _Merged:
     """Reversed paths from ``nodes`` to the root, each carrying its ``weight``, merged."""
     t = index.tree
-    ids: list[np.ndarray] = []
-    ends: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def steps() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        cur, w = nodes[weight != 0], weight[weight != 0]
-        up = np.zeros(cur.size, dtype=np.int64)
-        while cur.size:
-            yield up, index.name_id[cur]
-            nxt = t.parent[cur]
-            done = nxt <= 0  # the graph's root (id 0) is no caller
-            ends.append((ids[-1][done], w[done]))
-            up = np.flatnonzero(~done)
-            cur, w = nxt[up], w[up]
-
-    parent, name, levels = _intern(steps(), len(index.distinct), ids)
-    selfw = np.zeros(parent.size, dtype=np.int64)
-    for at, w in ends:
-        np.add.at(selfw, at, w)
-    return _Merged(parent, name, selfw, levels)
+    cur, w = nodes[weight != 0], weight[weight != 0]
+    merge = _Merge(len(index.distinct), int(w.sum()), threshold)
+    up = np.zeros(cur.size, dtype=np.int64)
+    ends = []
+    while cur.size:
+        ids = merge.level(up, index.name_id[cur], w)
+        nxt = t.parent[cur]
+        done = nxt <= 0  # the graph's root (id 0) is no caller
+        ends.append((ids[done], w[done]))
+        go = ~done & (ids >= 0)
+        cur, w, up = nxt[go], w[go], ids[go]
+    return merge.finish(ends)
 
 
 def _tree(m: _Merged, index: FlameIndex) -> FlameTree:
     """A merged tree laid out and wrapped as the flame graph lays out its own."""
-    total = _sum_up(m.self, m.parent, m.levels)
-    width = _sum_up(np.maximum(m.self, 0), m.parent, m.levels)
+    width = np.maximum(m.total, 0)
     size = _sum_up(np.ones(m.parent.size, dtype=np.int64), m.parent, m.levels)
     pre, start = _layout(m.parent, m.levels, width, size)
     depth = np.repeat(np.arange(len(m.levels) - 1, dtype=np.int64), np.diff(m.levels))
     t = index.tree
-    tree = _finish((index.distinct, m.name), m.parent, depth, [m.self], [total], width, start, pre,
+    tree = _finish((index.distinct, m.name), m.parent, depth, [m.self], [m.total], width, start, pre,
                    t.sample_type, 0.0, 0)
     tree.active_filters = t.active_filters
     tree.identity = {n: t.identity[n] for n in set(tree.names) if n in t.identity}

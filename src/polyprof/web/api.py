@@ -136,8 +136,9 @@ def info(s: Session, q: Query) -> dict[str, Any]:
 
 @endpoint("top", "flat and cum per node (polyprof top --format json) with display text", P)
 def top(s: Session, q: Query) -> dict[str, Any]:
-    fr = s.filtered(_p(s, q), q.options)
-    out = present.top_payload(top_analysis(fr, q.options))
+    p = _p(s, q)
+    fr = s.filtered(p, q.options)
+    out = present.top_payload(s.result("top", p, q.options, lambda: top_analysis(fr, q.options)))
     out["unmatched"] = fr.unmatched()
     return out
 
@@ -199,13 +200,13 @@ def calltree(s: Session, q: Query) -> dict[str, Any]:
 def sandwich(s: Session, q: Query) -> dict[str, Any]:
     if not q.get("fn"):
         raise OptionsError("{fn} is required: the function whose callers and callees to show", options=("fn",))
-    found, callers, callees = s.sandwich(_p(s, q), q.options, q.get("fn"))
+    found, callers, callees = s.sandwich(_p(s, q), q.options, q.get("fn"), q.get("min_fraction"))
     vt = found.callers.sample_type
     if q.get("side"):
         if q.get("side") not in ("callers", "callees"):
             raise OptionsError(f"{{side}}={q.get('side')!r}: choose callers or callees", options=("side",))
         return present.node_json(callers if q.get("side") == "callers" else callees, q.get("id"), vt)
-    cut = {"min_fraction": q.get("min_fraction"), "max_nodes": q.get("max_nodes")}
+    cut = {"min_fraction": 0, "max_nodes": q.get("max_nodes")}  # built at min_fraction already
 
     def direct(index: Any) -> list[dict[str, Any]]:  # the function's children in one graph
         t = index.tree
@@ -242,7 +243,9 @@ def diff(s: Session, q: Query) -> dict[str, Any]:
 def timeline(s: Session, q: Query) -> dict[str, Any]:
     window = q.options.time_range
     o = dataclasses.replace(q.options, time_range=None)
-    r = timeline_analysis(s.filtered(_p(s, q), o), o, bins=q.get("bins"), group=q.get("group"))
+    p = _p(s, q)
+    r = s.result("timeline", p, o, lambda: timeline_analysis(s.filtered(p, o), o, bins=q.get("bins"),
+                                                               group=q.get("group")), q.get("bins"), q.get("group"))
     unit = r.sample_type.unit
     shown = r.counts if q.get("rows") <= 0 else r.counts[:q.get("rows")]
     return {"sample_type": r.sample_type.type, "unit": unit, "group": r.group, "total": r.total,

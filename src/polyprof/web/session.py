@@ -36,6 +36,9 @@ __all__ = ["Input", "Session"]
 
 T = TypeVar("T")
 
+#: Flame-graph nodes kept in the cache, summed over graphs (about 80 bytes each).
+FLAME_BUDGET = 4_000_000
+
 
 @dataclass
 class Input:
@@ -49,18 +52,30 @@ class Input:
 
 @dataclass
 class _Cache:
+    """Least-recently-used values, at most ``size`` of them and (roughly) ``budget`` in
+    summed ``weigh(value)``. Room is made *before* a new value is computed, guessing its
+    weight as the last one's: on a huge profile the previous graph is let go before the
+    next is built, so memory holds one, not two."""
+
     size: int
+    budget: float = float("inf")
+    weigh: Callable[[Any], float] = field(default=lambda value: 0.0)
     items: OrderedDict = field(default_factory=OrderedDict)
+    last: float = 0.0
 
     def get(self, key: Hashable, make: Callable[[], T]) -> T:
         if key in self.items:
             self.items.move_to_end(key)
-            return self.items[key]
-        value = make()
-        self.items[key] = value
-        while len(self.items) > self.size:
+            return self.items[key][0]
+        while self.items and (len(self.items) >= self.size or self._held() + self.last > self.budget):
             self.items.popitem(last=False)
+        value = make()
+        self.last = self.weigh(value)
+        self.items[key] = (value, self.last)
         return value
+
+    def _held(self) -> float:
+        return sum(w for _, w in self.items.values())
 
 
 def _filter_key(o: Options) -> tuple:
@@ -80,9 +95,12 @@ class Session:
         self.inputs = inputs
         self.defaults = defaults or {}  # the page's starting state (the command line's analysis flags)
         self.lock = threading.RLock()
-        self._filtered = _Cache(cache + 1)
-        self._flames = _Cache(cache)
-        self._sandwiches = _Cache(4)
+        biggest = max(len(x.profile.samples) + len(x.profile.callsites) for x in inputs)
+        # a filtered copy weighs its rows; the unfiltered profile is the input itself (free)
+        self._filtered = _Cache(cache + 1, budget=1.5 * biggest, weigh=lambda fr: 0 if fr.profile is fr.original
+                                else len(fr.profile.samples) + len(fr.profile.callsites))
+        self._flames = _Cache(cache + 1, budget=FLAME_BUDGET, weigh=len)
+        self._results = _Cache(16)
 
     @property
     def base(self) -> int | None:
@@ -123,11 +141,17 @@ class Session:
         old, new = self.pair(index, base, o)
         return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, **extra)
 
-    def sandwich(self, index: int, o: Options, name: str) -> tuple[SandwichResult, FlameIndex, FlameIndex]:
+    def sandwich(self, index: int, o: Options, name: str,
+                 min_fraction: float) -> tuple[SandwichResult, FlameIndex, FlameIndex]:
         """Callers and callees of ``name`` in the flame graph of ``o``, each indexed for slicing (cached)."""
         graph = self.flame(index, o)
         with self.lock:
             def make() -> tuple[SandwichResult, FlameIndex, FlameIndex]:
-                found = sandwich(graph, name)
+                found = sandwich(graph, name, min_fraction=min_fraction)
                 return found, FlameIndex(found.callers), FlameIndex(found.callees)
-            return self._sandwiches.get((index, _view_key(o), name), make)
+            return self._results.get(("sandwich", index, _view_key(o), name, min_fraction), make)
+
+    def result(self, kind: str, index: int, o: Options, make: Callable[[], T], *extra: Hashable) -> T:
+        """An analysis result of input ``index`` for ``o`` (cached: results are plain data)."""
+        with self.lock:
+            return self._results.get((kind, index, repr(o), *extra), make)

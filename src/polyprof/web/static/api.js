@@ -22,16 +22,29 @@ export function optionParams(extra = {}) {
 }
 
 const cache = new Map();
+let busy = 0;
+
+// How many answers are awaited (document.body.dataset.busy): tests and screen readers can tell
+// when a view is complete.
+function track(delta) {
+  busy += delta;
+  document.body.dataset.busy = String(busy);
+  document.body.setAttribute('aria-busy', String(busy > 0));
+}
 
 export async function get(endpoint, query = new URLSearchParams(), { remember = false } = {}) {
   const url = `/api/${endpoint}?${query}`;
   if (remember && cache.has(url)) return cache.get(url);
-  const response = await fetch(url, { headers: { Accept: 'application/json' } });
+  track(1);
+  let response;
   let body;
   try {
+    response = await fetch(url, { headers: { Accept: 'application/json' } });
     body = await response.json();
   } catch (err) {
-    throw new ApiError(`the server answered ${response.status} without JSON`);
+    throw new ApiError(response ? `the server answered ${response.status} without JSON` : `no answer from the server: ${err.message}`);
+  } finally {
+    track(-1);
   }
   if (!response.ok) throw new ApiError(body.error || `error ${response.status}`);
   if (remember) {

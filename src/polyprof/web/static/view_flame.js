@@ -49,7 +49,7 @@ function chart({ label, params, details, onZoom, small = false, remember = 'sel'
       }, 40);
     },
     onFocus: async (id) => {
-      if (remember) state.navigate({ [remember]: id }, { replace: true });
+      if (remember) state.navigate({ [remember]: id }, { replace: true, silent: true });
       describeNode(details, await fetchNode(id));
     },
   });
@@ -95,14 +95,16 @@ export async function renderFlame(main, gen) {
     crumbs, fc.wrap, details,
     el('h2', {}, 'Top'), el('div', { id: 'flame-top' }, 'loading…'));
   page.status('computing the flame graph…');
-  const [slice, top] = await Promise.all([
-    api.get('flame', params({ root: zoom, search: q, min_fraction: 1 / (4 * Math.max(main.clientWidth, 400)) })),
-    api.get('top', api.optionParams({ nodecount: state.get('nodecount', '0') })),
-  ]);
+  // The flame graph draws as soon as it arrives; the top table follows on its own.
+  const topAnswer = api.get('top', api.optionParams({ nodecount: state.get('nodecount', '0') })).then((top) => {
+    if (page.stale(gen)) return;
+    page.unmatchedWarning(top.unmatched);
+    document.getElementById('flame-top').replaceWith(topTable(top, { id: 'flame-top' }));
+  });
+  const slice = await api.get('flame', params({ root: zoom, search: q, min_fraction: 1 / (4 * Math.max(main.clientWidth, 400)) }));
   if (page.stale(gen)) return;
   page.status(`${slice.graph_nodes.toLocaleString('en')} frames in the graph, ${slice.nodes.id.length.toLocaleString('en')} drawn`
     + (slice.merged ? `, ${slice.merged.toLocaleString('en')} narrower than ${slice.min_width_text} merged into grey bands (zoom in to see them)` : ''));
-  page.unmatchedWarning(top.unmatched);
   const path = slice.path;
   crumbs.dataset.up = path.length ? path[path.length - 1].id : '';
   crumbs.replaceChildren(el('ol', {}, [...path.map((a) => el('li', {}, button(clip(a.name, 80), () => state.navigate({ zoom: a.id || null }), { title: clip(a.name, 1000) }))),
@@ -113,13 +115,13 @@ export async function renderFlame(main, gen) {
     share.dataset.share = String(slice.search.share);
   }
   if (slice.nodes.change) {
-    legend.replaceChildren(el('span', { class: 'swatch', style: null, dataset: { c: 'grow' } }), 'orange: share grew',
+    legend.replaceChildren(el('span', { class: 'swatch', dataset: { c: 'grow' } }), 'orange: share grew',
       el('span', { class: 'swatch', dataset: { c: 'shrink' } }), 'purple: share shrank');
   }
   const sel = state.get('sel');
   fc.setData(slice, { icicle, focusId: sel === '' ? null : Number(sel) });
-  document.getElementById('flame-top').replaceWith(topTable(top, { id: 'flame-top' }));
   if (sel !== '') describeNode(details, await api.get('node', params({ id: sel }), { remember: true }));
+  await topAnswer;
 }
 
 // Callers and callees of one function as two small flame graphs, with peek's tables.
@@ -133,10 +135,16 @@ export async function renderSandwich(main, gen) {
   }
   const details = el('div', { class: 'details', 'aria-live': 'polite' });
   const params = (side) => (extra) => api.optionParams({ fn: name, side, ...extra });
+  // A click on a frame opens that function's own sandwich (speedscope's habit).
+  const openNode = async (side, id) => {
+    if (id === null) return;
+    const n = await api.get('sandwich', params(side)({ id }), { remember: true });
+    if (n.depth > 0) state.navigate({ fn: n.name });
+  };
   const callers = chart({ label: `Callers of ${clip(name, 200)} (the function at the top, its callers below)`, small: true,
-    params: params('callers'), details, remember: null, endpoint: 'sandwich', onZoom: (id) => state.navigate({ swzoom: id }) });
+    params: params('callers'), details, remember: null, endpoint: 'sandwich', onZoom: (id) => openNode('callers', id) });
   const callees = chart({ label: `Callees of ${clip(name, 200)}`, small: true, params: params('callees'), details,
-    remember: null, endpoint: 'sandwich', onZoom: (id) => state.navigate({ swzoom: id }) });
+    remember: null, endpoint: 'sandwich', onZoom: (id) => openNode('callees', id) });
   const head = el('div', {}, 'loading…');
   main.append(head, el('h2', {}, 'Callers'), callers.wrap, el('h2', {}, 'Callees'), callees.wrap, details,
     el('div', { class: 'cols', id: 'sw-tables' }));
