@@ -15,7 +15,9 @@ own process and measures:
 - the server's peak RSS after all of that, against ``polyprof top`` on the
   same file (peak RSS of a separate run), as a ratio.
 
-    .venv/bin/python benchmarks/bench_serve.py [--only pprof|perfetto] [--trace PATH]
+Also the HTTP stack's own cost per request (``--only stack``).
+
+    .venv/bin/python benchmarks/bench_serve.py [--only stack|pprof|perfetto] [--trace PATH]
 """
 
 from __future__ import annotations
@@ -140,12 +142,52 @@ def bench(name: str, path: Path) -> None:
         proc.wait()
 
 
+def http_stack(repeat: int = 400) -> None:
+    """What the standard library's server costs per request: static asset and small JSON
+    answers on one keep-alive connection, and 8 connections at once (a page loading)."""
+    import statistics
+    import threading
+
+    proc, port, _ = serve(HERE.parent / "examples" / "demo.pb.gz")
+    try:
+        for path in ("/static/style.css", "/api/session"):
+            conn = http.client.HTTPConnection("127.0.0.1", port)
+            times = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                conn.request("GET", path)
+                conn.getresponse().read()
+                times.append(time.perf_counter() - t0)
+            print(f"  {path:<18} one connection: median {1000 * statistics.median(times):.2f} ms, "
+                  f"{repeat / sum(times):.0f} requests/s")
+
+        def client(n: int) -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", port)
+            for _ in range(n):
+                conn.request("GET", "/static/main.js")
+                conn.getresponse().read()
+
+        t0 = time.perf_counter()
+        threads = [threading.Thread(target=client, args=(repeat // 8,)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print(f"  8 connections at once: {repeat / (time.perf_counter() - t0):.0f} requests/s")
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", choices=("pprof", "perfetto"), action="append")
+    ap.add_argument("--only", choices=("stack", "pprof", "perfetto"), action="append")
     ap.add_argument("--trace", help="Perfetto trace (default: bench_perfetto.py's, generated when missing)")
     args = ap.parse_args()
-    which = args.only or ["pprof", "perfetto"]
+    which = args.only or ["stack", "pprof", "perfetto"]
+    if "stack" in which:
+        print("HTTP stack (standard library ThreadingHTTPServer), demo profile:")
+        http_stack()
     if "pprof" in which:
         from bench_pprof import build
 

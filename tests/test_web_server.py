@@ -107,3 +107,21 @@ def test_unreadable_input_fails_before_serving(cli, tmp_path):
     bad.write_bytes(b"\x1f\x8b garbage")
     done = cli("serve", bad, "--no-browser", "--port", "0")
     assert done.code != 0 and "Traceback" not in done.err and str(bad) in done.err
+
+
+def test_the_readme_serve_commands_start():
+    import re
+    import shlex
+
+    lines = re.findall(r"^polyprof serve .*$", (REPO / "README.md").read_text(), flags=re.M)
+    runnable = [shlex.split(line.split("#")[0]) for line in lines]
+    runnable = [argv for argv in runnable if all((REPO / a).exists() for a in argv[2:] if not a.startswith("-"))]
+    assert runnable, "the README shows polyprof serve on a bundled file"
+    for argv in runnable:
+        proc, url = _start(*argv[2:], "--no-browser", "--port", "0")
+        try:
+            with urllib.request.urlopen(url + "api/top?nodecount=1") as resp:
+                assert resp.status == 200
+        finally:
+            code, err = _stop(proc)
+        assert code == 130, err

@@ -67,6 +67,9 @@ def url_of(host: str, port: int) -> str:
 def _handler(app: App, quiet: bool) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # headers and body go out in two writes: without TCP_NODELAY, Nagle and delayed
+        # ACKs hold each keep-alive answer for 40 ms
+        disable_nagle_algorithm = True
         server_version = "polyprof"
         sys_version = ""
 

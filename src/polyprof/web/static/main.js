@@ -46,7 +46,8 @@ function header() {
   const view = state.get('view', 'flame');
   for (const [key, label] of VIEWS) {
     nav.append(button(label, () => state.navigate({ view: key }), {
-      role: 'tab', 'aria-selected': String(key === view), id: `tab-${key}`,
+      role: 'tab', 'aria-selected': String(key === view), id: `tab-${key}`, tabindex: key === view ? 0 : -1,
+      'aria-controls': 'main',
     }));
   }
   for (const [name] of FILTERS) $(`f-${name}`).value = state.get(name);
@@ -61,6 +62,15 @@ function updateDownload() {
 
 function setupControls() {
   const session = page.session();
+  // Tabs as a tablist: arrow keys move between them, Enter or Space opens one.
+  $('views').addEventListener('keydown', (e) => {
+    const tabs = [...$('views').querySelectorAll('[role=tab]')];
+    const at = tabs.indexOf(document.activeElement);
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1 }[e.key];
+    if (at < 0 || to === undefined) return;
+    e.preventDefault();
+    tabs[(to + tabs.length) % tabs.length].focus();
+  });
   const fields = $('filter-fields');
   for (const [name, label, help] of FILTERS) {
     fields.append(el('label', { title: help }, label, el('input', { type: 'text', id: `f-${name}`, name, spellcheck: 'false' })));

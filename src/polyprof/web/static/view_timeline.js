@@ -10,10 +10,10 @@ const ROW = 16;
 
 function ms(ns) { return `${(ns / 1e6).toFixed(ns < 1e7 ? 3 : 1)}ms`; }
 
-// Sequential single-hue scale (light to dark blue): readable with any colour vision.
+// Sequential single-hue scale (light to dark blue, logarithmic): readable with any colour vision.
 function shade(v, peak) {
   if (v <= 0) return null;
-  const t = Math.sqrt(v / peak);
+  const t = 0.15 + 0.85 * (Math.log1p(v) / Math.log1p(peak));
   return `rgb(${Math.round(222 - 214 * t)},${Math.round(235 - 187 * t)},${Math.round(247 - 140 * t)})`;
 }
 
@@ -41,7 +41,7 @@ function heatmap(t, onBrush) {
     if (brush) {
       const x0 = ((brush[0] - t.start) / span) * width;
       const x1 = ((brush[1] - t.start) / span) * width;
-      ctx.fillStyle = 'rgba(255,191,71,0.35)';
+      ctx.fillStyle = 'rgba(255,191,71,0.25)';
       ctx.fillRect(x0, 0, x1 - x0, height);
       ctx.strokeStyle = '#b36b00';
       ctx.strokeRect(x0, 0, x1 - x0, height);
@@ -54,13 +54,23 @@ function heatmap(t, onBrush) {
     return Math.round(t.start + f * span);
   };
   let from = null;
-  canvas.addEventListener('mousedown', (e) => { from = at(e); brush = [from, from]; draw(); });
-  canvas.addEventListener('mousemove', (e) => { if (from !== null) { const x = at(e); brush = [Math.min(from, x), Math.max(from, x)]; draw(); } });
-  window.addEventListener('mouseup', () => {
+  canvas.addEventListener('pointerdown', (e) => {
+    canvas.setPointerCapture(e.pointerId);
+    from = at(e);
+    brush = [from, from];
+    draw();
+  });
+  canvas.addEventListener('pointermove', (e) => {
+    if (from === null) return;
+    const x = at(e);
+    brush = [Math.min(from, x), Math.max(from, x)];
+    draw();
+  });
+  canvas.addEventListener('pointerup', () => {
     if (from === null) return;
     from = null;
     if (brush && brush[1] > brush[0]) onBrush(brush[0], brush[1]);
-  }, { once: false });
+  });
   new ResizeObserver(draw).observe(wrap);
   return { wrap, draw };
 }
