@@ -120,9 +120,10 @@ def timeline(src: Profile | FilterResult, options: Options | None = None, *, bin
                        percent=percent(int(weight[i]), total)) for i in order]
     result = TimelineResult(vt, group, total, table)
     times, present = tags.sample_numbers(p, "time")
-    if times is None or not present.any():
+    if times is None or present is None or not present.any():
         return result
     origin_times, origin_present = tags.sample_numbers(fr.original, "time")
+    assert origin_times is not None and origin_present is not None  # the original has every sample
     origin = filters.time_origin(fr.original, origin_times[origin_present])
     rel = times[present] - origin
     first, last = int(rel.min()), int(rel.max())

@@ -73,13 +73,12 @@ function basePicker() {
   return el('label', {}, 'compare against ', select);
 }
 
-function diffColumns(kind) {
-  const t = (key) => (r) => r.text[key];
+function diffColumns() {
+  const col = (key, label) => ({ key, label, text: (r) => r.text[key], value: (r) => r[key] });
   return [
-    { key: `base_${kind}`, label: `base ${kind}`, text: t(`base_${kind}`), value: (r) => r[`base_${kind}`] },
-    { key: `new_${kind}`, label: `new ${kind}`, text: t(`new_${kind}`), value: (r) => r[`new_${kind}`] },
-    { key: `delta_${kind}`, label: 'delta', text: t(`delta_${kind}`), value: (r) => r[`delta_${kind}`] },
-    { key: `${kind}_share_delta`, label: 'share Δ (points)', text: t(`${kind}_share_delta`), value: (r) => r[`${kind}_share_delta`] },
+    col('base_flat', 'base flat'), col('new_flat', 'new flat'), col('delta_flat', 'Δ flat'),
+    col('base_cum', 'base cum'), col('new_cum', 'new cum'), col('delta_cum', 'Δ cum'),
+    { key: 'flat_share_delta', label: 'flat share Δ (points)', text: (r) => r.text.flat_share_delta, value: (r) => r.flat_share_delta },
     { key: 'name', label: 'name', cls: 'name', text: (r) => r.name,
       cell: (r) => button(clip(r.name), () => state.navigate({ view: 'sandwich', fn: r.name })) },
   ];
@@ -101,7 +100,7 @@ export async function renderDiff(main, gen) {
   }
   const flame = new FlameChart({ label: `Flame graph of ${page.currentInput().name} coloured by change against ${base.name}`,
     small: true, onZoom: (id) => state.navigate({ view: 'flame', zoom: id }) });
-  const tables = el('div', { class: 'cols' }, 'loading…');
+  const tables = el('div', {}, 'loading…');
   main.append(flame.wrap, tables);
   const by = 'function';
   const [slice, diff] = await Promise.all([
@@ -113,7 +112,7 @@ export async function renderDiff(main, gen) {
   const grew = diff.functions.filter((f) => f.delta_flat > 0 || (f.delta_flat === 0 && f.delta_cum > 0));
   const shrank = diff.functions.filter((f) => f.delta_flat < 0 || (f.delta_flat === 0 && f.delta_cum < 0));
   const table = (title, rows) => el('div', { class: title.startsWith('Grew') ? 'grow-box' : 'shrink-box' }, el('h2', {}, title),
-    dataTable({ columns: diffColumns('flat'), rows, limit: 200, caption: `${rows.length} functions, biggest change first` }));
+    dataTable({ columns: diffColumns(), rows, limit: 200, caption: `${rows.length} functions, biggest change first` }));
   tables.replaceChildren(table('Grew', grew), table('Shrank', shrank));
   page.status(`${diff.sample_type}: base total ${diff.totals_text.base}, new total ${diff.totals_text.new}; values ${diff.normalize === 'total' ? 'are shares of each total' : diff.normalize === 'rate' ? 'per second' : 'raw'}`);
 }
