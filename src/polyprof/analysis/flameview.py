@@ -196,14 +196,16 @@ class FlameIndex:
         order = np.lexsort((self.name_id[kids], -np.abs(self.tree.total[kids])))
         return kids[order].tolist()
 
-    def details(self, node: int) -> dict[str, Any]:
-        """One node's numbers (raw), its path of names from the root and its identity fields."""
+    def details(self, node: int, *, path: bool = True) -> dict[str, Any]:
+        """One node's numbers (raw), whether it is a leaf, its identity fields and (``path``)
+        the names from the root down to it."""
         t = self.tree
         i = self.check(node)
         out: dict[str, Any] = {"id": i, "name": t.names[i], "self": int(t.self[i]), "total": int(t.total[i]),
-                               "depth": int(t.depth[i]), "children": len(self.children(i)) if self.size[i] > 1 else 0,
-                               "path": [t.names[a] for a in self.ancestors(i)],
+                               "depth": int(t.depth[i]), "leaf": bool(self.size[i] == 1),
                                "identity": t.identity.get(t.names[i], {})}
+        if path:
+            out["path"] = [t.names[a] for a in self.ancestors(i)]
         if t.base_self is not None and t.base_total is not None:
             out.update(base_self=int(t.base_self[i]), base_total=int(t.base_total[i]))
         return out

@@ -115,18 +115,12 @@ def session_info(s: Session, q: Query) -> dict[str, Any]:
         inputs.append({"index": i, "name": x.name, "file": os.path.basename(x.path), "format": p.source_format,
                        "is_base": x.is_base, "samples": len(p.samples),
                        "sample_types": [{"type": vt.type, "unit": vt.unit} for vt in p.sample_types],
-                       "default_sample_type": p.sample_types[p.sample_index(None)].type if p.sample_types else "",
-                       "has_time": p.samples.time is not None or _has_label(p, "time"),
-                       "has_labels": len(p.labelsets) > 1 or any(len(ls) for ls in p.labelsets)})
+                       "default_sample_type": p.sample_types[p.sample_index(None)].type if p.sample_types else ""})
     writable = [{"name": f.name, "extension": f.extensions[0], "help": f.help}
                 for f in registry.available() if f.can_write]
     return {"version": __version__, "inputs": inputs, "default_input": s.default_new(), "base": s.base,
             "writable": writable, "granularities": list(GRANULARITIES), "normalize": list(diff_mod.NORMALIZE),
             "options": list(OPTION_NAMES), "defaults": s.defaults}
-
-
-def _has_label(p: Any, key: str) -> bool:
-    return any(lab.key == key and lab.str is None for ls in p.labelsets for lab in ls)
 
 
 @endpoint("info", "what the input holds (polyprof info --format json)", P, options=False)
@@ -137,10 +131,12 @@ def info(s: Session, q: Query) -> dict[str, Any]:
 @endpoint("top", "flat and cum per node (polyprof top --format json) with display text", P)
 def top(s: Session, q: Query) -> dict[str, Any]:
     p = _p(s, q)
-    fr = s.filtered(p, q.options)
-    out = present.top_payload(s.result("top", p, q.options, lambda: top_analysis(fr, q.options)))
-    out["unmatched"] = fr.unmatched()
-    return out
+
+    def make() -> dict[str, Any]:
+        fr = s.filtered(p, q.options)
+        return {**present.top_payload(top_analysis(fr, q.options)), "unmatched": fr.unmatched()}
+
+    return s.result("top", p, q.options, make)
 
 
 @endpoint("tree", "every node with its callers and callees (polyprof tree --format json)", P)
@@ -166,9 +162,8 @@ def traces(s: Session, q: Query) -> dict[str, Any]:
 def flame(s: Session, q: Query) -> dict[str, Any]:
     p, b = _p(s, q), _b(s, q)
     index = s.flame(p, q.options, base=b, inverted=q.get("inverted"))
-    with s.lock:
-        cut = index.slice(q.get("root"), min_fraction=q.get("min_fraction"), max_nodes=q.get("max_nodes"),
-                          search=q.get("search") or None)
+    cut = index.slice(q.get("root"), min_fraction=q.get("min_fraction"), max_nodes=q.get("max_nodes"),
+                      search=q.get("search") or None)
     return present.slice_json(cut, index, index.tree.sample_type)
 
 
@@ -185,9 +180,7 @@ def calltree(s: Session, q: Query) -> dict[str, Any]:
     index = s.flame(_p(s, q), q.options, inverted=q.get("inverted"))
     parent = index.check(q.get("id"))
     vt = index.tree.sample_type
-    rows = [present.node_json(index, c, vt) for c in index.children(parent)]
-    for row in rows:
-        del row["path"]
+    rows = [present.node_json(index, c, vt, path=False) for c in index.children(parent)]
     return {"id": parent, "sample_type": vt.type, "unit": vt.unit, "rows": rows,
             "node": present.node_json(index, parent, vt)}
 
@@ -268,8 +261,7 @@ def download(s: Session, q: Query) -> Any:
     p = _p(s, q)
     fr = s.filtered(p, q.options)
     out = io.BytesIO()
-    with s.lock:
-        report = spec.load().write(fr.profile, out, WriteOptions(sample_index=q.options.sample_index))
+    report = spec.load().write(fr.profile, out, WriteOptions(sample_index=q.options.sample_index))
     report.target = spec.name
     if q.get("dry"):
         return {"format": spec.name, "bytes": len(out.getvalue()), "not_kept": report.lines(),

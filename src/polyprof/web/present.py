@@ -78,9 +78,9 @@ def slice_json(s: FlameSlice, index: FlameIndex, vt: ValueType) -> dict[str, Any
     }
 
 
-def node_json(index: FlameIndex, node: int, vt: ValueType) -> dict[str, Any]:
+def node_json(index: FlameIndex, node: int, vt: ValueType, *, path: bool = True) -> dict[str, Any]:
     """One node's details with display text: flat (self) and cum (total), shares, diff change."""
-    d = index.details(node)
+    d = index.details(node, path=path)
     t = index.tree
     total = t.root_total
     unit = vt.unit

@@ -5,12 +5,10 @@ profile with ``--merge``; ``--base`` adds the profile diffs compare
 against). Every answer starts from :meth:`Session.filtered` (the profile
 with the filters of the request's Options applied) and, for the flame-graph
 views, :meth:`Session.flame` (the complete flame graph of those options,
-indexed for slicing). Both are kept in small least-recently-used caches, so
-clicking around one view (zoom, search, hover, expand) never recomputes
-them; a filter change computes each once. One lock serialises the heavy
-work: requests run in threads, the analyses are CPU-bound numpy, and two
-copies of a multi-million-node graph in flight would only double the
-memory.
+indexed for slicing). Both, and the analyses' results, are kept in small
+least-recently-used caches, so clicking around one view (zoom, search,
+hover, expand) never recomputes them; a filter change computes each once,
+even when several requests (threads) ask for it at the same time.
 """
 
 from __future__ import annotations
@@ -55,27 +53,55 @@ class _Cache:
     """Least-recently-used values, at most ``size`` of them and (roughly) ``budget`` in
     summed ``weigh(value)``. Room is made *before* a new value is computed, guessing its
     weight as the last one's: on a huge profile the previous graph is let go before the
-    next is built, so memory holds one, not two."""
+    next is built, so memory holds one, not two.
+
+    Thread-safe and single-flight: requests for a value being computed wait for it
+    instead of computing it again; different values compute at the same time (a cached
+    flame graph answers while a top table is being computed).
+    """
 
     size: int
     budget: float = float("inf")
     weigh: Callable[[Any], float] = field(default=lambda value: 0.0)
     items: OrderedDict = field(default_factory=OrderedDict)
     last: float = 0.0
+    mutex: threading.Lock = field(default_factory=threading.Lock)
+    flights: dict = field(default_factory=dict)
+    pinned: set = field(default_factory=set)  # never let go, not counted in the budget (the landing view)
 
     def get(self, key: Hashable, make: Callable[[], T]) -> T:
-        if key in self.items:
-            self.items.move_to_end(key)
-            return self.items[key][0]
-        while self.items and (len(self.items) >= self.size or self._held() + self.last > self.budget):
-            self.items.popitem(last=False)
-        value = make()
-        self.last = self.weigh(value)
-        self.items[key] = (value, self.last)
-        return value
+        while True:
+            with self.mutex:
+                if key in self.items:
+                    self.items.move_to_end(key)
+                    return self.items[key][0]
+                flight = self.flights.get(key)
+                if flight is None:
+                    flight = self.flights[key] = threading.Lock()
+                    flight.acquire()
+                    break
+            with flight:  # computed by another request: wait, then look again
+                pass
+        try:
+            with self.mutex:
+                while self._evictable() and (len(self.items) >= self.size + len(self.pinned)
+                                             or self._held() + self.last > self.budget):
+                    del self.items[self._evictable()[0]]
+            value = make()
+            with self.mutex:
+                self.last = self.weigh(value)
+                self.items[key] = (value, self.last)
+            return value
+        finally:
+            with self.mutex:
+                del self.flights[key]
+            flight.release()
+
+    def _evictable(self) -> list[Hashable]:
+        return [k for k in self.items if k not in self.pinned]
 
     def _held(self) -> float:
-        return sum(w for _, w in self.items.values())
+        return sum(w for k, (_, w) in self.items.items() if k not in self.pinned)
 
 
 def _filter_key(o: Options) -> tuple:
@@ -94,7 +120,6 @@ class Session:
             raise OptionsError("nothing to serve: no profiles were read")
         self.inputs = inputs
         self.defaults = defaults or {}  # the page's starting state (the command line's analysis flags)
-        self.lock = threading.RLock()
         biggest = max(len(x.profile.samples) + len(x.profile.callsites) for x in inputs)
         # a filtered copy weighs its rows; the unfiltered profile is the input itself (free)
         self._filtered = _Cache(cache + 1, budget=1.5 * biggest, weigh=lambda fr: 0 if fr.profile is fr.original
@@ -119,8 +144,7 @@ class Session:
     def filtered(self, index: int, o: Options) -> FilterResult:
         """Input ``index`` with the filters of ``o`` applied (cached)."""
         profile = self.input(index).profile
-        with self.lock:
-            return self._filtered.get((index, _filter_key(o)), lambda: filters.apply(profile, o))
+        return self._filtered.get((index, _filter_key(o)), lambda: filters.apply(profile, o))
 
     def pair(self, new: int, base: int, o: Options) -> tuple[FilterResult, FilterResult]:
         """(base, new) filtered, with one set of sample types (units converted, as ``diff`` does)."""
@@ -128,11 +152,14 @@ class Session:
         aligned = align_sample_types([b.profile, n.profile], [self.input(base, "b").name, self.input(new).name])
         return dataclasses.replace(b, profile=aligned[0]), dataclasses.replace(n, profile=aligned[1])
 
-    def flame(self, index: int, o: Options, *, base: int | None = None, inverted: bool = False) -> FlameIndex:
-        """The complete flame graph of input ``index`` (coloured against ``base``), indexed (cached)."""
+    def flame(self, index: int, o: Options, *, base: int | None = None, inverted: bool = False,
+              pin: bool = False) -> FlameIndex:
+        """The complete flame graph of input ``index`` (coloured against ``base``), indexed (cached;
+        ``pin`` keeps it for good: the landing view, which back buttons keep returning to)."""
         key = (index, base, inverted, _view_key(o))
-        with self.lock:
-            return self._flames.get(key, lambda: FlameIndex(self._flame_tree(index, o, base, inverted)))
+        if pin:
+            self._flames.pinned.add(key)
+        return self._flames.get(key, lambda: FlameIndex(self._flame_tree(index, o, base, inverted)))
 
     def _flame_tree(self, index: int, o: Options, base: int | None, inverted: bool) -> Any:
         extra: dict[str, Any] = {"inverted": True} if inverted else {}
@@ -145,13 +172,13 @@ class Session:
                  min_fraction: float) -> tuple[SandwichResult, FlameIndex, FlameIndex]:
         """Callers and callees of ``name`` in the flame graph of ``o``, each indexed for slicing (cached)."""
         graph = self.flame(index, o)
-        with self.lock:
-            def make() -> tuple[SandwichResult, FlameIndex, FlameIndex]:
-                found = sandwich(graph, name, min_fraction=min_fraction)
-                return found, FlameIndex(found.callers), FlameIndex(found.callees)
-            return self._results.get(("sandwich", index, _view_key(o), name, min_fraction), make)
+
+        def make() -> tuple[SandwichResult, FlameIndex, FlameIndex]:
+            found = sandwich(graph, name, min_fraction=min_fraction)
+            return found, FlameIndex(found.callers), FlameIndex(found.callees)
+
+        return self._results.get(("sandwich", index, _view_key(o), name, min_fraction), make)
 
     def result(self, kind: str, index: int, o: Options, make: Callable[[], T], *extra: Hashable) -> T:
         """An analysis result of input ``index`` for ``o`` (cached: results are plain data)."""
-        with self.lock:
-            return self._results.get((kind, index, repr(o), *extra), make)
+        return self._results.get((kind, index, repr(o), *extra), make)

@@ -138,13 +138,20 @@ def _defaults(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _warm(session) -> None:  # noqa: ANN001
-    """Compute what the landing page asks first (the default flame graph), so it opens at once."""
+    """Compute what the landing page asks first (the flame graph, kept for good, and the top
+    table), so it opens at once."""
     from polyprof.web.params import Query
 
-    query = Query({k: [v] for k, v in session.defaults.items()}, {})
+    from polyprof.errors import PolyprofError
+
+    from polyprof.web.api import ENDPOINTS
+
+    raw = {k: [v] for k, v in session.defaults.items()}
     try:
-        session.flame(session.default_new(), query.options, base=session.base)
-    except Exception:  # noqa: BLE001 - a bad starting filter is reported by the page itself
+        session.flame(session.default_new(), Query(raw, {}).options, base=session.base, pin=True)
+        top = ENDPOINTS["top"]
+        top.run(session, Query({**raw, "nodecount": [raw.get("nodecount", ["0"])[-1]]}, top.params))
+    except PolyprofError:  # a bad starting filter: the page shows the message
         pass
 
 

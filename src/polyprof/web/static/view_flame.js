@@ -95,13 +95,16 @@ export async function renderFlame(main, gen) {
     crumbs, fc.wrap, details,
     el('h2', {}, 'Top'), el('div', { id: 'flame-top' }, 'loading…'));
   page.status('computing the flame graph…');
-  // The flame graph draws as soon as it arrives; the top table follows on its own.
+  // The flame graph is asked for first and drawn as soon as it arrives; the top table follows.
+  // Resolution: nodes narrower than a quarter pixel are merged (the URL may ask for more or less).
+  const slicePromise = api.get('flame', params({ root: zoom, search: q,
+    min_fraction: state.get('min_fraction') || 1 / (4 * Math.max(main.clientWidth, 400)), max_nodes: state.get('max_nodes') || null }));
   const topAnswer = api.get('top', api.optionParams({ nodecount: state.get('nodecount', '0') })).then((top) => {
     if (page.stale(gen)) return;
     page.unmatchedWarning(top.unmatched);
     document.getElementById('flame-top').replaceWith(topTable(top, { id: 'flame-top' }));
-  });
-  const slice = await api.get('flame', params({ root: zoom, search: q, min_fraction: 1 / (4 * Math.max(main.clientWidth, 400)) }));
+  }).catch((err) => { if (!page.stale(gen)) page.showError(err); });
+  const slice = await slicePromise;
   if (page.stale(gen)) return;
   page.status(`${slice.graph_nodes.toLocaleString('en')} frames in the graph, ${slice.nodes.id.length.toLocaleString('en')} drawn`
     + (slice.merged ? `, ${slice.merged.toLocaleString('en')} narrower than ${slice.min_width_text} merged into grey bands (zoom in to see them)` : ''));

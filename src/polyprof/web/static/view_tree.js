@@ -27,7 +27,7 @@ export async function renderTree(main, gen) {
   const visible = async (rows, depth, out) => {
     for (const r of rows) {
       out.push({ r, depth });
-      if (open.has(r.id) && r.children) await visible(await load(r.id), depth + 1, out);
+      if (open.has(r.id) && !r.leaf) await visible(await load(r.id), depth + 1, out);
     }
     return out;
   };
@@ -38,9 +38,9 @@ export async function renderTree(main, gen) {
     body.replaceChildren(...list.map(({ r, depth }, i) => {
       const expanded = open.has(r.id);
       const tr = el('tr', { class: 'tree-row', role: 'row', tabindex: (focusId === null ? i === 0 : focusId === r.id) ? 0 : -1,
-        'aria-level': depth + 1, 'aria-expanded': r.children ? String(expanded) : null, dataset: { id: r.id, total: r.total } },
+        'aria-level': depth + 1, 'aria-expanded': r.leaf ? null : String(expanded), dataset: { id: r.id, total: r.total } },
         el('td', { class: 'name', role: 'gridcell' },
-          r.children ? button(expanded ? '▾' : '▸', () => toggle(r.id), { class: 'toggle', tabindex: -1, 'aria-label': expanded ? 'collapse' : 'expand' })
+          !r.leaf ? button(expanded ? '▾' : '▸', () => toggle(r.id), { class: 'toggle', tabindex: -1, 'aria-label': expanded ? 'collapse' : 'expand' })
             : el('span', { class: 'toggle' }, ''),
           clip(r.name)),
         el('td', { role: 'gridcell' }, r.text.total), el('td', { role: 'gridcell' }, r.text.total_percent),
@@ -65,7 +65,7 @@ export async function renderTree(main, gen) {
     const move = (to) => { if (to) { e.preventDefault(); tr.tabIndex = -1; to.tabIndex = 0; to.focus(); } };
     if (e.key === 'ArrowDown') move(tr.nextElementSibling);
     else if (e.key === 'ArrowUp') move(tr.previousElementSibling);
-    else if (e.key === 'ArrowRight' && r.children && !open.has(r.id)) { e.preventDefault(); toggle(r.id); }
+    else if (e.key === 'ArrowRight' && !r.leaf && !open.has(r.id)) { e.preventDefault(); toggle(r.id); }
     else if (e.key === 'ArrowLeft' && open.has(r.id)) { e.preventDefault(); toggle(r.id); }
     else if (e.key === 'Enter') state.navigate({ view: 'flame', zoom: r.id, inv: inverted });
   };
