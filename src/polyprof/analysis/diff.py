@@ -160,8 +160,8 @@ def diff(base: Profile | FilterResult, new: Profile | FilterResult, options: Opt
     names = sorted(set(weights[0]) | set(weights[1]))
     rows = []
     for n in names:
-        (base_flat, base_cum, base_id), (new_flat, new_cum, new_id) = (weights[0].get(n, (0, 0, None)),
-                                                                        weights[1].get(n, (0, 0, None)))
+        base_flat, base_cum, base_id = weights[0].get(n, (0, 0, {}))
+        new_flat, new_cum, new_id = weights[1].get(n, (0, 0, {}))
         rows.append(FunctionDiff(**(new_id or base_id), base_flat=base_flat, new_flat=new_flat,
                                  base_cum=base_cum, new_cum=new_cum))
     result = DiffResult(vt, normalize, unit, totals[0], totals[1], factors, rows,
