@@ -6,10 +6,11 @@ pickled, sent as JSON or compared after the profile is gone. The pieces:
 
 - :class:`Result`, the mixin every result class inherits: ``to_records()``
   (a list of dicts, one per row), ``to_pandas()``, ``to_arrow()`` and a
-  short ``repr``. A result names its table with ``_columns()``: column name
-  -> a sequence (list or numpy array) of equal length. By default that is
-  the fields of ``ROW`` over ``self.rows``; results with columnar storage
-  (flame trees, traces) override it.
+  short ``repr``. A result names its tables in ``TABLES`` (the first is the
+  default) and gives each with ``_columns(table)``: column name -> a
+  sequence (list or numpy array) of equal length. By default the one table
+  is the fields of ``ROW`` over ``self.rows``; results with several tables
+  or columnar storage (tree, diff, flame trees, traces) override it.
 - :class:`NodeFields`, the identity of a report node as separate fields
   (display ``name``, ``function``, ``system_name``, ``file``, ``line``,
   ``column``, ``address``, ``module``), inherited by row classes, and
@@ -40,6 +41,7 @@ from polyprof.model.profile import Profile
 from polyprof.model.table import optional_import
 
 __all__ = ["NodeFields", "ProfileSummary", "Result", "node_fields", "optional_import", "percent"]
+
 
 def percent(value: int | float, total: int | float) -> float:
     """``value`` as a percentage of ``total`` (0.0 when the total is 0)."""
