@@ -153,3 +153,14 @@ def test_go_tool_pprof_reads_a_dataframe_built_profile(tmp_path, cli):
     assert ours.code == 0
     assert theirs.stdout.decode().strip() == ours.out.strip()
     assert "      45ms 68.18% 68.18%       45ms 68.18%  alloc" in ours.out
+
+
+def test_empty_stacks_and_empty_profiles():
+    b = polyprof.ProfileBuilder("test")
+    b.set_sample_types([("cpu", "nanoseconds")])
+    b.add_sample(-1, [5])
+    t = b.finish().to_arrow(stacks="both")
+    assert t.to_pylist() == [{"stack": None, "frames": [], "cpu": 5}]
+    assert polyprof.from_arrow(t).totals() == [5]
+    empty = polyprof.ProfileBuilder("test").finish()
+    assert empty.to_arrow(stacks="both").num_rows == 0 and empty.to_arrow("callsites").num_rows == 0

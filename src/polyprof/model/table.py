@@ -233,7 +233,8 @@ def _paths(pa: Any, p: Profile, leaves: np.ndarray, names: list[str], loc_start:
     """
     parent, frame, leaf_node, depth = _frame_tree(p, loc_start, loc_frames)
     root = np.int32(parent.size - 1)  # the sentinel: its own parent
-    cur = np.where(leaves >= 0, leaf_node[np.maximum(leaves, 0)], root).astype(np.int32)
+    leaf_node = np.append(leaf_node, root)  # an empty stack (-1) starts at the sentinel
+    cur = leaf_node[np.where(leaves >= 0, leaves, leaf_node.size - 1)].astype(np.int32)
     lengths = depth[cur] + 1
     offsets = np.zeros(cur.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
