@@ -15,6 +15,7 @@ difference nobody reported is a failure.
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 from collections import defaultdict
@@ -35,6 +36,8 @@ from polyprof.formats.loss import LossReport  # noqa: E402
 from polyprof.formats.viewer import THREAD_LABELS, sample_threads  # noqa: E402
 from polyprof.model.profile import Profile, ValueType  # noqa: E402
 
+#: where the test leaves the rendered matrix for the end-of-run summary (conftest.py prints it)
+MATRIX_KEY = __import__("pytest").StashKey[str]()
 FORMATS = ("pprof", "perfetto", "simpleperf", "chromium")
 CHECKS = ("type name", "unit", "order", "default", "total", "functions", "labels", "times", "pid/tid", "thread names")
 _TIME = {"nanoseconds": 1, "microseconds": 1_000, "milliseconds": 1_000_000, "seconds": 1_000_000_000}
@@ -130,10 +133,21 @@ class _Mentions:
         self.items = [it for it in report.items if not any(it.startswith(r) for r in renames)]
         self.renames = report.items
 
-    def __call__(self, *needles: str) -> str | None:
+    def __call__(self, *needles: str, default: bool = False) -> str | None:
+        pattern = re.compile("|".join(r"(?<![\w-])" + re.escape(n) for n in needles), re.IGNORECASE)
         for item in self.items:
-            low = item.lower()
-            if any(n.lower() in low for n in needles):
+            if item.startswith("default sample type") and not default:
+                continue
+            if pattern.search(item):
+                return item
+        return None
+
+
+    def label(self, key: str) -> str | None:
+        """The item naming label ``key`` (an item about labels that quotes or lists the key)."""
+        for item in self.items:
+            words = set(re.split(r"[\s:,'()]+", item))
+            if "label" in item and key in words:
                 return item
         return None
 
@@ -171,7 +185,7 @@ def compare(p: Profile, q: Profile, report: LossReport) -> list[Finding]:
     out: list[Finding] = []
     q_index = {vt: i for i, vt in enumerate(q.sample_types)}
     p_totals, q_totals = p.totals(), q.totals()
-    frames = ("frames", "address", "function names", "inlined")
+    frames = ("inlined", "address", "function name", "symbol", "module")
     positions = []
     for i, vt in enumerate(p.sample_types):
         key = str(vt)
@@ -196,7 +210,7 @@ def compare(p: Profile, q: Profile, report: LossReport) -> list[Finding]:
         want = str(p.sample_types[p.default_index()])
         want = _type_of(report.renamed.get(want, want))
         if q.sample_types and q.sample_types[q.default_index()] != want:
-            out.append(Finding("default", str(want), m("default sample type")))
+            out.append(Finding("default", str(want), m("default sample type", default=True)))
     out += _labels(p, q, m) + _times(p, q, m) + _threads(p, q, m)
     return out
 
@@ -212,8 +226,7 @@ def _label_values(p: Profile) -> dict[str, set]:
 
 def _labels(p: Profile, q: Profile, m: _Mentions) -> list[Finding]:
     a, b = _label_values(p), _label_values(q)
-    return [Finding("labels", key, m(f"label {key}", f"label '{key}'", f"labels not kept: {key}"))
-            for key in sorted(a) if key not in THREAD_LABELS and a[key] != b.get(key)]
+    return [Finding("labels", key, m.label(key)) for key in sorted(a) if key not in THREAD_LABELS and a[key] != b.get(key)]
 
 
 def _times(p: Profile, q: Profile, m: _Mentions) -> list[Finding]:
