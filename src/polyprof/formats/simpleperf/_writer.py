@@ -401,11 +401,14 @@ def _threads(p: Profile, report: LossReport) -> list[bytes]:
         report.add("sample pid column not written (simpleperf keeps a pid per thread, and there are no tids)",
                    len(s))
     if s.tid is not None and (s.pid is not None or len(p.labelsets) > 1):
+        # Threads without pid and name need no record, unless none has one: the reader makes
+        # a pid column only when the file has Thread records.
+        bare = s.pid is not None and not rows
         for i in np.unique(s.tid, return_index=True)[1].tolist():
             tid = int(s.tid[i])
             pid = int(s.pid[i]) if s.pid is not None else 0
             name = next((lb.str for lb in p.labelsets[int(s.labelset[i])] if lb.key == "thread_name"), None)
-            if tid not in known and (s.pid is not None or name is not None):
+            if tid not in known and (pid or name is not None or bare):
                 rows.append((tid, pid, name))
                 known.add(tid)
     out = []
