@@ -150,7 +150,7 @@ def read_options(args: argparse.Namespace):  # noqa: ANN201 - lazy import keeps 
 def analysis_options(args: argparse.Namespace):  # noqa: ANN201
     from polyprof.analysis.options import Options
 
-    names = ("sample_index", "nodecount", "granularity", "noinlines", "focus", "ignore", "hide", "show",
+    names = ("sample_index", "base_sample_index", "nodecount", "granularity", "noinlines", "focus", "ignore", "hide", "show",
              "show_from", "prune_from", "tagfocus", "tagignore", "pid", "tid", "thread", "time_range")
     return Options(**{n: getattr(args, n) for n in names if getattr(args, n, None) is not None})
 
