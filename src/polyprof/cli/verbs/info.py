@@ -12,7 +12,11 @@ HELP = "summarise a profile: format, sample types, totals, sizes, time, losses, 
 EXAMPLES = """\
 examples:
   polyprof info cpu.pb.gz
-  polyprof info trace.perfetto-trace --format json | jq .extras"""
+  polyprof info trace.perfetto-trace --format json | jq .extras
+  polyprof info trace.perfetto-trace --profile 2       # one profile of a trace holding several
+An input holding several profiles is listed profile by profile, numbered for
+--profile N, each with the selectors that pick it; analyses merge those with
+the same sample types."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

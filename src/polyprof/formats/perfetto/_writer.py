@@ -12,11 +12,16 @@ ProcessTree carries process and thread names. Packets are written as they
 are made, so memory stays small.
 
 PerfSample profiles: ``samples/count`` is implicit when every sample counts
-1; the next column is the timebase event and the others are followers,
-written as running totals per cpu; labels ``cpu_mode``, ``unwind_error``,
-``sample_skipped`` and ``thread_name`` map to their fields. Anything else
-(other labels, negative values, more processes than one profile reads back
-as) is in the loss report.
+1, else a follower event named ``samples`` (read back as the sample count,
+not as a second column); the first other column is the timebase event and
+the rest are followers, in the profile's order, written as running totals
+per cpu. A type that is not a perf counter is named after itself, with
+``(unit)`` appended when no counter has its unit (``wall(microseconds)``).
+The default sample type, start time and duration go in a ChromeEventBundle
+metadata entry ``polyprof.profile`` (JSON), which the reader applies. Labels
+``cpu_mode``, ``unwind_error``, ``sample_skipped`` and ``thread_name`` map to
+their fields. Anything else (other labels, negative values, more processes
+than one profile reads back as) is in the loss report.
 """
 
 from __future__ import annotations
