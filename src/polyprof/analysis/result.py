@@ -177,11 +177,14 @@ class ProfileSummary:
     doc_url: str = ""
     time_nanos: int = 0
     duration_nanos: int = 0
+    merged_from: tuple[str, ...] = ()  # the profiles merged into this one (polyprof.selection)
 
     @classmethod
     def of(cls, p: Profile) -> ProfileSummary:
         """The summary of profile ``p``."""
         has = len(p.mappings) > 0
+        merged = p.extras.get("merged_from")
         return cls(p.source_format, p.strings[p.mappings.filename[0]] if has else "",
                    p.strings[p.mappings.build_id[0]] if has else "", tuple(p.comments), p.doc_url,
-                   p.time_nanos, p.duration_nanos)
+                   p.time_nanos, p.duration_nanos,
+                   tuple(map(str, merged)) if isinstance(merged, list) else ())

@@ -16,10 +16,13 @@ __all__ = ["profile_header", "report_header", "top_json", "top_text", "value_for
 def profile_header(p: ProfileSummary, sample_type: str, sample_unit: str, total: int, fmt) -> list[str]:  # noqa: ANN001
     """The lines pprof prints above a report (File, Type, Time, Duration...)."""
     out = []
-    if p.file:
-        out.append("File: " + os.path.basename(p.file))
-    if p.build_id:
-        out.append("Build ID: " + p.build_id)
+    if p.merged_from:  # several profiles merged: name each (polyprof.selection)
+        out.append("File: " + ", ".join(p.merged_from))
+    else:
+        if p.file:
+            out.append("File: " + os.path.basename(p.file))
+        if p.build_id:
+            out.append("Build ID: " + p.build_id)
     out.extend(c for c in p.comments if not c.startswith("#"))
     if sample_type:
         out.append("Type: " + sample_type)
