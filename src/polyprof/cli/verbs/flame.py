@@ -25,7 +25,7 @@ KINDS = {".svg": "svg", ".html": "html", ".htm": "html"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("input", help="profile file (any readable format; gzip is fine)")
+    p.add_argument("input", nargs="+", metavar="INPUT", help=common.INPUTS_HELP)
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="output .svg or .html file, or - for stdout")
     p.add_argument("--to", choices=("svg", "html"), help="output type (default: from OUT's extension)")
     p.add_argument("--title", help="title shown above the graph (default: the input's file name)")
@@ -34,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     common.add_analysis_flags(p, nodecount=None)
     common.add_filter_flags(p)
     common.add_input_flags(p)
+    common.add_base_flags(p)
 
 
 def _kind(args: argparse.Namespace) -> str:
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     with env.status("laying out the flame graph"):
         tree = flame_tree(loaded, common.analysis_options(args),
                           max_nodes=DEFAULT_MAX_NODES if args.max_nodes is None else args.max_nodes)
-    title = args.title or os.path.basename(args.input)
+    title = args.title or os.path.basename(args.input[0])
     text = to_svg(tree, title=title) if kind == "svg" else to_html(tree, title=title)
     if args.output == "-":
         env.out(text)
