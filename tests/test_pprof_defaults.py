@@ -1,5 +1,7 @@
 """``polyprof REPORT FILE`` with no flags prints what ``go tool pprof -REPORT FILE`` prints.
 
+Reports: top, tree, traces, peek, tags (per sample type) and raw (per file).
+
 For every peer file go reads, every sample type and every report, the CLI's
 output must equal the stored reference byte for byte (tests/references/
 go_pprof, made by ``python tests/go_pprof_refs.py`` with Debian's go; see
@@ -18,7 +20,7 @@ import pytest
 import go_pprof_refs as refs
 from conftest import PEER
 
-REPORTS = ("top", "tree", "traces", "peek")
+REPORTS = ("top", "tree", "traces", "peek", "tags")
 
 
 def _cases() -> list[tuple[str, str, str, bool]]:
@@ -32,6 +34,7 @@ def _cases() -> list[tuple[str, str, str, bool]]:
         if not types:  # a digest: the type names come from the reference file names
             keys = sorted({f.name.split(".")[0] for f in folder.glob("*.top.txt*")})
             types = [(k, (folder / f"{k}.dot").exists()) for k in keys]
+        out.append((rel, "", "raw", True))
         for i, (_, default) in enumerate(types):
             key = refs.type_key(types, i)
             out += [(rel, key, report, default) for report in REPORTS
@@ -61,7 +64,7 @@ def _argv(rel: str, key: str, report: str, default: bool) -> list[str]:
 
 
 def test_there_are_references():
-    assert len(CASES) >= 300, "expected go tool pprof references for every peer file and sample type"
+    assert len(CASES) >= 450, "expected go tool pprof references for every peer file and sample type"
 
 
 @pytest.fixture(scope="module")
@@ -83,10 +86,10 @@ def read_once():
     polyprof.read = original
 
 
-@pytest.mark.parametrize("case", CASES, ids=["/".join((c[0], c[1], c[2])) for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=["/".join(x for x in c[:3] if x) for c in CASES])
 def test_report_equals_go_tool_pprof(peer, cli, read_once, case):
     rel, key, report, default = case
-    ref = refs.read_ref(refs.REFS / rel / f"{key}.{report}.txt")
+    ref = refs.read_ref(refs.REFS / rel / (f"{key}.{report}.txt" if key else f"{report}.txt"))
     assert ref is not None
     if ref[0].startswith(b"error: "):
         pytest.fail(f"go refused this report; compare the error instead: {ref[0][:200]!r}")

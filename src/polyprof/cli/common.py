@@ -272,7 +272,7 @@ def write_report(env, args: argparse.Namespace, text: str) -> None:  # noqa: ANN
         return
     from polyprof.formats.output import write_text_atomic
 
-    write_text_atomic(output, text if text.endswith("\n") else text + "\n")
+    write_text_atomic(output, text if text.endswith("\n") or not text else text + "\n")
     env.note(f"wrote {output}")
 
 

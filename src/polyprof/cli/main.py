@@ -19,8 +19,8 @@ from polyprof.cli.env import Env
 __all__ = ["build_parser", "main"]
 
 # The order verbs are listed in --help; verbs not named here follow alphabetically.
-_ORDER = ("info", "top", "tree", "traces", "peek", "flame", "diff", "merge", "convert", "dump",
-          "validate", "symbolize", "formats")
+_ORDER = ("info", "top", "tree", "traces", "peek", "tags", "raw", "list", "disasm", "graph", "flame", "diff",
+          "merge", "convert", "dump", "validate", "symbolize", "formats")
 
 DESCRIPTION = """\
 polyprof reads pprof, Perfetto, simpleperf and Chromium CallStackProfile files,

@@ -9,7 +9,7 @@ filters (ranges with units) and the renderers.
 
 from __future__ import annotations
 
-__all__ = ["finest", "scale"]
+__all__ = ["finest", "scale", "scaled_label"]
 
 _UNIT_TYPES = (
     (("B", ("b", "byte"), 1.0), ("kB", ("kb", "kbyte", "kilobyte"), 2.0 ** 10),
@@ -68,3 +68,16 @@ def finest(unit_a: str, unit_b: str) -> str | None:
         if a is not None and b is not None:
             return unit_b if b[1] < a[1] else unit_a
     return None
+
+
+def _go_float(v: float) -> str:
+    text = f"{v:.2f}"
+    return text[:-3] if text.endswith(".00") else text
+
+
+def scaled_label(value: int, from_unit: str, to_unit: str) -> str:
+    """``value`` as pprof's ``ScaledLabel`` prints it: scaled to ``to_unit``, two decimals
+    at most, the unit appended ("1.50MB", "12ms", "0")."""
+    v, u = scale(value, from_unit, to_unit)
+    text = _go_float(v)
+    return "0" if text in ("0", "-0") else text + u
