@@ -1,6 +1,8 @@
 """``polyprof REPORT FILE`` with no flags prints what ``go tool pprof -REPORT FILE`` prints.
 
-Reports: top, tree, traces, peek, tags (per sample type) and raw (per file).
+Reports: top, tree, traces, peek, tags (per sample type), raw (per file) and
+graph (``-dot``, the default sample type): every node label, edge weight and
+attribute, not only the layout-free parts.
 
 For every peer file go reads, every sample type and every report, the CLI's
 output must equal the stored reference byte for byte (tests/references/
@@ -39,6 +41,8 @@ def _cases() -> list[tuple[str, str, str, bool]]:
             key = refs.type_key(types, i)
             out += [(rel, key, report, default) for report in REPORTS
                     if refs.read_ref(folder / f"{key}.{report}.txt") is not None]
+            if default and refs.read_ref(folder / f"{key}.dot") is not None:
+                out.append((rel, key, "graph", True))
     return out
 
 
@@ -89,7 +93,8 @@ def read_once():
 @pytest.mark.parametrize("case", CASES, ids=["/".join(x for x in c[:3] if x) for c in CASES])
 def test_report_equals_go_tool_pprof(peer, cli, read_once, case):
     rel, key, report, default = case
-    ref = refs.read_ref(refs.REFS / rel / (f"{key}.{report}.txt" if key else f"{report}.txt"))
+    name = f"{key}.dot" if report == "graph" else f"{key}.{report}.txt" if key else f"{report}.txt"
+    ref = refs.read_ref(refs.REFS / rel / name)
     assert ref is not None
     if ref[0].startswith(b"error: "):
         pytest.fail(f"go refused this report; compare the error instead: {ref[0][:200]!r}")
