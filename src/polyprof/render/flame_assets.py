@@ -159,11 +159,11 @@ PAGE_JS = r"""
   // The view state lives in the URL fragment (#q=...&zoom=N&view=icicle): links can share a view.
   function readHash() {
     var h = new URLSearchParams(location.hash.slice(1));
+    var inv = h.has('tree') ? h.get('tree') === 'callers' : !!D.startInverted;
+    if (inv !== inverted || !G) { useTree(inv); }
     var z = parseInt(h.get('zoom') || '0', 10);
     zoom = z >= 0 && z < N ? z : 0;
     icicle = h.get('view') === 'icicle';
-    var inv = h.has('tree') ? h.get('tree') === 'callers' : !!D.startInverted;
-    if (inv !== inverted || !G) { useTree(inv); }
     document.getElementById('invert').textContent = icicle ? 'flame' : 'icicle';
     search.value = h.get('q') || '';
     setQuery(search.value);
