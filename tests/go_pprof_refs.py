@@ -2,6 +2,7 @@
 
     python tests/go_pprof_refs.py            # refresh tests/references/go_pprof (needs Debian golang-go)
     python tests/go_pprof_refs.py --check    # compare the stored references with a live run
+    python tests/go_pprof_refs.py --flags    # refresh only tests/references/go_pprof_flags
 
 For every peer file that ``go tool pprof -raw`` reads (pprof protobufs and
 the legacy formats pprof still parses) this stores, under
@@ -14,7 +15,11 @@ the legacy formats pprof still parses) this stores, under
   and node counts (no flag but ``-sample_index`` for the other types; the
   peek regex is the first row of the top report, see :func:`peek_regex`);
 - ``<type>.dot`` — ``-dot`` for the default sample type;
-- ``error.txt`` when go refuses the file (its message).
+- ``error.txt`` when go refuses the file (its message);
+
+and under ``tests/references/go_pprof_flags/`` one report per entry of
+:data:`FLAG_CASES` (pprof's flags: fractions, units, sample-type shortcuts,
+``-mean``, tag options, ``-base``...).
 
 References over 200 kB are stored gzip-compressed (``.txt.gz``; read them
 with ``zcat``); over 1 MB, only as a digest (``.sha256``: SHA-256, size,
@@ -173,6 +178,82 @@ def generate(path: Path, go: Go) -> dict[str, bytes] | None:
     return out
 
 
+# ---------------------------------------------------------------- flags
+
+FLAGS = HERE / "references" / "go_pprof_flags"
+HEAP = "generated/go_runtime_pprof/heap.pb.gz"
+ALLOCS = "generated/go_runtime_pprof/allocs.pb.gz"
+CPU = "generated/go_runtime_pprof/cpu.pb.gz"
+BLOCK = "generated/go_runtime_pprof/block.pb.gz"
+SAMPLE = "google__pprof/internal/report/testdata/sample.cpu"
+LABELS = "grafana__pyroscope/pkg/pprof/testdata/go.cpu.labels.pprof"
+CPP = "google__pprof/internal/driver/testdata/cppbench.cpu_no_samples_type"
+
+#: (reference name, report, peer file, pprof flags): polyprof gets the same flags, in
+#: pprof's spelling, after "polyprof REPORT FILE" (``-base=`` values are peer paths).
+FLAG_CASES: list[tuple[str, str, str, list[str]]] = [
+    ("top-nodecount", "top", SAMPLE, ["-nodecount=5"]),
+    ("top-no-trim", "top", SAMPLE, ["-nodefraction=0", "-edgefraction=0"]),
+    ("top-nodefraction", "top", LABELS, ["-nodefraction=0.05"]),
+    ("top-cum", "top", SAMPLE, ["-cum"]),
+    ("top-unit-ms", "top", SAMPLE, ["-unit=ms"]),
+    ("top-unit-auto", "top", HEAP, ["-unit=auto", "-alloc_space"]),
+    ("top-mean", "top", BLOCK, ["-mean"]),
+    ("top-total-delay", "top", BLOCK, ["-total_delay"]),
+    ("top-contentions", "top", BLOCK, ["-contentions"]),
+    ("top-mean-delay", "top", BLOCK, ["-mean_delay"]),
+    ("top-inuse-space", "top", HEAP, ["-inuse_space"]),
+    ("top-inuse-objects", "top", HEAP, ["-inuse_objects"]),
+    ("top-alloc-space", "top", HEAP, ["-alloc_space"]),
+    ("top-alloc-objects", "top", HEAP, ["-alloc_objects"]),
+    ("top-sample-index-number", "top", CPU, ["-sample_index=0"]),
+    ("top-relative", "top", HEAP, ["-relative_percentages", "-focus=main"]),
+    ("top-lines", "top", SAMPLE, ["-lines"]),
+    ("top-files", "top", SAMPLE, ["-files"]),
+    ("top-addresses-noinlines", "top", SAMPLE, ["-addresses", "-noinlines"]),
+    ("top-symbolize-none", "top", CPP, ["-symbolize=none"]),
+    ("top-tagfocus", "top", LABELS, ["-tagfocus=function=fast"]),
+    ("top-tagroot", "top", LABELS, ["-tagroot=function", "-nodecount=8"]),
+    ("top-tagleaf", "top", LABELS, ["-tagleaf=function,foo", "-nodecount=8"]),
+    ("top-base", "top", HEAP, [f"-base={ALLOCS}"]),
+    ("top-diff-base", "top", HEAP, [f"-diff_base={ALLOCS}", "-alloc_space"]),
+    ("tree-cum-nodecount", "tree", SAMPLE, ["-cum", "-nodecount=10"]),
+    ("tree-edgefraction", "tree", HEAP, ["-edgefraction=0.05", "-alloc_space"]),
+    ("tree-tagroot", "tree", LABELS, ["-tagroot=function"]),
+    ("tree-base", "tree", HEAP, [f"-base={ALLOCS}"]),
+    ("traces-mean", "traces", BLOCK, ["-mean"]),
+    ("traces-unit", "traces", HEAP, ["-unit=kB"]),
+    ("traces-taghide", "traces", LABELS, ["-taghide=profile_id"]),
+    ("traces-tagleaf", "traces", LABELS, ["-tagleaf=function"]),
+    ("tags-alloc-space", "tags", HEAP, ["-alloc_space"]),
+    ("tags-tagshow", "tags", LABELS, ["-tagshow=func"]),
+    ("tags-focus", "tags", LABELS, ["-focus=fast"]),
+    ("raw-focus", "raw", SAMPLE, ["-focus=mapassign"]),
+    ("raw-symbolize-none", "raw", CPP, ["-symbolize=none"]),
+    ("dot-nodecount", "dot", SAMPLE, ["-nodecount=10"]),
+    ("dot-focus", "dot", HEAP, ["-focus=main", "-alloc_space"]),
+    ("dot-edgefraction", "dot", LABELS, ["-edgefraction=0.01", "-nodefraction=0.001"]),
+    ("dot-tagroot", "dot", LABELS, ["-tagroot=function"]),
+    ("dot-base", "dot", HEAP, [f"-base={ALLOCS}"]),
+    ("dot-lines", "dot", SAMPLE, ["-lines"]),
+    ("peek-cum", "peek", SAMPLE, ["-cum", r"-peek=runtime\.map"]),
+]
+
+
+def peer_flags(flags: list[str], peer: Path = PEER) -> list[str]:
+    """``flags`` with peer-relative ``-base``/``-diff_base`` values made absolute."""
+    return [re.sub(r"^(-(?:diff_)?base=)(.*)$", lambda m: m.group(1) + str(peer / m.group(2)), f) for f in flags]
+
+
+def generate_flags(go: Go) -> dict[str, bytes]:
+    out = {}
+    for name, report, rel, flags in FLAG_CASES:
+        args = peer_flags(flags) if report == "peek" else [f"-{report}", *peer_flags(flags)]
+        code, text, err = go.run(args, PEER / rel)
+        out[f"{name}.txt"] = text if code == 0 else b"error: " + err
+    return out
+
+
 def main(argv: list[str]) -> int:
     if not go_available():
         print("go is not installed (Debian: apt-get install golang-go)", file=sys.stderr)
@@ -182,7 +263,7 @@ def main(argv: list[str]) -> int:
         return 1
     check = "--check" in argv
     go, differ, count = Go(), [], 0
-    for path in candidates():
+    for path in ([] if "--flags" in argv else candidates()):
         refs = generate(path, go)
         if refs is None:
             continue
@@ -196,6 +277,12 @@ def main(argv: list[str]) -> int:
                 _store(target, data)
         print(f"{'checked' if check else 'wrote'} {path.relative_to(PEER)} ({len(refs)} references)",
               file=sys.stderr)
+    for name, data in generate_flags(go).items():
+        if check:
+            if not same(read_ref(FLAGS / name), data):
+                differ.append(f"references/go_pprof_flags/{name}")
+        else:
+            _store(FLAGS / name, data)
     if check and differ:
         print("differ from a live run:\n  " + "\n  ".join(differ), file=sys.stderr)
         return 1

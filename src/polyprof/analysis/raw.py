@@ -85,23 +85,37 @@ class RawResult:
 
 
 def raw(src: Profile | FilterResult, options: Options | None = None) -> RawResult:
-    """``src`` (filters of ``options`` applied unless already) numbered as pprof prints it."""
+    """``src`` (filters of ``options`` applied unless already) numbered as pprof prints it.
+
+    pprof numbers locations when it reads (before filtering) and prints every
+    location it read, so the numbering comes from the unfiltered profile and the
+    samples from the filtered one."""
     o = options or Options()
-    p = compact(filters.prepare(src, o).profile)
+    fr = filters.prepare(src, o)
+    before = compact(fr.original)
+    numbering = _Numbering(before, clean=o.symbolize != "none")
+    _samples(before, numbering)  # numbers every location in pprof's order
+    p = compact(fr.profile) if fr.profile is not fr.original else before
+    if p is not before:
+        numbering.switch(p)
     out = RawResult(list(p.comments), p.period_type, p.period, p.time_nanos, p.duration_nanos,
                     list(p.sample_types), p.default_sample_type)
-    numbering = _Numbering(p, clean=o.symbolize != "none")
+    out.samples = _samples(p, numbering)
+    out.locations, out.mappings = numbering.locations, numbering.mappings
+    return out
+
+
+def _samples(p: Profile, numbering: _Numbering) -> list[RawSample]:
     s = p.samples
-    paths = {}
+    paths: dict[int, tuple[int, ...]] = {}
+    out = []
     for i in range(len(s)):
         stack = int(s.stack[i])
         if stack < 0:
             continue  # pprof's name filter (run even without filters) drops samples without locations
         if stack not in paths:
             paths[stack] = tuple(numbering.location(loc) for loc in p.callsites.path(stack))
-        out.samples.append(RawSample(tuple(s.values[i].tolist()), paths[stack],
-                                     *_labels(p.labelsets[int(s.labelset[i])])))
-    out.locations, out.mappings = numbering.locations, numbering.mappings
+        out.append(RawSample(tuple(s.values[i].tolist()), paths[stack], *_labels(p.labelsets[int(s.labelset[i])])))
     return out
 
 
@@ -120,6 +134,11 @@ class _Numbering:
             self.mapping(0)  # pprof's Merge takes the main binary (the first mapping) first
         elif len(p.locations):
             self.mappings.append(RawMapping(1, 0, 0, 0, "", "", 0))  # pprof's fake mapping
+
+    def switch(self, p: Profile) -> None:
+        """Number ``p``'s rows from now on (locations already seen keep their ids)."""
+        self.p = p
+        self._by_row, self._map_by_row = {}, {}
 
     def mapping(self, row: int) -> tuple[int, int]:
         """(id, address shift) of mapping row ``row``."""

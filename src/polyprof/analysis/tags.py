@@ -160,11 +160,15 @@ def tag_report(src: Profile | FilterResult, options: Options | None = None) -> T
     p = fr.profile
     _, values, vt, _ = fr.column(o.sample_index)
     per_set = np.zeros(len(p.labelsets), dtype=np.int64)
+    used = np.zeros(len(p.labelsets), dtype=bool)
     if len(values):
         np.add.at(per_set, p.samples.labelset, values)
+        used[p.samples.labelset] = True  # label sets of filtered-out samples stay in the table
     unit_of = num_label_units(p)
     weights: dict[tuple[str, str, bool], int] = {}
-    for labels, weight in zip(p.labelsets, per_set.tolist()):
+    for labels, weight, live in zip(p.labelsets, per_set.tolist(), used.tolist()):
+        if not live:
+            continue
         for lab in labels:
             numeric = lab.str is None
             text = units.scaled_label(lab.num or 0, unit_of.get(lab.key, lab.key), "minimum") if numeric else lab.str

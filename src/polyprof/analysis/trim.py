@@ -27,7 +27,7 @@ import numpy as np
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import NodeMap, Weights, calls, callsite_weights, euler, node_weights, ranked
 from polyprof.analysis.options import Options
-from polyprof.model.merge import BASE_LABEL
+from polyprof.model.merge import BASE_LABEL, compact
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["Edges", "ReportColumn", "ReportGraph", "call_edges", "report_column", "report_graph"]
@@ -67,6 +67,10 @@ def report_column(fr: FilterResult, o: Options) -> ReportColumn:
 def _total(p: Profile, index: int, mean: bool) -> int:
     if not len(p.sample_types) or not len(p.samples):
         return 0
+    if (p.samples.values[:, index] < 0).any():
+        # pprof sums equal samples before it takes absolute values: a sample and its
+        # negated base counterpart (-base) cancel out
+        p = compact(p)
     v = np.abs(p.samples.values[:, index])
     d = p.samples.values[:, 0] if mean else np.zeros(0, dtype=np.int64)
     base = _base_samples(p)

@@ -108,6 +108,7 @@ def pprof_spellings(argv: Sequence[str], verbs: Sequence[str]) -> list[str]:
     """
     argv = list(argv)
     out: list[str] = []
+    trailing: list[str] = []
     verb = argv[0] if argv and argv[0] in verbs else None
     head: list[str] = [verb] if verb else []
     rest = argv[1:] if verb else argv
@@ -123,7 +124,7 @@ def pprof_spellings(argv: Sequence[str], verbs: Sequence[str]) -> list[str]:
         if not verb and name in REPORT_FLAGS:
             verb, head = REPORT_FLAGS[name][0], list(REPORT_FLAGS[name])
             if value is not None and name in _TAKES_REGEX:
-                out.append(value)  # the regular expression: the verb's positional argument
+                trailing.append(value)  # the regular expression: the verb's last positional argument
             continue
         if name in _ALIASES and verb in (None, _ALIASES[name][0]):
             alias_verb, flag = _ALIASES[name]
@@ -133,7 +134,9 @@ def pprof_spellings(argv: Sequence[str], verbs: Sequence[str]) -> list[str]:
             out.extend([flag] + ([value] if value is not None else []))
             continue
         out.extend(_flag(name, value))
-    return head + out
+    if trailing and "--" in out:
+        out.insert(out.index("--"), trailing[0])
+    return head + out + ([] if "--" in out else trailing)
 
 
 def _flag(name: str, value: str | None) -> list[str]:

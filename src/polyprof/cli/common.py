@@ -152,13 +152,13 @@ def _fraction(text: str) -> float:
 
 def add_report_flags(p: argparse.ArgumentParser, *, graph: bool = True) -> None:
     """How a report is shaped, with go tool pprof's names and defaults (the node and
-    edge fractions only for reports drawn from its call graph: ``graph``)."""
+    edge fractions act only on reports drawn from its call graph: ``graph``)."""
     g = p.add_argument_group("report (go tool pprof's flags of the same names)")
-    if graph:
-        g.add_argument("--nodefraction", type=_fraction, default=0.005, metavar="F",
-                       help="hide nodes whose cum is below F x total (default 0.005; 0 shows every node)")
-        g.add_argument("--edgefraction", type=_fraction, default=0.001, metavar="F",
-                       help="hide calls whose weight is below F x total (default 0.001)")
+    idle = "" if graph else " (no effect on this report; accepted as pprof accepts it)"
+    g.add_argument("--nodefraction", type=_fraction, default=0.005, metavar="F",
+                   help="hide nodes whose cum is below F x total (default 0.005; 0 shows every node)" + idle)
+    g.add_argument("--edgefraction", type=_fraction, default=0.001, metavar="F",
+                   help="hide calls whose weight is below F x total (default 0.001)" + idle)
     g.add_argument("--cum", action="store_true", help="sort by cumulative instead of flat weight")
     g.add_argument("--unit", default="minimum", metavar="UNIT",
                    help="print values in UNIT (ms, s, MB...), 'auto' (each value its own) or "

@@ -38,8 +38,9 @@ __all__ = ["BASE_LABEL", "align_sample_types", "compact", "copy_into", "merge", 
 BASE_LABEL = "pprof::base"
 
 
-def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ()) -> None:
-    """Re-intern every table of ``p`` into ``b`` and append its samples."""
+def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ()) -> np.ndarray:
+    """Re-intern every table of ``p`` into ``b`` and append its samples; returns the
+    builder's location id of every location row of ``p``."""
     strs = p.strings
     f = p.functions
     fmap = np.array([b.function(strs[f.name[i]], strs[f.system_name[i]], strs[f.filename[i]],
@@ -68,6 +69,7 @@ def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ())
     sm = p.samples
     optional = {name: getattr(sm, name) for name in sm.OPTIONAL_COLUMNS}
     b.add_samples_bulk(cmap[sm.stack], sm.values, lsmap[sm.labelset], **optional)
+    return lmap
 
 
 def merge_extras(profiles: Sequence[Profile]) -> dict:
@@ -281,9 +283,11 @@ def _rescaled(p: Profile, order: list[int], target: list[ValueType], period: Val
 
 def merge_as_pprof(profiles: Sequence[Profile], names: Sequence[str] | None = None) -> Profile:
     """Several sources merged as ``go tool pprof a b ...`` merges them: units aligned,
-    every sample kept, durations added (pprof's ``combineHeaders``), earliest start."""
+    every sample kept, durations added, the first default sample type any input names
+    (pprof's ``combineHeaders``), earliest start."""
     merged = merge(align_sample_types(profiles, names))
     merged.duration_nanos = sum(p.duration_nanos for p in profiles)
+    merged.default_sample_type = next((p.default_sample_type for p in profiles if p.default_sample_type), "")
     return merged
 
 
