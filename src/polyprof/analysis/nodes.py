@@ -101,11 +101,13 @@ def _aggregate_flags(granularity: str, inlines: bool) -> tuple[bool, bool, bool,
 
 
 def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True,
-             names: bool = True) -> NodeMap:
+             names: bool = True, objnames: bool = False) -> NodeMap:
     """Expand every location of ``p`` into report nodes.
 
     ``names=False`` shows function names exactly as stored, without the
-    symbolizer's clean-up (pprof's ``-symbolize=none``). Each entry (a location's line, or the location itself when it has no
+    symbolizer's clean-up (pprof's ``-symbolize=none``). ``objnames`` keeps
+    every node's binary and function start line, as pprof's source and
+    assembly reports do. Each entry (a location's line, or the location itself when it has no
     line) gets integer key columns that mirror pprof's NodeInfo fields after
     aggregation; equal keys are one node. NodeInfos are built only for the
     distinct nodes.
@@ -138,8 +140,8 @@ def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True
         np.where(has_fn, file_id[safe], 0) if len(file_id) else zero,
         np.where(has_fn & linenumber, p.lines.line[row], 0) if len(p.lines) else zero,
         np.where(has_fn & (granularity == "addresses"), p.lines.column[row], 0) if len(p.lines) else zero,
-        np.where(has_fn & ~named, start_line[safe], 0) if len(start_line) else zero,
-        np.where(named, 0, obj),
+        np.where(has_fn & (~named | objnames), start_line[safe], 0) if len(start_line) else zero,
+        obj if objnames else np.where(named, 0, obj),
     ]
     node, rep = factorize_rows(cols)
     strs = p.strings
