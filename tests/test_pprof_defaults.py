@@ -47,7 +47,6 @@ def _cases() -> list[tuple[str, str, str, bool]]:
 
 
 CASES = _cases()
-LEGACY = "google__pprof/profile/testdata/"
 
 
 def _text(data: bytes | str) -> str:
