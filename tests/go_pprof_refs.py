@@ -192,7 +192,8 @@ LABELS = "grafana__pyroscope/pkg/pprof/testdata/go.cpu.labels.pprof"
 CPP = "google__pprof/internal/driver/testdata/cppbench.cpu_no_samples_type"
 
 #: (reference name, report, peer file, pprof flags): polyprof gets the same flags, in
-#: pprof's spelling, after "polyprof REPORT FILE" (``-base=`` values are peer paths).
+#: pprof's spelling, after "polyprof REPORT FILE" (``-base=`` values are peer paths;
+#: ``+PATH`` is one more input file, after FILE).
 FLAG_CASES: list[tuple[str, str, str, list[str]]] = [
     ("top-nodecount", "top", SAMPLE, ["-nodecount=5"]),
     ("top-no-trim", "top", SAMPLE, ["-nodefraction=0", "-edgefraction=0"]),
@@ -239,19 +240,31 @@ FLAG_CASES: list[tuple[str, str, str, list[str]]] = [
     ("dot-base", "dot", HEAP, [f"-base={ALLOCS}"]),
     ("dot-lines", "dot", SAMPLE, ["-lines"]),
     ("peek-cum", "peek", SAMPLE, ["-cum", r"-peek=runtime\.map"]),
+    ("top-two-files", "top", HEAP, [f"+{ALLOCS}"]),
+    ("traces-two-files", "traces", CPU, [f"+{CPU}", "-nodecount=3"]),
+    ("raw-two-files", "raw", HEAP, [f"+{ALLOCS}"]),
 ]
 
 
 def peer_flags(flags: list[str], peer: Path = PEER) -> list[str]:
-    """``flags`` with peer-relative ``-base``/``-diff_base`` values made absolute."""
-    return [re.sub(r"^(-(?:diff_)?base=)(.*)$", lambda m: m.group(1) + str(peer / m.group(2)), f) for f in flags]
+    """``flags`` with peer-relative ``-base``/``-diff_base`` values and ``+PATH`` inputs made
+    absolute (inputs without the ``+``)."""
+    out = [re.sub(r"^(-(?:diff_)?base=)(.*)$", lambda m: m.group(1) + str(peer / m.group(2)), f) for f in flags]
+    return [str(peer / f[1:]) if f.startswith("+") else f for f in out]
+
+
+def go_flag_run(go: Go, report: str, rel: str, flags: list[str]) -> tuple[int, bytes, bytes]:
+    """``go tool pprof -REPORT FLAGS FILE [MORE FILES]`` for a FLAG_CASES entry."""
+    options = [f for f in peer_flags([f for f in flags if not f.startswith("+")])]
+    inputs = [str(PEER / rel)] + peer_flags([f for f in flags if f.startswith("+")])
+    args = options if report == "peek" else [f"-{report}", *options]
+    return go.run([*args, *inputs[:-1]], inputs[-1])
 
 
 def generate_flags(go: Go) -> dict[str, bytes]:
     out = {}
     for name, report, rel, flags in FLAG_CASES:
-        args = peer_flags(flags) if report == "peek" else [f"-{report}", *peer_flags(flags)]
-        code, text, err = go.run(args, PEER / rel)
+        code, text, err = go_flag_run(go, report, rel, flags)
         out[f"{name}.txt"] = text if code == 0 else b"error: " + err
     return out
 

@@ -45,8 +45,7 @@ def go():
 @pytest.mark.parametrize("case", CASES[::4], ids=[c[0] for c in CASES[::4]])
 def test_flag_equals_live_go_tool_pprof(peer, cli, go, case):
     name, report, rel, flags = case
-    args = refs.peer_flags(flags) if report == "peek" else [f"-{report}", *refs.peer_flags(flags)]
-    code, text, err = go.run(args, PEER / rel)
+    code, text, err = refs.go_flag_run(go, report, rel, flags)
     assert code == 0, err
     assert _ours(cli, report, rel, flags).out == text.decode("utf-8", errors="replace")
 

@@ -79,15 +79,19 @@ def add_output_format(p: argparse.ArgumentParser) -> None:
 
 
 def add_analysis_flags(p: argparse.ArgumentParser, *, nodecount: int | str | None = 25) -> None:
-    """--sample-index, --granularity, --noinlines and (unless ``nodecount`` is None) --nodecount:
-    an int is its default, a string describes pprof's per-report default (the flag stays unset)."""
+    """--sample-index, --granularity, --noinlines and --nodecount: an int ``nodecount`` is its
+    default, a string describes pprof's per-report default (the flag stays unset), None
+    means the report ignores it."""
     from polyprof.cli.args import count
 
     g = p.add_argument_group("analysis")
     g.add_argument("--sample-index", metavar="NAME|N",
                    help="which sample type to report (default: the profile's default type); pprof's "
                         "-inuse_space, -alloc_objects, -total_delay, -contentions... are shortcuts for it")
-    if nodecount is not None:
+    if nodecount is None:  # accepted everywhere, as pprof accepts it
+        g.add_argument("--nodecount", type=count, default=None, metavar="N",
+                       help="no effect on this report (accepted as pprof accepts it)")
+    else:
         default = nodecount if isinstance(nodecount, int) else None
         g.add_argument("--nodecount", type=count, default=default, metavar="N",
                        help=f"show at most N nodes (0 = all; default {nodecount})")

@@ -69,7 +69,7 @@ def fetch_url(url: str, env, *, timeout: float | None = None, limit: int | None 
     env.note(f"fetching {url} (timeout {wait:g}s)")
     request = urllib.request.Request(url, headers={"User-Agent": "polyprof"})
     try:
-        with urllib.request.urlopen(request, timeout=wait + 5) as resp, env.progress(f"fetching {url}") as bar:
+        with urllib.request.urlopen(request, timeout=wait) as resp, env.progress(f"fetching {url}") as bar:
             size = int(resp.headers.get("Content-Length") or 0)
             if size > limit:
                 raise InputError(f"server sends {size} bytes, more than the {limit}-byte limit "
