@@ -48,10 +48,12 @@ def server(peer):
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.handle_error = lambda *args: None  # a client that timed out is not an error here
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"127.0.0.1:{httpd.server_address[1]}", seen
     httpd.shutdown()
+    time.sleep(0.1)
     httpd.server_close()
 
 
