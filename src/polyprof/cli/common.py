@@ -175,8 +175,40 @@ def add_report_flags(p: argparse.ArgumentParser, *, graph: bool = True) -> None:
                    help="add the values of these labels as frames at the root of every stack")
     g.add_argument("--tagleaf", metavar="KEY[,KEY]",
                    help="add the values of these labels as frames at the leaf of every stack")
-    g.add_argument("--symbolize", default="", metavar="MODE",
-                   help="'none' shows function names exactly as stored (no C++/Rust name clean-up)")
+    g.add_argument("--symbolize", default="", type=_symbolize, metavar="MODE",
+                   help="pprof's -symbolize: 'none' shows function names exactly as stored (no C++/Rust "
+                        "name clean-up); local, remote, force and demangle=MODE are accepted")
+
+
+_SYMBOLIZE = ("", "none", "no", "local", "fastlocal", "remote", "force")
+_DEMANGLE = ("none", "full", "templates", "default")
+
+
+def _symbolize(text: str) -> str:
+    """pprof's -symbolize value: options joined by ':' (local, remote, none, force, demangle=X)."""
+    for part in text.lower().split(":"):
+        if part not in _SYMBOLIZE and part.removeprefix("demangle=") not in _DEMANGLE:
+            raise argparse.ArgumentTypeError(
+                f"unknown option {part!r}; use [local|fastlocal|remote|none][:force][:demangle=none|full|"
+                "templates|default], as pprof")
+    return text.lower()
+
+
+def _symbolize_options(args: argparse.Namespace, env) -> str:  # noqa: ANN001
+    """What --symbolize means here: 'none' (names as stored) or '' (pprof's default clean-up).
+
+    ``demangle=MODE`` goes to the demangler's own flag when this version has one
+    (``--demangle``); otherwise a note says it has no effect."""
+    mode = getattr(args, "symbolize", "") or ""
+    parts = mode.split(":")
+    demangle = next((x.removeprefix("demangle=") for x in parts if x.startswith("demangle=")), None)
+    if demangle is not None and demangle != "default":
+        if hasattr(args, "demangle"):
+            args.demangle = demangle
+        elif env is not None:
+            env.note(f"note: --symbolize demangle={demangle} needs polyprof's demangler, not in this version; "
+                     "names keep pprof's default clean-up")
+    return "none" if any(x in ("none", "no") for x in parts) else ""
 
 
 def add_base_flags(p: argparse.ArgumentParser) -> None:
@@ -209,14 +241,17 @@ def read_options(args: argparse.Namespace):  # noqa: ANN201 - lazy import keeps 
                        extra=extra)
 
 
-def analysis_options(args: argparse.Namespace):  # noqa: ANN201
+def analysis_options(args: argparse.Namespace, env=None):  # noqa: ANN001, ANN201
     from polyprof.analysis.options import Options
 
     names = ("sample_index", "nodecount", "granularity", "noinlines", "focus", "ignore", "hide", "show",
              "show_from", "prune_from", "tagfocus", "tagignore", "pid", "tid", "thread", "time_range",
              "nodefraction", "edgefraction", "cum", "unit", "mean", "relative_percentages", "tagshow", "taghide",
              "tagroot", "tagleaf", "symbolize")
-    return Options(**{n: getattr(args, n) for n in names if getattr(args, n, None) is not None})
+    fields = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    if "symbolize" in fields:
+        fields["symbolize"] = _symbolize_options(args, env)
+    return Options(**fields)
 
 
 def _specs(args: argparse.Namespace, path: str | list[str] | None) -> list[str]:
@@ -246,7 +281,7 @@ def load(args: argparse.Namespace, env, path: str | list[str] | None = None):  #
 
     opts = dataclasses.replace(read_options(args), time_range=None)
     profile = read_inputs(args, env, _specs(args, path), opts)
-    result = filters.apply(profile, analysis_options(args))
+    result = filters.apply(profile, analysis_options(args, env))
     warn_unmatched(result, env)
     return result
 
