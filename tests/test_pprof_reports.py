@@ -35,9 +35,9 @@ def test_graph_draws_images_with_graphviz(cli, tmp_path, peer, kind, magic):
     assert r.code == 0, r.err
     data = out.read_bytes()
     assert magic in data[:400]
-    if kind == "svg":  # every node of the DOT is drawn
+    if kind == "svg":  # every node of the DOT is drawn, and the legend box
         dot = cli("graph", PEER / refs.SAMPLE).out
-        assert data.count(b'class="node"') == len(re.findall(r"^N\d+ \[label", dot, re.M))
+        assert data.count(b'class="node"') == len(re.findall(r"^N\d+ \[label", dot, re.M)) + 1
 
 
 def test_graph_without_graphviz_says_so(cli, tmp_path, monkeypatch):
