@@ -68,3 +68,17 @@ def test_report_flag_names_the_verb(peer, cli):
 def test_http_alias_explains_missing_serve(cli, peer):
     r = cli("-http=:8080", PEER / refs.SAMPLE)
     assert r.code == 6 and "serve" in r.err and "Traceback" not in r.err
+
+
+def test_spelling_translation_is_generic():
+    """The alias table, without running a verb: pprof spellings become polyprof's."""
+    from polyprof.cli.args import pprof_spellings
+
+    verbs = ["top", "tree", "peek", "graph", "serve"]
+    assert pprof_spellings(["-http=:8080", "cpu.pb.gz"], verbs) == ["serve", "--http", ":8080", "cpu.pb.gz"]
+    assert pprof_spellings(["top", "f", "-inuse_space", "-lines", "-mean_delay"], verbs) == \
+        ["top", "f", "--sample-index=inuse_space", "--granularity=lines", "--sample-index=delay", "--mean"]
+    assert pprof_spellings(["-svg", "f"], verbs) == ["graph", "--to", "svg", "f"]
+    assert pprof_spellings(["peek", "f", "-cum=false", "--", "-x_y"], verbs) == ["peek", "f", "--", "-x_y"]
+    assert pprof_spellings(["top", "f", "-o", "out", "--nodecount", "-5"], verbs) == \
+        ["top", "f", "-o", "out", "--nodecount", "-5"]  # short options and numbers stay
