@@ -124,3 +124,15 @@ def test_reference_layout_is_readable():
         if path.is_file() and path.suffix not in (".gz",):
             path.read_bytes().decode("utf-8", errors="strict") if path.suffix == ".sha256" else None
     assert Path(refs.REFS).is_dir()
+
+
+REFUSED = sorted(p.parent.relative_to(refs.REFS).as_posix() for p in refs.REFS.rglob("error.txt"))
+
+
+@pytest.mark.parametrize("rel", REFUSED)
+def test_files_go_refuses_are_refused(peer, cli, rel):
+    """Where go tool pprof reports a malformed profile, polyprof does too (exit 4, one line)."""
+    go_error = (refs.REFS / rel / "error.txt").read_text()
+    r = cli("top", PEER / rel)
+    assert "malformed profile" in go_error
+    assert r.code == 4 and r.err.count("\n") == 1, r.err
