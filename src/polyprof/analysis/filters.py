@@ -60,7 +60,7 @@ import numpy as np
 
 from polyprof.analysis import stacks, tags
 from polyprof.analysis.graph import display_name
-from polyprof.analysis.labels import keep_label_keys, label_frames
+from polyprof.analysis.labels import keep_label_keys, label_frames, option_regex
 from polyprof.analysis.options import Options, resolve
 from polyprof.errors import OptionsError
 from polyprof.formats.viewer import sample_threads
@@ -126,7 +126,7 @@ def apply(p: Profile, options: Options | None = None, **overrides: Any) -> Filte
     filtered profile, ``.unmatched()`` the filters that matched nothing.
     """
     o = resolve(options, **overrides)
-    rx = {name: _compile(name, getattr(o, name)) for name in _REGEX_OPTIONS}
+    rx = {name: option_regex(name, getattr(o, name)) for name in _REGEX_OPTIONS}
     tagf = tags.compile_filter("tagfocus", o.tagfocus, p)
     tagi = tags.compile_filter("tagignore", o.tagignore, p)
     framed = {}
@@ -177,15 +177,6 @@ def _active(o: Options) -> list[str]:
             value = ":".join("" if v is None else f"{v}ns" for v in value)
         out.append(f"{name}={value}")
     return out
-
-
-def _compile(name: str, value: str | None) -> re.Pattern[str] | None:
-    if not value:
-        return None
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise OptionsError(f"bad regular expression {{{name}}}={value!r}: {exc}", options=(name,)) from None
 
 
 # ---------------------------------------------------------------- name matching
