@@ -213,10 +213,14 @@ def test_mixed_profiles_error_names_options_and_flags(tmp_path, cli):
     path.write_bytes(fixture_bytes("uma_log.textproto"))
     with pytest.raises(polyprof.OptionsError) as info:
         polyprof.read(path)
-    assert "select one with pid=PID or heap=NAME, or pass merge=True to combine them" in str(info.value)
-    assert info.value.options == ("pid", "heap", "merge")
+    text = str(info.value)
+    assert "(or combine them into one with merge=True)" in text and "(select with profiles=[3])" in text
+    assert set(info.value.options) == {"profiles", "pid", "heap", "merge"}
     r = cli("top", path)
-    assert r.code == 6 and "select one with --pid=PID or --heap=NAME, or pass --merge to combine them" in r.err
+    assert r.code == 6 and "(or combine them into one with --merge)" in r.err and "(select with --profile 3)" in r.err
+    with pytest.raises(polyprof.OptionsError, match=r"profiles=\[7\]: the input holds 3 profile\(s\)"):
+        polyprof.read(path, options=polyprof.ReadOptions(profiles=[7]))
+    assert "--profile 7: the input holds 3 profile(s)" in cli("top", path, "--profile", "7").err
 
 
 # ---------------------------------------------------------------- inputs and reprs

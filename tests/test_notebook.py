@@ -78,7 +78,7 @@ def test_samples_dataframe_holds_every_sample(session):
         if present:
             assert df[column].tolist() == getattr(profile.samples, column).tolist()
     # each sample's leaf frame is a row of the top table at function granularity, as pprof names it
-    top_names = set(polyprof.top(profile, nodecount=0, noinlines=False).to_pandas()["function"])
+    top_names = set(polyprof.top(profile, nodecount=0, nodefraction=0).to_pandas()["function"])
     leaves = {frames[-1] for frames in df["frames"] if len(frames)}
     assert leaves and leaves <= top_names | {f for f in leaves if "+0x" in f or f.startswith("0x")}, kind
 

@@ -153,3 +153,31 @@ def test_go_tool_pprof_reads_a_dataframe_built_profile(tmp_path, cli):
     assert ours.code == 0
     assert theirs.stdout.decode().strip() == ours.out.strip()
     assert "      45ms 68.18% 68.18%       45ms 68.18%  alloc" in ours.out
+
+
+def test_empty_stacks_and_empty_profiles():
+    b = polyprof.ProfileBuilder("test")
+    b.set_sample_types([("cpu", "nanoseconds")])
+    b.add_sample(-1, [5])
+    t = b.finish().to_arrow(stacks="both")
+    assert t.to_pylist() == [{"stack": None, "frames": [], "cpu": 5}]
+    assert polyprof.from_arrow(t).totals() == [5]
+    empty = polyprof.ProfileBuilder("test").finish()
+    assert empty.to_arrow(stacks="both").num_rows == 0 and empty.to_arrow("callsites").num_rows == 0
+
+
+def test_inline_frames_in_a_tree_built_item_by_item():
+    """No pre-order ids: the extra inline frames are counted one tree level at a time."""
+    b = polyprof.ProfileBuilder("test")
+    b.set_sample_types([("samples", "count")])
+    main, work, inlined = (b.function(n) for n in ("main", "work", "inlined"))
+    both = b.location(-1, 0x20, [(inlined, 3, 0), (work, 7, 0)])  # innermost first
+    top = b.location(-1, 0x10, [(main, 1, 0)])
+    leaf = b.location(-1, 0x30, [(b.function("leaf"), 9, 0)])
+    b.add_sample(b.stack([leaf, both, top]), [1])
+    b.add_sample(b.stack([both, top]), [2])
+    p = b.finish()
+    assert p.callsites.preorder_size() is None
+    frames = p.to_arrow(stacks="names").column("frames").to_pylist()
+    assert frames == [["main", "work", "inlined", "leaf"], ["main", "work", "inlined"]]
+    assert frames == [_names_of_stack(p, int(s)) for s in p.samples.stack]

@@ -138,7 +138,7 @@ def test_search_share_equals_the_focus_filter(kind_path):
         regex = _q("^" + re.escape(row["name"]) + "$")
         found = get(a, f"/api/flame?search={regex}")["search"]
         assert found["matched"] == row["cum"], (kind, row["name"])
-        focused = get(a, f"/api/top?nodecount=0&focus={regex}")
+        focused = get(a, f"/api/top?nodecount=0&nodefraction=0&focus={regex}")
         if not focused["unmatched"]:  # pprof's focus sees function names; unsymbolized frames have none
             assert sum(r["flat"] for r in focused["rows"]) == row["cum"], (kind, row["name"])
         assert found["share_text"] == row["text"]["cum_percent"]
@@ -177,15 +177,16 @@ def test_timeline_adds_up_and_its_windows_are_time_ranges(cli):
     path = input_path("simpleperf", None)
     a = app(path)
     t = get(a, "/api/timeline?rows=0&bins=50")
-    top = get(a, "/api/top?nodecount=0")
+    top = get(a, "/api/top?nodecount=0&nodefraction=0")
     assert t["has_time"] and t["untimed"] == 0
     assert sum(map(sum, t["counts"])) == sum(th["weight"] for th in t["threads"]) == top["total"]
     assert [sum(row) for row in t["counts"]] == [th["weight"] for th in t["threads"]]
     # the weight of bins 10..19 is what time_range selects for that window
     lo, hi = t["start"] + 10 * t["bin_nanos"], t["start"] + 20 * t["bin_nanos"]
-    window = get(a, f"/api/top?nodecount=0&time_range={lo}%3A{hi}")
+    window = get(a, f"/api/top?nodecount=0&nodefraction=0&time_range={lo}%3A{hi}")
     assert sum(r["flat"] for r in window["rows"]) == sum(sum(row[10:20]) for row in t["counts"])
-    assert _plain(window) == cli_json(cli, "top", path, "--nodecount", "0", "--time-range", f"{lo}:{hi}")
+    assert _plain(window) == cli_json(cli, "top", path, "--nodecount", "0", "--nodefraction", "0",
+                                      "--time-range", f"{lo}:{hi}")
     drawn = get(a, f"/api/timeline?time_range={lo}%3A{hi}")  # the axis stays whole, the window is drawn
     assert drawn["window"] == [lo, hi] and drawn["start"] == t["start"]
     by_process = get(a, "/api/timeline?group=process")
@@ -195,7 +196,7 @@ def test_timeline_adds_up_and_its_windows_are_time_ranges(cli):
 def test_download_is_the_filtered_profile(tmp_path):
     path = input_path("pprof", tmp_path)
     a = app(path)
-    focused = get(a, "/api/top?nodecount=0&focus=sort")
+    focused = get(a, "/api/top?nodecount=0&nodefraction=0&focus=sort")
     got = get(a, "/api/download?format=pprof&focus=sort")
     assert 'filename="demo.filtered.pb.gz"' in got.header("Content-Disposition")
     again = polyprof.read(got.body)
@@ -293,3 +294,38 @@ def test_hostile_names_travel_as_exact_ascii_json():
     assert names[-1] in got and "<script>alert(1)</script>" in got
     flame = get(a, "/api/flame?search=" + _q("script"))
     assert flame["search"]["names"] >= 1 and names[-1] in flame["names"]
+
+
+def test_labels_equal_polyprof_tags_and_select_their_values(cli):
+    from conftest import REPO
+
+    path = REPO / "examples" / "demo.pb.gz"
+    a = app(path)
+    answer = get(a, "/api/labels")
+    expected = cli_json(cli, "tags", path)
+    assert [{**k, "values": [{f: v[f] for f in v if f not in ("text", "percent", "focus")} for v in k["values"]]}
+            for k in answer["keys"] if k.pop("text")] == expected["keys"]
+    worker = next(k for k in answer["keys"] if k["key"] == "worker")
+    for value in worker["values"]:
+        focused = get(a, "/api/top?nodecount=0&nodefraction=0&tagfocus=" + _q(value["focus"]))
+        assert sum(r["flat"] for r in focused["rows"]) == value["weight"]
+        ignored = get(a, "/api/top?nodecount=0&nodefraction=0&tagignore=" + _q(value["focus"]))
+        assert sum(r["flat"] for r in ignored["rows"]) == ignored["total"] - value["weight"]  # unlabelled stay
+    # group by a key: one synthetic root child per value, as wide as the value's weight
+    grouped = get(a, "/api/flame?tagroot=worker&min_fraction=0")
+    n = grouped["nodes"]
+    children = {grouped["names"][n["name"][i]]: n["total"][i] for i, par in enumerate(n["parent"]) if par == 0}
+    unlabelled = children.pop("<unknown>", 0)  # pprof's frame for samples without the label
+    assert children == {v["value"]: v["weight"] for v in worker["values"]}
+    assert unlabelled == n["total"][0] - worker["total"]
+
+
+def test_inverted_flame_graph_is_the_analysis(kind_path):
+    kind, path = kind_path
+    a = app(path)
+    full = flame_tree(polyprof.read(path), max_nodes=0, min_fraction=0, inverted=True)
+    answer = get(a, "/api/flame?inverted=1&min_fraction=0&max_nodes=0")
+    assert answer["inverted"] and answer["nodes"]["total"] == full.total.tolist()
+    assert [answer["names"][i] for i in answer["nodes"]["name"]] == full.names
+    tree = get(a, "/api/calltree?inverted=1&id=0")
+    assert sorted(r["id"] for r in tree["rows"]) == np.flatnonzero(full.parent == 0).tolist()

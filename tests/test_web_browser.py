@@ -102,7 +102,7 @@ def _table_rows(pg, box: str) -> list[dict]:
 
 
 def _cli_top_text(cli, path: Path, *flags: str) -> list[list[str]]:
-    done = cli("top", path, "--nodecount", "0", *flags)
+    done = cli("top", path, "--nodecount", "0", "--nodefraction", "0", *flags)
     assert done.code == 0, done.err
     lines = done.out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["flat", "flat%"]) + 1
@@ -112,7 +112,7 @@ def _cli_top_text(cli, path: Path, *flags: str) -> list[list[str]]:
 @pytest.mark.parametrize("kind", ["pprof", "perfetto", "simpleperf", "uma"])
 def test_the_top_table_shows_polyprof_tops_numbers(page, kind, cli, tmp_path):
     path = input_path(kind, tmp_path)
-    expected = cli_json(cli, "top", path, "--nodecount", "0")["rows"]
+    expected = cli_json(cli, "top", path, "--nodecount", "0", "--nodefraction", "0")["rows"]
     text = _cli_top_text(cli, path)
     with served(app(path)) as url:
         _open(page, url)  # the landing page: flame graph and top table together
@@ -210,8 +210,9 @@ def test_brushing_the_timeline_gives_the_time_range_top_table(page, cli):
         assert re.fullmatch(r"\d+:\d+", window)
         rows = _table_rows(page, "tl-top")
         _shot(page, "timeline-brushed")
-        expected = cli_json(cli, "top", path, "--nodecount", "0", "--time-range", window)["rows"]
-        whole = cli_json(cli, "top", path, "--nodecount", "0")["rows"]
+        every = ("--nodecount", "0", "--nodefraction", "0")
+        expected = cli_json(cli, "top", path, *every, "--time-range", window)["rows"]
+        whole = cli_json(cli, "top", path, *every)["rows"]
         assert [(r["flat"], r["cum"]) for r in rows] == [(r["flat"], r["cum"]) for r in expected]
         assert sum(r["flat"] for r in expected) < sum(r["flat"] for r in whole)
         # the thread table filters: a click sets tid
@@ -321,3 +322,38 @@ def test_every_view_renders(page, view, tmp_path):
         assert page.locator("#error").is_hidden(), page.locator("#error").inner_text()
         assert page.locator(f"#tab-{view}").get_attribute("aria-selected") == "true"
         _shot(page, f"view-{view}")
+
+
+def test_labels_focus_a_value_and_split_the_flame_graph(page):
+    path = REPO / "examples" / "demo.pb.gz"
+    with served(app(path)) as url:
+        _open(page, url, "view=labels")
+        assert "hasher" in page.locator("main").inner_text() and "50.52%" in page.locator("main").inner_text()
+        _shot(page, "labels")
+        page.get_by_role("button", name="focus on worker=hasher").click()
+        _until_url(page, "tagfocus", "worker=^hasher$")
+        _ready(page)
+        assert [k for k in page.locator("main section h2").all_inner_texts() if k.startswith("worker")]
+        page.get_by_role("button", name="group the flame graph by worker").click()
+        _until_url(page, "tagroot", "worker")
+        _ready(page)
+        assert _state(page)["view"] == "flame"
+        page.locator("canvas").first.focus()
+        page.keyboard.press("Home")
+        page.keyboard.press("ArrowDown")
+        _until(page, "document.querySelector('.details').textContent.includes('hasher')")
+        _shot(page, "flame-grouped")
+
+
+def test_the_inverted_flame_graph_puts_leaf_functions_first(page):
+    path = REPO / "examples" / "demo.pb.gz"
+    with served(app(path)) as url:
+        _open(page, url)
+        page.get_by_label("inverted (callers of leaf functions)").check()
+        _until_url(page, "inv", "1")
+        _ready(page)
+        page.locator("canvas").first.focus()
+        page.keyboard.press("Home")
+        page.keyboard.press("ArrowDown")
+        _until(page, "document.querySelector('.details').textContent.includes('crypto/sha256.block')")
+        _shot(page, "flame-inverted")

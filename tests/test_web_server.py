@@ -19,10 +19,10 @@ from polyprof.web.server import accepted_hosts, is_loopback
 DEMO = REPO / "examples" / "demo.pb.gz"
 
 
-def _start(*argv: str) -> tuple[subprocess.Popen, str]:
+def _start(*argv: str, verb: tuple[str, ...] = ("serve",)) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("DISPLAY", None)
-    proc = subprocess.Popen([sys.executable, "-m", "polyprof", "serve", *argv], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "polyprof", *verb, *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
     line = proc.stdout.readline()
     if not line.startswith("Serving web UI on "):
@@ -74,6 +74,17 @@ def test_pprof_spelling_of_the_address(tmp_path):
     for bad in ("8080x", "host:", ":99999", "a:b:1"):
         with pytest.raises(Exception):
             _http(bad)
+
+
+def test_go_tool_pprof_spelling_starts_the_web_view():
+    # what a pprof user types: go tool pprof -http=:8080 -no_browser FILE
+    proc, url = _start("-http=127.0.0.1:0", "-no_browser", str(DEMO), verb=())
+    try:
+        with urllib.request.urlopen(url + "api/session") as resp:
+            assert b"demo.pb.gz" in resp.read()
+    finally:
+        code, _ = _stop(proc)
+    assert code == 130
 
 
 def test_a_port_in_use_is_a_clear_error(cli):

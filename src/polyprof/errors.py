@@ -19,7 +19,8 @@ of an error is the one line the command line prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Container, Sequence
 
 __all__ = [
     "DecompressionLimitError",
@@ -95,11 +96,11 @@ class OptionsError(PolyprofError):
     """An option or flag value does not make sense for this input.
 
     ``options`` names the options the message is about. The message refers
-    to each as ``{name}`` (followed by ``=value`` where it shows one);
-    ``str()`` spells it as the library keyword (``pid=1234``; a switch,
-    given as ``"merge=True"`` in ``options``, as ``merge=True``) and
-    :meth:`spelled` as another front end does (the CLI: ``--pid=1234``,
-    ``--merge``).
+    to each as ``{name}`` (followed by ``=value`` where it shows one) or
+    ``{name=value}``; ``str()`` spells them as library keywords (``pid=1234``,
+    ``profiles=[2]``; a switch, given as ``"merge=True"`` in ``options``, as
+    ``merge=True``) and :meth:`spelled` as another front end does (the CLI:
+    ``--pid=1234``, ``--profile 2``, ``--merge``).
     """
 
     exit_code = 6
@@ -110,15 +111,38 @@ class OptionsError(PolyprofError):
         self.options = tuple(o.removesuffix("=True") for o in options)
         self.switches = frozenset(o.removesuffix("=True") for o in options if o.endswith("=True"))
 
-    def spelled(self, spell: Callable[[str, bool], str]) -> str:
-        """The message with every ``{name}`` replaced by ``spell(name, is_switch)``."""
-        text = self.template
-        for name in self.options:
-            text = text.replace("{" + name + "}", spell(name, name in self.switches))
-        return text
+    def spelled(self, spell: Spelling) -> str:
+        """The message with every placeholder replaced by ``spell(name, is_switch, value)``."""
+        return spell_options(self.template, self.options, spell, self.switches)
 
     def __str__(self) -> str:
-        return self.spelled(lambda name, switch: f"{name}=True" if switch else name)
+        return self.spelled(keyword_spelling)
+
+
+#: How a front end writes an option: (name, is_switch, value or None) -> text.
+Spelling = Callable[[str, bool, "str | None"], str]
+#: Options that take a list of values (``profiles=[2]``).
+_LIST_OPTIONS = frozenset({"profiles"})
+
+
+def keyword_spelling(name: str, switch: bool, value: str | None = None) -> str:
+    """An option as a library keyword: ``pid``, ``pid=7``, ``profiles=[2]``, ``merge=True``."""
+    if switch:
+        return f"{name}=True"
+    if value is None:
+        return name
+    return f"{name}=[{value}]" if name in _LIST_OPTIONS else f"{name}={value}"
+
+
+def spell_options(text: str, options: Sequence[str], spell: Spelling,
+                  switches: Container[str] = ()) -> str:
+    """``text`` with its ``{name}`` and ``{name=value}`` placeholders (for names in
+    ``options``) spelled by ``spell``."""
+    for name in options:
+        switch = name in switches
+        text = text.replace("{" + name + "}", spell(name, switch, None))
+        text = re.sub(r"\{" + re.escape(name) + r"=([^{}]*)\}", lambda m: spell(name, switch, m.group(1)), text)
+    return text
 
 
 class MissingDependencyError(PolyprofError, ImportError):

@@ -60,6 +60,7 @@ import numpy as np
 
 from polyprof.analysis import stacks, tags
 from polyprof.analysis.graph import display_name
+from polyprof.analysis.labels import keep_label_keys, label_frames, option_regex
 from polyprof.analysis.options import Options, resolve
 from polyprof.errors import OptionsError
 from polyprof.formats.viewer import sample_threads
@@ -68,8 +69,8 @@ from polyprof.model.profile import Profile, ValueType
 __all__ = ["FILTERS", "FilterResult", "apply", "prepare", "time_origin"]
 
 #: Filter option names in the order pprof lists active filters.
-FILTERS = ("focus", "ignore", "hide", "show", "show_from", "tagfocus", "tagignore", "prune_from",
-           "pid", "tid", "thread", "time_range")
+FILTERS = ("focus", "ignore", "hide", "show", "show_from", "tagfocus", "tagignore", "tagshow", "taghide",
+           "prune_from", "pid", "tid", "thread", "time_range")
 _REGEX_OPTIONS = ("focus", "ignore", "hide", "show", "show_from", "prune_from", "thread")
 
 
@@ -125,11 +126,16 @@ def apply(p: Profile, options: Options | None = None, **overrides: Any) -> Filte
     filtered profile, ``.unmatched()`` the filters that matched nothing.
     """
     o = resolve(options, **overrides)
-    rx = {name: _compile(name, getattr(o, name)) for name in _REGEX_OPTIONS}
+    rx = {name: option_regex(name, getattr(o, name)) for name in _REGEX_OPTIONS}
     tagf = tags.compile_filter("tagfocus", o.tagfocus, p)
     tagi = tags.compile_filter("tagignore", o.tagignore, p)
+    framed = {}
+    if o.tagroot or o.tagleaf:  # pprof adds label frames before any filter
+        p, hit = label_frames(p, o.tagroot, o.tagleaf, o.unit)
+        framed = {name: hit for name in ("tagroot", "tagleaf") if getattr(o, name)}
     result = FilterResult(p, p, _active(o), rows=np.arange(len(p.samples)))
     matched = result.matched
+    matched.update(framed)
     steps = [lambda q: _select(q, o, rx["thread"], matched)]
     if any(rx[k] is not None for k in ("focus", "ignore", "hide", "show")):
         steps.append(lambda q: _by_name(q, rx, matched))
@@ -137,6 +143,8 @@ def apply(p: Profile, options: Options | None = None, **overrides: Any) -> Filte
         steps.append(lambda q: _show_from(q, rx["show_from"], matched))
     if tagf is not None or tagi is not None:
         steps.append(lambda q: _by_tag(q, tagf, tagi, matched))
+    if o.tagshow or o.taghide:
+        steps.append(lambda q: _label_keys(q, o, matched))
     if rx["prune_from"] is not None:
         steps.append(lambda q: _prune_from(q, rx["prune_from"], matched))
     for step in steps:
@@ -145,6 +153,14 @@ def apply(p: Profile, options: Options | None = None, **overrides: Any) -> Filte
             result.rows = result.rows[kept]
     result.profile = p
     return result
+
+
+def _label_keys(p: Profile, o: Options, matched: dict[str, bool]) -> tuple[Profile, None]:
+    q, shown, hidden = keep_label_keys(p, o.tagshow, o.taghide)
+    for name, hit in (("tagshow", shown), ("taghide", hidden)):
+        if getattr(o, name):
+            matched[name] = hit
+    return q, None
 
 
 def _active(o: Options) -> list[str]:
@@ -161,15 +177,6 @@ def _active(o: Options) -> list[str]:
             value = ":".join("" if v is None else f"{v}ns" for v in value)
         out.append(f"{name}={value}")
     return out
-
-
-def _compile(name: str, value: str | None) -> re.Pattern[str] | None:
-    if not value:
-        return None
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise OptionsError(f"bad regular expression {{{name}}}={value!r}: {exc}", options=(name,)) from None
 
 
 # ---------------------------------------------------------------- name matching

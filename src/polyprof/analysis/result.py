@@ -6,10 +6,11 @@ pickled, sent as JSON or compared after the profile is gone. The pieces:
 
 - :class:`Result`, the mixin every result class inherits: ``to_records()``
   (a list of dicts, one per row), ``to_pandas()``, ``to_arrow()`` and a
-  short ``repr``. A result names its table with ``_columns()``: column name
-  -> a sequence (list or numpy array) of equal length. By default that is
-  the fields of ``ROW`` over ``self.rows``; results with columnar storage
-  (flame trees, traces) override it.
+  short ``repr``. A result names its tables in ``TABLES`` (the first is the
+  default) and gives each with ``_columns(table)``: column name -> a
+  sequence (list or numpy array) of equal length. By default the one table
+  is the fields of ``ROW`` over ``self.rows``; results with several tables
+  or columnar storage (tree, diff, flame trees, traces) override it.
 - :class:`NodeFields`, the identity of a report node as separate fields
   (display ``name``, ``function``, ``system_name``, ``file``, ``line``,
   ``column``, ``address``, ``module``), inherited by row classes, and
@@ -40,6 +41,7 @@ from polyprof.model.profile import Profile
 from polyprof.model.table import optional_import
 
 __all__ = ["NodeFields", "ProfileSummary", "Result", "node_fields", "optional_import", "percent"]
+
 
 def percent(value: int | float, total: int | float) -> float:
     """``value`` as a percentage of ``total`` (0.0 when the total is 0)."""
@@ -175,11 +177,14 @@ class ProfileSummary:
     doc_url: str = ""
     time_nanos: int = 0
     duration_nanos: int = 0
+    merged_from: tuple[str, ...] = ()  # the profiles merged into this one (polyprof.selection)
 
     @classmethod
     def of(cls, p: Profile) -> ProfileSummary:
         """The summary of profile ``p``."""
         has = len(p.mappings) > 0
+        merged = p.extras.get("merged_from")
         return cls(p.source_format, p.strings[p.mappings.filename[0]] if has else "",
                    p.strings[p.mappings.build_id[0]] if has else "", tuple(p.comments), p.doc_url,
-                   p.time_nanos, p.duration_nanos)
+                   p.time_nanos, p.duration_nanos,
+                   tuple(map(str, merged)) if isinstance(merged, list) else ())

@@ -226,22 +226,25 @@ def _paths(pa: Any, p: Profile, leaves: np.ndarray, names: list[str], loc_start:
            loc_frames: np.ndarray) -> Any:
     """The frames of every stack ``leaves[i]``, root to leaf, as a list<dictionary> array.
 
-    The callsite tree is first expanded into a tree of frames (a callsite
-    whose location has k inline frames becomes a chain of k nodes). Stacks
-    are then written from the leaf upwards, one level per step for all of
-    them at once.
+    Each stack's frames are laid out at computed offsets and written from the
+    leaf upwards, one level per step for all stacks at once, over a tree with
+    one node per frame (:func:`_frame_tree`). A node's parent and frame are
+    packed into one int64 so that each step makes one random gather.
     """
-    parent, frame, leaf_node, depth = _frame_tree(p, loc_start, loc_frames)
-    root = np.int32(parent.size - 1)  # the sentinel: its own parent
-    cur = np.where(leaves >= 0, leaf_node[np.maximum(leaves, 0)], root).astype(np.int32)
-    lengths = depth[cur] + 1
+    parent, frame, depth = _frame_tree(p, loc_start, loc_frames)
+    root = parent.size - 1  # the sentinel: its own parent
+    cur = np.where(leaves >= 0, leaves, root).astype(np.int64)  # a callsite's node is its innermost frame
+    lengths = np.where(leaves >= 0, depth[np.maximum(leaves, 0)] + 1 if depth.size else 0, 0)
     offsets = np.zeros(cur.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     flat = np.zeros(int(offsets[-1]) + 1, dtype=np.int32)  # the last slot takes writes of finished rows
+    packed = (parent.astype(np.int64) << 32) | frame.astype(np.int64)
     pos = offsets[1:] - 1
     for _ in range(int(depth.max(initial=-1)) + 1):
-        flat[np.where(cur == root, flat.size - 1, pos)] = frame[cur]
-        cur = parent[cur]
+        step = packed[cur]
+        np.copyto(pos, flat.size - 1, where=cur == root)
+        flat[pos] = step & 0xFFFFFFFF
+        cur = step >> 32
         pos -= 1
     values = pa.DictionaryArray.from_arrays(pa.array(flat[:-1]), pa.array(names, pa.string()))
     big = offsets[-1] >= 2**31
@@ -249,26 +252,51 @@ def _paths(pa: Any, p: Profile, leaves: np.ndarray, names: list[str], loc_start:
         pa.array(offsets.astype(np.int64 if big else np.int32)), values)
 
 
-def _frame_tree(p: Profile, loc_start: np.ndarray,
-                loc_frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The callsite tree with one node per frame: (parent, frame name id, node of each
-    callsite's innermost frame, depth). The last node is a root sentinel (its own parent)."""
+def _frame_tree(p: Profile, loc_start: np.ndarray, loc_frames: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The callsite tree with one node per frame: (parent, frame name id) of every node,
+    and the depth (frames above, root = 0) of each callsite's node.
+
+    Node ``c`` is callsite ``c``'s innermost frame; a callsite whose location
+    has k > 1 frames (inlining, rare) gets k - 1 more nodes for the outer ones,
+    numbered after the callsites. The last node is a root sentinel, its own parent.
+    """
     cs = p.callsites
+    n = len(cs)
     loc = cs.location.astype(np.int64)
-    count = (loc_start[loc + 1] - loc_start[loc]) if len(cs) else np.zeros(0, np.int64)
-    first = np.cumsum(count) - count  # node of each callsite's outermost frame
-    total = int(count.sum())
-    owner = np.repeat(np.arange(len(cs), dtype=np.int64), count)
-    within = np.arange(total, dtype=np.int64) - first[owner]
-    last = first + count - 1
-    up = cs.parent.astype(np.int64)
-    outer_parent = np.where(up >= 0, last[np.maximum(up, 0)] if len(cs) else 0, total)
-    parent = np.append(np.where(within > 0, np.arange(total) - 1, outer_parent[owner]), total).astype(np.int32)
-    frame = np.append(loc_frames[loc_start[loc[owner]] + within], 0).astype(np.int32)
-    # frames above each callsite: its depth when every location has one frame
-    upto = cs.depth().astype(np.int64) + 1 if total == len(cs) else _path_lengths(cs, count)
-    depth = np.append(upto[owner] - count[owner] + within, -1).astype(np.int32)
-    return parent, frame, last, depth
+    count = np.diff(loc_start)[loc] if n else np.zeros(0, np.int64)
+    extra = count - 1
+    first = n + np.cumsum(extra) - extra  # node of each callsite's outermost extra frame
+    total = n + int(extra.sum())
+    up = np.where(cs.parent >= 0, cs.parent, total).astype(np.int64)  # innermost node of the parent
+    parent = np.empty(total + 1, dtype=np.int64)
+    parent[:n] = np.where(extra > 0, first + extra - 1, up)
+    parent[total] = total
+    frame = np.zeros(total + 1, dtype=np.int64)
+    frame[:n] = loc_frames[loc_start[loc] + count - 1] if n else 0
+    owner = np.flatnonzero(extra)
+    if owner.size:  # the outer frames of inlined locations
+        k = extra[owner]
+        j = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
+        who = np.repeat(owner, k)
+        nodes = first[who] + j
+        parent[nodes] = np.where(j > 0, nodes - 1, up[who])
+        frame[nodes] = loc_frames[loc_start[loc[who]] + j]
+    depth = cs.depth().astype(np.int64) + (_extras_above(cs, extra) if owner.size else 0)
+    return parent, frame, depth
+
+
+def _extras_above(cs: Any, extra: np.ndarray) -> np.ndarray:
+    """Per callsite: the extra frames on its path (itself included). With pre-order
+    ids every subtree is an id range, so one running sum does it; else one tree level
+    per step."""
+    size = cs.preorder_size()
+    if size is not None:
+        owner = np.flatnonzero(extra)
+        marks = np.zeros(extra.size + 1, dtype=np.int64)
+        np.add.at(marks, owner, extra[owner])
+        np.add.at(marks, owner + size[owner], -extra[owner])
+        return np.cumsum(marks)[:-1]
+    return _path_lengths(cs, extra)
 
 
 def _path_lengths(cs: Any, count: np.ndarray) -> np.ndarray:

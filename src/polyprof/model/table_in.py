@@ -128,18 +128,21 @@ def _stacks(pa: Any, b: ProfileBuilder, column: Any) -> np.ndarray:
     if not (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)):
         raise OptionsError(f"the stack column must hold lists of frame names or ';'-joined names, not {col.type}")
     pc = pa.compute
-    owner = pc.list_parent_indices(col).to_numpy(zero_copy_only=False).astype(np.int64)
     flat = pc.list_flatten(col)
     if not pa.types.is_dictionary(flat.type):
         flat = pc.dictionary_encode(flat.cast(pa.string()))
     names = flat.dictionary.cast(pa.string()).to_pylist()
-    codes = flat.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = flat.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)
     blank = np.array([not name for name in names] + [True], dtype=bool)
-    keep = ~blank[codes]  # null or empty names are no frame (a null row is an empty stack)
+    lengths = pc.list_value_length(col).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if blank[codes].any():  # null or empty names are no frame (a null row is an empty stack)
+        owner = pc.list_parent_indices(col).to_numpy(zero_copy_only=False)
+        keep = ~blank[codes]
+        lengths = np.bincount(owner[keep], minlength=len(col))
+        codes = codes[keep]
     offsets = np.zeros(len(col) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(owner[keep], minlength=len(col)), out=offsets[1:])
-    codes = codes[keep]
-    locations = np.array([b.frame(name) if name else -1 for name in names], dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    locations = np.array([b.frame(name) if name else -1 for name in names] + [-1], dtype=np.int32)
     return b.stacks_from_csr(locations[codes], offsets, leaf_first=False)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from polyprof import __version__
 from polyprof.analysis import diff as diff_mod
 from polyprof.analysis.info import info as info_analysis
+from polyprof.analysis.tags import tag_report
 from polyprof.analysis.nodes import GRANULARITIES
 from polyprof.analysis.timeline import GROUPS, timeline as timeline_analysis
 from polyprof.analysis.top import top as top_analysis
@@ -32,6 +33,7 @@ from polyprof.analysis.tree import peek as peek_analysis, tree as tree_analysis
 from polyprof.errors import OptionsError
 from polyprof.formats import registry
 from polyprof.formats.options import WriteOptions
+from polyprof.render.tags import tags_json
 from polyprof.render.traces import traces_json
 from polyprof.render.tree import tree_json
 from polyprof.web import present
@@ -248,6 +250,22 @@ def timeline(s: Session, q: Query) -> dict[str, Any]:
                          "text": {"weight": present.value_text(t.weight, unit), "percent": present.pct(t.weight, r.total)}}
                         for t in r.threads],
             "counts": shown.tolist(), "peak": int(shown.max(initial=0))}
+
+
+@endpoint("labels", "label keys with their values' weights and shares (polyprof tags --format json), "
+          "and the tagfocus expression that selects each value", P)
+def labels(s: Session, q: Query) -> dict[str, Any]:
+    p = _p(s, q)
+    out = s.result("labels", p, q.options, lambda: tags_json(tag_report(s.filtered(p, q.options), q.options)))
+    unit = out["unit"]
+    for key in out["keys"]:
+        key["text"] = present.value_text(key["total"], unit)
+        for v in key["values"]:
+            v["text"] = present.value_text(v["weight"], unit)
+            v["percent"] = present.pct(v["weight"], key["total"])
+            # string values select exactly; numeric ones are shown scaled, so they are not offered
+            v["focus"] = None if v.get("numeric") else f"{key['key']}=^{re.escape(v['value'])}$"
+    return {**out, "group_by": "tagroot"}
 
 
 @endpoint("download", "the current (filtered) profile in a writable format; dry=1 lists what it cannot keep",

@@ -66,7 +66,7 @@ def _text(name: str, text: str) -> str:
 
 
 _BY_TYPE: dict[str, Callable[[str, str], Any]] = {
-    "int": _int, "bool": parse_bool, "float": _float, "str": _text,
+    "int": _int, "int | None": _int, "bool": parse_bool, "float": _float, "str": _text,
     "str | int | None": _index, "frozenset[int] | None": _int_set,
     "tuple[int | None, int | None] | None": _time_range,
 }

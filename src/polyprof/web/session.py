@@ -104,8 +104,12 @@ class _Cache:
         return sum(w for k, (_, w) in self.items.items() if k not in self.pinned)
 
 
+#: The options a filtered profile depends on: the filters, and the label frames pprof adds first.
+FILTER_FIELDS = (*filters.FILTERS, "tagroot", "tagleaf", "unit")
+
+
 def _filter_key(o: Options) -> tuple:
-    return tuple(repr(getattr(o, name)) for name in filters.FILTERS)
+    return tuple(repr(getattr(o, name)) for name in FILTER_FIELDS)
 
 
 def _view_key(o: Options) -> str:
@@ -122,7 +126,8 @@ class Session:
         self.defaults = defaults or {}  # the page's starting state (the command line's analysis flags)
         biggest = max(len(x.profile.samples) + len(x.profile.callsites) for x in inputs)
         # a filtered copy weighs its rows; the unfiltered profile is the input itself (free)
-        self._filtered = _Cache(cache + 1, budget=1.5 * biggest, weigh=lambda fr: 0 if fr.profile is fr.original
+        originals = {id(x.profile) for x in inputs}
+        self._filtered = _Cache(cache + 1, budget=1.5 * biggest, weigh=lambda fr: 0 if id(fr.profile) in originals
                                 else len(fr.profile.samples) + len(fr.profile.callsites))
         self._flames = _Cache(cache + 1, budget=FLAME_BUDGET, weigh=len)
         self._results = _Cache(16)

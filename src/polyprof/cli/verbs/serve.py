@@ -149,8 +149,8 @@ def _warm(session) -> None:  # noqa: ANN001
     raw = {k: [v] for k, v in session.defaults.items()}
     try:
         session.flame(session.default_new(), Query(raw, {}).options, base=session.base, pin=True)
-        top = ENDPOINTS["top"]
-        top.run(session, Query({**raw, "nodecount": [raw.get("nodecount", ["0"])[-1]]}, top.params))
+        top = ENDPOINTS["top"]  # as the page asks for it (api.js tableParams): every node
+        top.run(session, Query({"nodecount": ["0"], "nodefraction": ["0"], **raw}, top.params))
     except PolyprofError:  # a bad starting filter: the page shows the message
         pass
 

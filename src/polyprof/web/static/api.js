@@ -21,6 +21,11 @@ export function optionParams(extra = {}) {
   return out;
 }
 
+// A table shows every node unless the URL says otherwise (the CLI's defaults trim to pprof's 80 rows).
+export function tableParams(extra = {}) {
+  return optionParams({ nodecount: state.get('nodecount', '0'), nodefraction: state.get('nodefraction', '0'), ...extra });
+}
+
 const cache = new Map();
 let busy = 0;
 

@@ -99,7 +99,7 @@ export async function renderFlame(main, gen) {
   // Resolution: nodes narrower than a quarter pixel are merged (the URL may ask for more or less).
   const slicePromise = api.get('flame', params({ root: zoom, search: q,
     min_fraction: state.get('min_fraction') || 1 / (4 * Math.max(main.clientWidth, 400)), max_nodes: state.get('max_nodes') || null }));
-  const topAnswer = api.get('top', api.optionParams({ nodecount: state.get('nodecount', '0') })).then((top) => {
+  const topAnswer = api.get('top', api.tableParams()).then((top) => {
     if (page.stale(gen)) return;
     page.unmatchedWarning(top.unmatched);
     document.getElementById('flame-top').replaceWith(topTable(top, { id: 'flame-top' }));
@@ -132,7 +132,7 @@ export async function renderSandwich(main, gen) {
   const name = state.get('fn');
   if (!name) {
     main.append(el('p', {}, 'Pick a function: click a row of the top table.'), el('div', { id: 'sw-top' }));
-    const top = await api.get('top', api.optionParams({ nodecount: state.get('nodecount', '0') }));
+    const top = await api.get('top', api.tableParams());
     if (!page.stale(gen)) document.getElementById('sw-top').replaceWith(topTable(top, { id: 'sw-top' }));
     return;
   }

@@ -56,7 +56,7 @@ export function topTable(top, { id = 'top-table' } = {}) {
 
 export async function renderTop(main, gen) {
   main.append(el('div', { id: 'top-table' }, 'loading…'));
-  const top = await api.get('top', api.optionParams({ nodecount: state.get('nodecount', '0') }));
+  const top = await api.get('top', api.tableParams());
   if (page.stale(gen)) return;
   page.unmatchedWarning(top.unmatched);
   document.getElementById('top-table').replaceWith(topTable(top));

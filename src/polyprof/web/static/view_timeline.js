@@ -117,6 +117,6 @@ export async function renderTimeline(main, gen) {
   main.append(el('div', { class: 'cols' }, el('div', {}, el('h2', {}, `${group[0].toUpperCase()}${group.slice(1)}s`),
     dataTable({ columns, rows: t.threads, caption: 'click one to show only it (sets the tid or pid filter)' })),
   el('div', {}, el('h2', {}, 'Top of the selection'), top)));
-  const answer = await api.get('top', api.optionParams({ nodecount: state.get('nodecount', '0') }));
+  const answer = await api.get('top', api.tableParams());
   if (!page.stale(gen)) top.replaceWith(topTable(answer, { id: 'tl-top' }));
 }
