@@ -82,6 +82,8 @@ def test_diff_equals_the_command_line(kind_path, cli, tmp_path):
         answer = get(with_base, f"/api/diff?normalize={normalize}&by=both&nodecount=0")
         expected = cli_json(cli, "diff", base, path, "--normalize", normalize, "--by", "both", "--nodecount", "0")
         assert _plain(answer) == expected, (kind, normalize)
+    # the defaults are the command line's too (25 rows)
+    assert _plain(get(with_base, "/api/diff")) == cli_json(cli, "diff", base, path)
     grown = [f for f in answer["functions"] if f["name"] == hot["name"]]
     assert grown and grown[0]["delta_flat"] > 0 and grown[0]["text"]["delta_flat"].startswith("+")
 
@@ -329,3 +331,21 @@ def test_inverted_flame_graph_is_the_analysis(kind_path):
     assert [answer["names"][i] for i in answer["nodes"]["name"]] == full.names
     tree = get(a, "/api/calltree?inverted=1&id=0")
     assert sorted(r["id"] for r in tree["rows"]) == np.flatnonzero(full.parent == 0).tolist()
+
+
+def test_the_page_is_self_contained():
+    """Every asset is package data and names nothing remote (the CSP would block it anyway)."""
+    from importlib.resources import files
+
+    static = files("polyprof.web") / "static"
+    names = sorted(p.name for p in static.iterdir())
+    assert {"index.html", "main.js", "style.css", "flamechart.js"} <= set(names)
+    for name in names:
+        text = (static / name).read_text()
+        assert not re.search(r"https?://|//cdn", text), name
+        if name.endswith(".css"):
+            assert not re.search(r"@import|url\(", text), name
+        assert "innerHTML" not in text and "insertAdjacentHTML" not in text and "eval(" not in text, name
+    index = (static / "index.html").read_text()
+    for ref in re.findall(r'(?:src|href)="/static/([^"]+)"', index):
+        assert ref in names

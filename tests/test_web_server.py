@@ -136,3 +136,22 @@ def test_the_readme_serve_commands_start():
         finally:
             code, err = _stop(proc)
         assert code == 130, err
+
+
+def test_several_files_merged_are_one_input_labelled_by_file(tmp_path):
+    import json
+
+    other = tmp_path / "other.pb.gz"
+    other.write_bytes(DEMO.read_bytes())
+    proc, url = _start(str(DEMO), str(other), "--merge", "--no-browser", "--port", "0")
+    try:
+        with urllib.request.urlopen(url + "api/session") as resp:
+            inputs = json.loads(resp.read())["inputs"]
+        with urllib.request.urlopen(url + "api/labels") as resp:
+            keys = {k["key"]: k for k in json.loads(resp.read())["keys"]}
+    finally:
+        _stop(proc)
+    assert [x["name"] for x in inputs] == ["2 files merged"]
+    assert sorted(v["value"] for v in keys["input"]["values"]) == ["demo.pb.gz", "other.pb.gz"]
+    weights = [v["weight"] for v in keys["input"]["values"]]
+    assert weights[0] == weights[1]  # the same file twice: half each

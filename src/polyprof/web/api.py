@@ -229,7 +229,8 @@ def diff(s: Session, q: Query) -> dict[str, Any]:
         raise OptionsError(f"{{by}}={q.get('by')!r}: choose function, stack or both", options=("by",))
     base, new = s.filtered(b, q.options), s.filtered(p, q.options)
     result = diff_mod.diff(base, new, q.options, normalize=q.get("normalize"), stacks=q.get("by") != "function")
-    return present.diff_payload(result, nodecount=q.options.nodecount, by=q.get("by"))
+    rows = 25 if q.options.nodecount is None else q.options.nodecount  # polyprof diff's default
+    return present.diff_payload(result, nodecount=rows, by=q.get("by"))
 
 
 @endpoint("timeline", "weight over time per thread or process (the whole axis: time_range is drawn, not applied)",
