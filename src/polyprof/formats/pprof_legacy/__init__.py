@@ -26,27 +26,11 @@ from __future__ import annotations
 from polyprof.errors import InputError
 from polyprof.formats.pprof_legacy._binary import header, parse_cpu
 from polyprof.formats.pprof_legacy._java import parse_java
-from polyprof.formats.pprof_legacy._parsed import (
-    NotMine,
-    Parsed,
-    Scanner,
-    broken,
-    build,
-    is_space_or_comment,
-    trim,
-)
-from polyprof.formats.pprof_legacy._text import (
-    CONTENTION_PREFIXES,
-    COUNT_HEADER,
-    HEAP_HEADER,
-    OTHER_HEAP,
-    THREAD,
-    THREADZ,
-    parse_contention,
-    parse_count,
-    parse_heap,
-    parse_thread,
-)
+from polyprof.formats.pprof_legacy._parsed import (NotMine, Parsed, Scanner, broken, build, is_space_or_comment,
+                                                   trim)
+from polyprof.formats.pprof_legacy._text import (CONTENTION_PREFIXES, COUNT_HEADER, HEAP_HEADER, OTHER_HEAP,
+                                                 THREAD, THREADZ, parse_contention, parse_count, parse_heap,
+                                                 parse_thread)
 
 __all__ = ["kind", "read", "sniff"]
 

@@ -20,21 +20,15 @@ profile without the end marker gets a warning.
 from __future__ import annotations
 
 import struct
-from collections import Counter
+
+import numpy as np
 
 from polyprof.formats.pprof_legacy._java import java_symbols
 from polyprof.formats.pprof_legacy._maps import apply_maps, parse_maps
-from polyprof.formats.pprof_legacy._parsed import (
-    MASK64,
-    NotMine,
-    Parsed,
-    Sample,
-    Scanner,
-    broken,
-    checked,
-)
+from polyprof.formats.pprof_legacy._parsed import INT64_MAX, NotMine, Parsed, Scanner, adjusted, broken, checked
+from polyprof.formats.pprof_legacy._stacks import dedupe_leaf, drop_handler_frames
 
-__all__ = ["dedupe_leaf", "header", "parse_cpu"]
+__all__ = ["CPU_TYPES", "header", "parse_cpu"]
 
 # pprof tries the word formats in this order and takes the first whose header fits.
 _WORDS = ("<I", ">I", "<Q", ">Q")
@@ -67,59 +61,53 @@ def parse_cpu(data: bytes) -> Parsed:
     if java:
         java_symbols(p, rest, end)
         return p
-    _drop_handler_frames(p)
+    drop_handler_frames(p)
     apply_maps(p, parse_maps(Scanner(rest, end)))
     dedupe_leaf(p)
     return p
 
 
 def _records(p: Parsed, data: bytes, word: str, *, adjust: bool) -> int:
-    """Read the sample records; the offset just past the end marker."""
+    """Read the sample records into ``p``'s columns; the byte offset after the end marker."""
     size = struct.calcsize(word)
-    pair = struct.Struct(word[0] + "2" + word[1])
-    pos, n = 5 * size, len(data)
+    words = np.frombuffer(data, dtype=np.dtype(word[0] + {"I": "u4", "Q": "u8"}[word[1]]),
+                          count=len(data) // size).astype(np.uint64)
+    w = memoryview(words)  # indexing gives Python ints, fast
+    n, pos, end = len(words), 5, None
+    starts: list[int] = []
+    depths: list[int] = []
     while pos < n:
-        if pos + pair.size > n:
-            raise broken(f"binary CPU profile cut inside a sample record ({n - pos} bytes left)", pos)
-        count, depth = pair.unpack_from(data, pos)
-        body = pos + pair.size
-        if depth > (n - body) // size:
-            raise broken(f"sample record says {depth} frames but only {(n - body) // size} words follow "
-                         "(truncated or not a CPU profile)", pos)
-        addrs = list(struct.unpack_from(f"{word[0]}{depth}{word[1]}", data, body))
-        if count == 0 and depth == 1 and addrs[0] == 0:
-            return body + size  # the end marker: the memory map follows
-        values = [checked(count), checked(count * p.period)]
-        if None in values:
-            raise broken(f"sample count {count} too large (pprof would wrap it)", pos)
-        p.samples.append(Sample(values, p.stack(addrs, "caller" if adjust else "")))
-        pos = body + depth * size
-    p.warnings.append("binary CPU profile has no end-of-data marker: it may be truncated, and has no memory map")
-    return pos
+        if pos + 1 >= n:
+            raise broken(f"binary CPU profile cut inside a sample record ({len(data) - pos * size} bytes left)",
+                         pos * size)
+        depth = w[pos + 1]
+        if depth > n - pos - 2:
+            raise broken(f"sample record says {depth} frames but only {n - pos - 2} words follow "
+                         "(truncated or not a CPU profile)", pos * size)
+        if depth == 1 and w[pos] == 0 and w[pos + 2] == 0:
+            end = pos + 3  # the end marker: the memory map follows
+            break
+        starts.append(pos)
+        depths.append(depth)
+        pos += 2 + depth
+    if end is None:
+        if len(data) > n * size:
+            raise broken(f"binary CPU profile cut inside a sample record ({len(data) - n * size} bytes left)",
+                         n * size)
+        p.warnings.append("binary CPU profile has no end-of-data marker: it may be truncated, and has no memory map")
+        end = n
+    _columns(p, words, np.array(starts, dtype=np.int64), np.array(depths, dtype=np.int64), adjust)
+    return end * size
 
 
-def _drop_handler_frames(p: Parsed) -> None:
-    """Remove a second frame common to nearly all samples: the signal handler's.
-
-    The leaf comes from the signal context and is right; the frame above it
-    is often pushed by the handler. Two addresses can never both qualify, so
-    the scan order does not matter."""
-    margin = len(p.samples) // 32
-    for _ in range(2):
-        counts = Counter(s.locations[1].address for s in p.samples if len(s.locations) > 1)
-        for address, count in counts.items():
-            if count >= len(p.samples) - margin:
-                for s in p.samples:
-                    if len(s.locations) > 1 and s.locations[1].address == address:
-                        del s.locations[1]
-                break
-
-
-def dedupe_leaf(p: Parsed) -> None:
-    """Remove a caller that is the leaf minus one: the same pc seen twice.
-
-    The location stays listed (pprof numbered it already)."""
-    for s in p.samples:
-        locs = s.locations
-        if len(locs) > 1 and locs[0].address == (locs[1].address + 1) & MASK64:
-            del locs[1]
+def _columns(p: Parsed, words: np.ndarray, starts: np.ndarray, depths: np.ndarray, adjust: bool) -> None:
+    counts = words[starts]
+    too_big = counts > np.uint64(INT64_MAX // p.period)
+    if too_big.any():
+        i = int(np.flatnonzero(too_big)[0])
+        raise broken(f"sample count {int(counts[i])} too large (pprof would wrap it)", int(starts[i]) * words.itemsize)
+    offsets = np.concatenate(([0], np.cumsum(depths))).astype(np.int64)
+    frame = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - starts - 2, depths)
+    flat = adjusted(words[frame], offsets, "caller" if adjust else "")
+    counts = counts.astype(np.int64)
+    p.set_columns(flat, offsets, np.stack([counts, counts * p.period], axis=1))

@@ -17,19 +17,8 @@ from __future__ import annotations
 import re
 
 from polyprof.formats.pprof_legacy._maps import apply_maps
-from polyprof.formats.pprof_legacy._parsed import (
-    Function,
-    NotMine,
-    Parsed,
-    Sample,
-    broken,
-    checked,
-    go_div,
-    go_int,
-    go_uint,
-    scale_heap,
-    trim,
-)
+from polyprof.formats.pprof_legacy._parsed import (MASK64, Function, NotMine, Parsed, broken, checked, go_div, go_int,
+                                                   go_uint, scale_heap, trim)
 
 __all__ = ["hex_addresses", "java_symbols", "parse_java"]
 
@@ -38,17 +27,17 @@ _SAMPLE = re.compile(r" *(\d+) +(\d+) +@ +([ x0-9a-f]*)", re.ASCII)
 _SYMBOL = re.compile(r"[\t\n\f\r ]*0x([0-9A-Fa-f]+)[\t\n\f\r ]+(.*?)[\t\n\f\r ]*\Z")
 _FILE_LINE = re.compile(r"(.*)[\t\n\f\r ]+\((.+):(-?[0-9]+)\)\Z")
 _PATH = re.compile(r"(.*)[\t\n\f\r ]+\((.*)\)\Z")
-_HEX = re.compile(r"0x[0-9a-f]+")
+_HEX = re.compile(r"0x([0-9a-f]+)")
 _HEAP_SAMPLING = 512 * 1024  # the JVM's mean heap sampling interval
 _HEADERS = {"--- heapz 1 ---": "heap", "--- contentionz 1 ---": "contention"}
 
 
 def hex_addresses(text: str, where: str, offset: int) -> list[int]:
     """Every ``0x...`` number in ``text`` (pprof's ``parseHexAddresses``)."""
-    try:
-        return [go_uint(h) for h in _HEX.findall(text)]
-    except ValueError as exc:
-        raise broken(f"{where}: {exc}", offset) from None
+    values = [int(h, 16) for h in _HEX.findall(text)]
+    if values and max(values) > MASK64:
+        raise broken(f"{where}: address {hex(max(values))} does not fit 64 bits", offset)
+    return values
 
 
 def _where(text: str, pos: int) -> str:
@@ -113,7 +102,7 @@ def _samples(kind: str, text: str, pos: int, p: Parsed) -> int:
     found, end = _section(text, pos, _SAMPLE)
     for start, m in found:
         where = _where(text, start)
-        locs = p.stack(hex_addresses(m[3], where, start), "")
+        addresses = hex_addresses(m[3], where, start)
         try:
             values = [go_int(m[2], 0), go_int(m[1], 0)]
         except ValueError as exc:
@@ -129,7 +118,7 @@ def _samples(kind: str, text: str, pos: int, p: Parsed) -> int:
             values = [checked(v * p.period) for v in values]
         if None in values:
             raise broken(f"{where}: sample values too large", start)
-        p.samples.append(Sample(values, locs, block))
+        p.add(values, addresses, block)
     return end
 
 
@@ -145,17 +134,12 @@ def java_symbols(p: Parsed, text: str, base: int) -> None:
         if m is None:
             continue
         try:
-            loc = p.by_address.get(go_uint(m[1], 16))
+            address = go_uint(m[1], 16)
         except ValueError as exc:
             raise broken(f"symbol line {number}: {exc}", base + start) from None
-        if loc is None:
-            continue
         name, filename, line_no = _symbol(m[2])
-        loc.function = functions.setdefault(name, Function(name, filename))
-        loc.line, loc.address = line_no, 0
-    apply_maps(p, [])
-    for loc in p.locations:
-        loc.address = 0  # pprof aggregates Java profiles without addresses
+        p.symbols[address] = (functions.setdefault(name, Function(name, filename)), line_no)
+    apply_maps(p, [])  # numbers locations; the unnamed ones get the catch-all mapping
 
 
 def _symbol(text: str) -> tuple[str, str, int]:

@@ -17,14 +17,10 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from polyprof.formats.pprof_legacy._parsed import (
-    MASK64,
-    Mapping,
-    NotMine,
-    Parsed,
-    Scanner,
-    go_uint,
-)
+import numpy as np
+
+from polyprof.formats.pprof_legacy._parsed import MASK64, Mapping, NotMine, Parsed, Scanner, go_uint
+from polyprof.formats.pprof_legacy._stacks import number_locations
 
 __all__ = ["apply_maps", "is_map_sentinel", "parse_maps"]
 
@@ -94,18 +90,18 @@ def _entry(line: str) -> Mapping | None:
 
 
 def apply_maps(p: Parsed, maps: list[Mapping]) -> None:
-    """Add ``maps`` to ``p`` and give every location its mapping, as pprof's
-    ``ParseMemoryMap`` does (locations renumbered in order of first use)."""
+    """Add ``maps`` to ``p``, number its locations and give each its mapping,
+    as pprof's ``ParseMemoryMap`` does."""
+    p.freeze()
     p.mappings.extend(maps)
     _massage(p)
-    _used_locations(p)
+    number_locations(p)
     _assign(p)
 
 
 def _massage(p: Parsed) -> None:
     maps = p.mappings
-    if len(maps) > 1:
-        # Locations get their mapping only in _assign, so nothing points at a joined piece.
+    if len(maps) > 1:  # (locations get their mapping only in _assign: none points at a piece)
         joined = [maps[0]]
         for m in maps[1:]:
             last = joined[-1]
@@ -134,36 +130,38 @@ def _adjacent(a: Mapping, b: Mapping) -> bool:
     return not (a.offset and b.offset and (a.offset + a.limit - a.start) & MASK64 != b.offset)
 
 
-def _used_locations(p: Parsed) -> None:
-    seen: set[int] = set()
-    used = []
-    for s in p.samples:
-        for loc in s.locations:
-            if id(loc) not in seen:
-                seen.add(id(loc))
-                used.append(loc)
-    p.locations = used
-
-
 def _assign(p: Parsed) -> None:
+    """``loc_mapping``: the mapping (index in ``p.mappings``, -1 none) of each location."""
     maps = p.mappings
     if len(maps) > 1 and maps[0].file.startswith("/anon_hugepage") and maps[0].limit == maps[1].start:
         p.mappings = maps = maps[1:]
     if maps and (maps[0].start - maps[0].offset) & MASK64 == _MAIN_START:
         maps[0].start, maps[0].offset = _MAIN_START, 0
+    address = p.loc_address
+    want = address != 0  # and, in Java profiles, not named by a symbol line
+    if p.symbols:
+        want &= ~np.isin(address, np.fromiter(p.symbols, dtype=np.uint64, count=len(p.symbols)))
+    index = {id(m): i for i, m in enumerate(maps)}
+    loc_mapping = np.full(len(address), -1, dtype=np.int64)
     find = _Finder(maps)
+    todo = want
+    if find.disjoint and maps:
+        k = np.searchsorted(np.array(find.starts, dtype=np.uint64), address, side="right") - 1
+        limits = np.array([m.limit for m in find.order], dtype=np.uint64)
+        hit = want & (k >= 0) & (address < limits[np.maximum(k, 0)])
+        loc_mapping[hit] = np.array([index[id(m)] for m in find.order], dtype=np.int64)[k[hit]]
+        todo = want & ~hit
     fake = None
-    for loc in p.locations:
-        a = loc.address
-        if loc.mapping is not None or a == 0:
-            continue
+    for i in np.flatnonzero(todo).tolist():  # in location order: pprof's rules mutate mappings
+        a = int(address[i])
         # pprof scans the catch-all mapping too once it exists, before the split-piece rule
-        loc.mapping = find.containing(a) or fake or find.split_piece(a)
-        if loc.mapping is None:
-            if fake is None:
-                fake = Mapping(0, MASK64)
-                maps.append(fake)
-            loc.mapping = fake
+        m = find.containing(a) or fake or find.split_piece(a)
+        if m is None:
+            m = fake = Mapping(0, MASK64)
+            index[id(fake)] = len(maps)
+            maps.append(fake)
+        loc_mapping[i] = index[id(m)]
+    p.loc_mapping = loc_mapping
 
 
 class _Finder:

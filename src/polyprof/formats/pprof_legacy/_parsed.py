@@ -1,22 +1,23 @@
 """The profile as pprof's legacy parsers hold it, and how it becomes a Profile.
 
-pprof's legacy parsers build an object graph in which one location stands for
-one (adjusted) address and samples share location objects; its heuristics
-(dropping the signal-handler frame, de-duplicating the leaf, renumbering)
-act on that graph before any id exists. The parsers here build the same small
-graph so those heuristics read like pprof's, and :func:`build` hands the
-result to the one :class:`~polyprof.model.builder.ProfileBuilder`, in pprof's
+pprof's legacy parsers give every distinct (adjusted) address one location
+that samples share, and correct the stacks (signal-handler frame, duplicated
+leaf) and number locations before any id exists. :class:`Parsed` keeps the
+stacks as address columns so those corrections (:mod:`._stacks`) and the
+mapping rules (:mod:`._maps`) run vectorized, and :func:`build` hands the
+result to the one :class:`~polyprof.model.builder.ProfileBuilder` in pprof's
 final order (mappings, then locations in order of first use).
 
 Also here: a line scanner that splits as Go's ``bufio.Scanner`` does (so
 line numbers and "line too long" match), Go's integer syntax, and the
 byte-offset errors every legacy parser raises.
 """
-
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from polyprof.errors import MalformedInputError
 from polyprof.model.builder import ProfileBuilder
@@ -54,53 +55,78 @@ class Function:
     filename: str = ""
 
 
-@dataclass(eq=False)
-class Location:
-    address: int
-    mapping: Mapping | None = None
-    function: Function | None = None
-    line: int = 0
-
-
-@dataclass(eq=False)
-class Sample:
-    values: list[int]
-    locations: list[Location]
-    block_size: int | None = None  # pprof's numeric label "bytes" of heap samples
-
-
 @dataclass
 class Parsed:
-    """One legacy profile in pprof's shape: locations interned by address."""
+    """One legacy profile in pprof's shape, its stacks as columns.
+
+    pprof gives every distinct (adjusted) address one location shared by the
+    samples, so a location *is* its address until mappings are assigned:
+    stacks are kept as addresses (``flat``, leaf first, split by ``offsets``)
+    and the corrections in :mod:`._stacks` act on them. ``symbols`` names
+    addresses (Java); ``blocks`` is the ``bytes`` label of heap samples."""
 
     sample_types: list[tuple[str, str]]
     period_type: tuple[str, str] | None
     period: int
     duration_nanos: int = 0
-    samples: list[Sample] = field(default_factory=list)
-    locations: list[Location] = field(default_factory=list)
-    mappings: list[Mapping] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    by_address: dict[int, Location] = field(default_factory=dict)
+    mappings: list[Mapping] = field(default_factory=list)
+    symbols: dict[int, tuple[Function, int]] = field(default_factory=dict)
+    #: return addresses point after the call: pprof moves them back one byte onto
+    #: it for every frame ("all"), all but the leaf ("caller") or none ("")
+    adjust: str = ""
+    values: list[list[int]] = field(default_factory=list)
+    blocks: list[int] = field(default_factory=list)
+    _flat: list[int] = field(default_factory=list)
+    _ends: list[int] = field(default_factory=list)
+    # columns, once frozen
+    flat: np.ndarray | None = None
+    offsets: np.ndarray | None = None
+    value_array: np.ndarray | None = None
+    # locations, once numbered (see _stacks.number_locations)
+    loc_address: np.ndarray | None = None
+    frame_loc: np.ndarray | None = None
+    loc_mapping: np.ndarray | None = None
 
-    def location(self, address: int) -> Location:
-        """The location of ``address``, made on first use (pprof's ``locs`` map)."""
-        loc = self.by_address.get(address)
-        if loc is None:
-            loc = self.by_address[address] = Location(address)
-            self.locations.append(loc)
-        return loc
+    def add(self, values: list[int], addresses: list[int], block: int | None = None) -> None:
+        """One sample (``adjust`` is applied to its addresses when frozen)."""
+        self._flat.extend(addresses)
+        self._ends.append(len(self._flat))
+        self.values.append(values)
+        if block is not None:
+            self.blocks.append(block)
 
-    def stack(self, addresses: list[int], adjust: str) -> list[Location]:
-        """Locations of ``addresses``, each minus 1 (``adjust="all"``), all but
-        the leaf (``"caller"``) or none (``""``): return addresses point after
-        the call, pprof moves them onto it."""
-        out = []
-        for i, a in enumerate(addresses):
-            if adjust == "all" or (adjust == "caller" and i > 0):
-                a = (a - 1) & MASK64
-            out.append(self.location(a))
-        return out
+    def bump_last(self) -> None:
+        """Count the last sample once more (a repeated thread)."""
+        if self.values:
+            self.values[-1][0] += 1
+
+    def set_columns(self, flat: np.ndarray, offsets: np.ndarray, values: np.ndarray) -> None:
+        self.flat, self.offsets, self.value_array = flat, offsets, values
+
+    def freeze(self) -> None:
+        """Turn the samples added one by one into columns."""
+        if self.flat is not None:
+            return
+        width = len(self.sample_types)
+        if any(len(v) != width for v in self.values):  # pprof's CheckValid refuses this too
+            i = next(i for i, v in enumerate(self.values) if len(v) != width)
+            raise broken(f"sample {i + 1} has {len(self.values[i])} values but the profile declares "
+                         f"{width} sample types", None)
+        offsets = np.array([0, *self._ends], dtype=np.int64)
+        self.set_columns(adjusted(np.array(self._flat, dtype=np.uint64), offsets, self.adjust), offsets,
+                         np.array(self.values, dtype=np.int64).reshape(len(self.values), width))
+        self._flat, self._ends = [], []
+
+
+def adjusted(flat: np.ndarray, offsets: np.ndarray, adjust: str) -> np.ndarray:
+    """``flat`` with return addresses moved back one byte (see ``Parsed.adjust``)."""
+    if not adjust:
+        return flat
+    step = np.ones(len(flat), dtype=np.uint64)
+    if adjust == "caller":
+        step[offsets[:-1][np.diff(offsets) > 0]] = 0  # the leaf is the interrupted pc, not a return address
+    return flat - step  # wraps below 0 as Go's uint64 does
 
 
 # ---- Go's number syntax and arithmetic --------------------------------------
@@ -231,7 +257,8 @@ def _text(s: str) -> str:
 
 
 def build(p: Parsed, drop_frames: str, keep_frames: str) -> Profile:
-    """``p`` as a Profile: mappings and locations in pprof's order, samples as read."""
+    """``p`` (numbered, mapped) as a Profile: mappings and locations in pprof's
+    order, samples as read."""
     b = ProfileBuilder("pprof-legacy")
     meta = b.meta
     meta.sample_types = [ValueType(*t) for t in p.sample_types]
@@ -239,19 +266,31 @@ def build(p: Parsed, drop_frames: str, keep_frames: str) -> Profile:
     meta.period, meta.duration_nanos = p.period, p.duration_nanos
     meta.drop_frames, meta.keep_frames = drop_frames, keep_frames
     meta.warnings.extend(p.warnings)
-    maps = {id(m): b.mapping(m.start, m.limit, m.offset, _text(m.file), _text(m.build_id)) for m in p.mappings}
-    rows: dict[int, int] = {}
-    for loc in p.locations:
-        lines: tuple = ()
-        if loc.function is not None:
-            name = _text(loc.function.name)
-            lines = ((b.function(name, name, _text(loc.function.filename)), loc.line, 0),)
-        rows[id(loc)] = b.location(maps[id(loc.mapping)] if loc.mapping else -1, loc.address, lines)
-    width = len(p.sample_types)
-    for i, s in enumerate(p.samples):
-        if len(s.values) != width:  # pprof's CheckValid refuses this too
-            raise broken(f"sample {i + 1} has {len(s.values)} values but the profile declares "
-                         f"{width} sample types", None)
-        labels = (Label("bytes", num=s.block_size),) if s.block_size is not None else ()
-        b.add_sample(b.stack([rows[id(loc)] for loc in s.locations]), s.values, labels=labels)
+    map_rows = np.array([b.mapping(m.start, m.limit, m.offset, _text(m.file), _text(m.build_id))
+                         for m in p.mappings] + [-1], dtype=np.int32)  # index -1: no mapping
+    n = len(p.loc_address)
+    line_counts, line_function, line_line = np.zeros(n, np.int64), [], []
+    if p.symbols:
+        functions: dict[int, int] = {}
+        for i, address in enumerate(p.loc_address.tolist()):
+            named = p.symbols.get(address)
+            if named is not None:
+                fn, line = named
+                if id(fn) not in functions:
+                    name = _text(fn.name)
+                    functions[id(fn)] = b.function(name, name, _text(fn.filename))
+                line_counts[i] = 1
+                line_function.append(functions[id(fn)])
+                line_line.append(line)
+        p.loc_address = np.zeros(n, np.uint64)  # pprof aggregates Java profiles without addresses
+    first = b.add_locations_bulk(map_rows[p.loc_mapping], p.loc_address, np.zeros(n, np.bool_), line_counts,
+                                 np.array(line_function, np.int32), np.array(line_line, np.int64),
+                                 np.zeros(len(line_line), np.int64))
+    stacks = b.stacks_from_csr(p.frame_loc + first, p.offsets, leaf_first=True)
+    labelsets = None
+    if p.blocks:
+        sizes, inverse = np.unique(np.array(p.blocks, dtype=np.int64), return_inverse=True)
+        sets = np.array([b.labelset([Label("bytes", num=int(v))]) for v in sizes], dtype=np.int32)
+        labelsets = sets[inverse.reshape(-1)]
+    b.add_samples_bulk(stacks, p.value_array, labelsets)
     return b.finish()

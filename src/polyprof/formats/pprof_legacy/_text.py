@@ -22,25 +22,14 @@ from __future__ import annotations
 
 import re
 
-from polyprof.formats.pprof_legacy._binary import dedupe_leaf
 from polyprof.formats.pprof_legacy._java import hex_addresses
 from polyprof.formats.pprof_legacy._maps import apply_maps, is_map_sentinel, parse_maps
-from polyprof.formats.pprof_legacy._parsed import (
-    NotMine,
-    Parsed,
-    Sample,
-    Scanner,
-    checked,
-    go_div,
-    go_int,
-    go_uint,
-    is_space_or_comment,
-    scale_heap,
-    to_int64,
-    trim,
-)
+from polyprof.formats.pprof_legacy._parsed import (NotMine, Parsed, Scanner, checked, go_div, go_int,
+                                                   is_space_or_comment, scale_heap, to_int64, trim)
+from polyprof.formats.pprof_legacy._stacks import dedupe_leaf
 
-__all__ = ["HEAP_HEADER", "OTHER_HEAP", "THREAD", "THREADZ", "parse_contention", "parse_count", "parse_heap", "parse_thread"]
+__all__ = ["HEAP_HEADER", "OTHER_HEAP", "THREAD", "THREADZ", "parse_contention", "parse_count", "parse_heap",
+           "parse_thread"]
 
 _NUMS = r"heap profile: *(\d+): *(\d+) *\[ *(\d+): *(\d+) *\]"
 HEAP_HEADER = re.compile(_NUMS + r" *@ *(heap[_a-z0-9]*)/?(\d*)", re.ASCII)
@@ -88,7 +77,7 @@ def parse_heap(s: Scanner) -> Parsed:
     else:
         raise NotMine("not a heap profile header")
     types = list(_ALLOC_INUSE) if has_alloc else [("objects", "count"), ("space", "bytes")]
-    p = Parsed(types, ("space", "bytes"), period)
+    p = Parsed(types, ("space", "bytes"), period, adjust="all")
     while s.scan():
         line = trim(s.line)
         if is_space_or_comment(line):
@@ -96,7 +85,7 @@ def parse_heap(s: Scanner) -> Parsed:
         if is_map_sentinel(line):
             break
         values, block, addrs = _heap_sample(s, line, period if sampling else 0, has_alloc)
-        p.samples.append(Sample(values, p.stack(addrs, "all"), block))
+        p.add(values, addrs, block)
     return _rest(s, p)
 
 
@@ -104,7 +93,7 @@ def _heap_header(m: re.Match) -> tuple[str, int, bool]:
     try:
         period = go_int(m[6]) if m[6] else 0
     except ValueError:
-        raise NotMine("heap profile sampling rate out of range") from None
+        raise NotMine("heap profile sampling rate out of range", 0) from None
     has_alloc = (m[3] != m[1] and m[3] != "0") or (m[4] != m[2] and m[4] != "0")
     if m[5] in ("heapz_v2", "heap_v2"):
         return "v2", period, has_alloc
@@ -112,7 +101,7 @@ def _heap_header(m: re.Match) -> tuple[str, int, bool]:
         return "", 1, has_alloc
     if m[5] == "heap":  # Go's runtime writes twice its MemProfileRate
         return "v2", go_div(period, 2), has_alloc
-    raise NotMine(f"unknown heap profile kind {m[5]!r}")
+    raise NotMine(f"unknown heap profile kind {m[5]!r}", 0)
 
 
 def _heap_sample(s: Scanner, line: str, rate: int, has_alloc: bool) -> tuple[list[int], int, list[int]]:
@@ -144,7 +133,7 @@ def parse_count(s: Scanner) -> Parsed:
     m = COUNT_HEADER.fullmatch(s.line)
     if not m:
         raise NotMine("not a Go count profile header")
-    p = Parsed([(m[1], "count")], (m[1], "count"), 1)
+    p = Parsed([(m[1], "count")], (m[1], "count"), 1, adjust="all")
     while s.scan():
         line = s.line
         if is_space_or_comment(line):
@@ -154,11 +143,8 @@ def parse_count(s: Scanner) -> Parsed:
         m = _COUNT.fullmatch(line)
         if not m:
             raise s.error("not a count line ('N @ 0xaddress ...')")
-        try:
-            addrs = [go_uint(a) for a in m[2].split()]
-        except ValueError as exc:
-            raise s.error(str(exc)) from None
-        p.samples.append(Sample([_int(s, m[1], 0)], p.stack(addrs, "all")))
+        addrs = _addresses(s, m[2])
+        p.add([_int(s, m[1], 0)], addrs)
     return _rest(s, p)
 
 
@@ -175,16 +161,16 @@ def parse_thread(s: Scanner) -> Parsed:
                 break
     elif not THREAD.search(line):
         raise NotMine("not a thread profile header")
-    p = Parsed([("thread", "count")], ("thread", "count"), 1)
+    p = Parsed([("thread", "count")], ("thread", "count"), 1, adjust="caller")
     while not is_map_sentinel(line) and not line.startswith("---- no stack trace for"):
         if not THREAD.search(line):
             raise s.not_mine("expected '--- Thread ID (name: NAME/TID) stack: ---' or the memory map "
                              f"section, found {line[:60]!r}")
         line, addrs = _thread_stack(s)
         if addrs:
-            p.samples.append(Sample([1], p.stack(addrs, "caller")))
-        elif p.samples:  # [same as previous thread]: one more of the last
-            p.samples[-1].values[0] += 1
+            p.add([1], addrs)
+        else:  # [same as previous thread]: one more of the last
+            p.bump_last()
     _rest(s, p)
     dedupe_leaf(p)
     return p
@@ -211,7 +197,8 @@ def _thread_stack(s: Scanner) -> tuple[str, list[int]]:
 def parse_contention(s: Scanner) -> Parsed:
     if not s.scan() or not s.line.startswith(CONTENTION_PREFIXES):
         raise NotMine("not a contention profile header")
-    p = Parsed([("contentions", "count"), ("delay", "nanoseconds")], ("contentions", "count"), 1)
+    p = Parsed([("contentions", "count"), ("delay", "nanoseconds")], ("contentions", "count"), 1,
+               adjust="all")
     hz = _attributes(s, p)
     while True:
         line = trim(s.line)
@@ -222,7 +209,7 @@ def parse_contention(s: Scanner) -> Parsed:
             if not m:
                 raise s.not_mine("not a contention sample ('delay count @ addresses')")
             values = _contention_values(s, _int(s, m[1]), _int(s, m[2]), p.period, hz)
-            p.samples.append(Sample(values, p.stack(_addresses(s, m[3]), "all")))
+            p.add(values, _addresses(s, m[3]))
         if not s.scan():
             break
     return _rest(s, p)
