@@ -41,26 +41,32 @@ class ResultCache:
     """Symbolized addresses per debug file, in one SQLite table."""
 
     def __init__(self, root: Path | None) -> None:
-        self.db: sqlite3.Connection | None = None
+        self.root = root
+        self._db: sqlite3.Connection | None = None
         self.hits = 0
-        if root is None:
-            return
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(root / "symbols.sqlite", timeout=10)
-            self.db.execute("CREATE TABLE IF NOT EXISTS frames (module TEXT, address INTEGER, frames TEXT, "
-                            "PRIMARY KEY (module, address)) WITHOUT ROWID")
-        except (OSError, sqlite3.Error):
-            self.db = None
+
+    @property
+    def db(self) -> sqlite3.Connection | None:
+        """The database, opened on first use (a run that never resolves ELF never touches disk)."""
+        if self._db is None and self.root is not None:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.root / "symbols.sqlite", timeout=10)
+                self._db.execute("CREATE TABLE IF NOT EXISTS frames (module TEXT, address INTEGER, frames TEXT, "
+                                 "PRIMARY KEY (module, address)) WITHOUT ROWID")
+            except (OSError, sqlite3.Error):
+                self._db, self.root = None, None
+        return self._db
 
     def get(self, module: str, addresses: Iterable[int]) -> dict[int, list[Frame]]:
         """The cached answers among ``addresses`` of ``module``."""
-        if self.db is None:
+        db = self.db
+        if db is None:
             return {}
         wanted = set(addresses)
         out: dict[int, list[Frame]] = {}
         try:
-            rows = self.db.execute("SELECT address, frames FROM frames WHERE module = ?", (module,))
+            rows = db.execute("SELECT address, frames FROM frames WHERE module = ?", (module,))
             for address, text in rows:
                 address &= (1 << 64) - 1
                 if address in wanted:
@@ -71,17 +77,18 @@ class ResultCache:
         return out
 
     def put(self, module: str, answers: dict[int, list[Frame]]) -> None:
-        if self.db is None or not answers:
+        db = self.db
+        if db is None or not answers:
             return
         signed = [(module, a - (1 << 64) if a >= 1 << 63 else a, json.dumps([list(f) for f in frames]))
                   for a, frames in answers.items()]
         try:
-            with self.db:
-                self.db.executemany("INSERT OR REPLACE INTO frames VALUES (?, ?, ?)", signed)
+            with db:
+                db.executemany("INSERT OR REPLACE INTO frames VALUES (?, ?, ?)", signed)
         except sqlite3.Error:
             pass
 
     def close(self) -> None:
-        if self.db is not None:
-            self.db.close()
-            self.db = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
