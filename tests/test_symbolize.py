@@ -285,3 +285,10 @@ def test_golden_symbolized_dumps(golden) -> None:  # noqa: ANN001
         profiles = polyprof.read_all(fixture_bytes(name), options=ReadOptions(symbols=str(SYMBOLS)))
         text = "".join(dump(p) for p in profiles).replace(str(SYMBOLS), "<symbols>")  # where found, portably
         golden(f"chromium/{name.replace('.textproto', '')}.symbolized.dump", text)
+
+
+def test_the_readme_example_is_the_fixture() -> None:
+    from conftest import REPO
+
+    # examples/uma_unsymbolized.pb is this fixture's serialization (regenerate it the same way)
+    assert (REPO / "examples" / "uma_unsymbolized.pb").read_bytes() == fixture_bytes("uma_log.textproto")

@@ -8,7 +8,7 @@ import numpy as np
 
 from polyprof.model.profile import Profile
 
-__all__ = ["info"]
+__all__ = ["info", "symbolized_shares"]
 
 
 def info(p: Profile) -> dict[str, Any]:
@@ -47,7 +47,23 @@ def info(p: Profile) -> dict[str, Any]:
         "doc_url": p.doc_url,
         "extras": p.extras,
         "warnings": list(p.warnings),
+        "symbolized": symbolized_shares(p),
     }
+
+
+def symbolized_shares(p: Profile) -> list[dict[str, Any]]:
+    """Per mapping with frames: how many have function names now, and before symbolization
+    (``before`` is None when the profile was not symbolized by polyprof)."""
+    from polyprof.symbolize.apply import mapping_coverage
+
+    earlier = {(e.get("file"), e.get("build_id")): e.get("symbolized_before")
+               for e in p.extras.get("symbolization", {}).get("mappings", [])}
+    rows = []
+    for m, (frames, named) in sorted(mapping_coverage(p).items()):
+        file, build = p.strings[p.mappings.filename[m]] or "?", p.strings[p.mappings.build_id[m]]
+        rows.append({"mapping": file, "build_id": build, "frames": frames, "symbolized": named,
+                     "share": f"{100 * named / frames:.1f}%", "before": earlier.get((file, build))})
+    return rows
 
 
 def _range(col: np.ndarray) -> dict[str, int]:

@@ -53,6 +53,7 @@ class MappingQuality:
     unsymbolized: int      # of which without a function name
     leaf_weight: int       # weight of samples whose leaf frame is in this mapping
     unsymbolized_leaf_weight: int
+    symbolized_before: int | None = None  # frames with names before polyprof symbolized (None: it did not)
 
 
 @dataclass
@@ -176,10 +177,14 @@ def _mappings(p: Profile, values: np.ndarray) -> list[MappingQuality]:
     unsym = np.bincount(key[used & ~symbolized], minlength=n)
     leaf_w = np.bincount(key[leaf_loc], weights=values[has], minlength=n)
     leaf_unsym = np.bincount(key[leaf_loc], weights=values[has] * ~symbolized[leaf_loc], minlength=n)
+    earlier = {(e.get("file"), e.get("build_id")): e.get("symbolized_before")
+               for e in p.extras.get("symbolization", {}).get("mappings", [])}
     out = []
     for m in np.nonzero(frames)[0].tolist():
+        ident = (p.strings[p.mappings.filename[m]] or "?", p.strings[p.mappings.build_id[m]]) \
+            if m < len(p.mappings) else None
         out.append(MappingQuality(_mapping_name(p, m), int(frames[m]), int(unsym[m]),
-                                  int(leaf_w[m]), int(leaf_unsym[m])))
+                                  int(leaf_w[m]), int(leaf_unsym[m]), earlier.get(ident)))
     out.sort(key=lambda q: (-q.unsymbolized, -q.frames, q.mapping))
     return out
 

@@ -78,7 +78,14 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     verb = argv[0] if argv and argv[0] in _verb_names() else None
     parser = build_parser(verb)
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        # A verb may take trailing positionals after its options (symbolize IN -o OUT [SOURCE...]),
+        # which argparse cannot match once an option came between; it names them with _trailing.
+        trailing = getattr(args, "_trailing", None)
+        if extra and (trailing is None or any(x.startswith("-") for x in extra)):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        if extra:
+            setattr(args, trailing, [*getattr(args, trailing), *extra])
     except SystemExit as exc:  # argparse already printed usage or help
         return int(exc.code or 0)
     if not getattr(args, "_run", None):

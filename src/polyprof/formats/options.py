@@ -38,6 +38,8 @@ class ReadOptions:
     symbolizer: str = "auto"
     symbolize: bool | None = None
     demangle: str | None = None
+    #: Called with each profile's polyprof.symbolize.SymbolizeReport when symbolization ran.
+    on_symbolized: Callable[[Any], None] | None = None
     merge: bool = False  # several profiles in one input -> one profile
     max_inflate: int = DEFAULT_MAX_INFLATE
     extra: dict[str, Any] = field(default_factory=dict)

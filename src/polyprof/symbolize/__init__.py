@@ -48,7 +48,14 @@ def after_read(profiles: list, options) -> list:  # noqa: ANN001
     mode = options.demangle or "simple"
     force = options.demangle is not None
     if options.symbolize or sources.wanted:
-        return symbolize_all(profiles, sources, demangle=mode, force_demangle=force)
+        with Symbolizer(sources, demangle=mode, force_demangle=force) as s:
+            out = []
+            for p in profiles:
+                q, report = s.run(p)
+                if options.on_symbolized is not None:
+                    options.on_symbolized(report)
+                out.append(q)
+            return out
     from polyprof.symbolize.demangle import demangle_profile
     from polyprof.symbolize.r8 import deobfuscate_profile
 

@@ -318,14 +318,20 @@ def _perfetto_load_bias(p: Profile, filename: str, start: int) -> int | None:
 
 def _looked_for(filename: str, build_id: str, found: Found) -> list[str]:
     """The file names a user should provide, most useful first."""
+    from polyprof.symbolize.debugid import candidates
+
     out = []
-    elf_id = elf_build_id(build_id)
+    name = filename.replace("\\", "/").rsplit("/", 1)[-1] if placeholder_hash(filename) is None else ""
+    windows = name.lower().endswith((".pdb", ".dll", ".exe"))
+    elf_id = "" if windows else elf_build_id(build_id)
     if elf_id:
         out.append(f".build-id/{elf_id[:2]}/{elf_id[2:]}.debug")
-    if filename and placeholder_hash(filename) is None:
-        out.append(filename.replace("\\", "/").rsplit("/", 1)[-1])
-    if build_id and not elf_id:
-        out.append(f"<name>/{build_id}/<name>.sym (Breakpad)")
+    if name:
+        out.append(name)
+    ids = candidates(build_id) if build_id else []
+    if ids:
+        stem = name[:-4] if name.lower().endswith(".pdb") else name
+        out.append(f"{name or '<name>'}/{ids[0]}/{stem or '<name>'}.sym (Breakpad)")
     out.extend(t for t in found.tried if t.startswith(("http://", "https://")))
     return out
 

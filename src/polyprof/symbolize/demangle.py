@@ -3,7 +3,7 @@
 Modes (``--demangle``, pprof's ``-symbolize=demangle=``):
 
 ``simple`` (the default)  no parameters, no template arguments, no return
-                          type: ``shapes::fold``
+                          type: ``shapes::fold`` (Rust: no ``::<T>`` generics)
 ``templates``             template arguments kept: ``shapes::fold<unsigned long>``
 ``full``                  everything c++filt prints, clone suffixes
                           (``[clone .constprop.0]``) dropped
@@ -62,10 +62,32 @@ def demangle_name(mangled: str, mode: str = "simple") -> str:
 
         return demangle.demangle(mangled, style=demangle.style("llvm", swift=SIMPLIFIED_OPTIONS))
     full = demangle.demangle(mangled, style="gnu")
-    if full == mangled or scheme != "itanium":
+    if full == mangled:
+        return full
+    if scheme == "rust":  # simple drops generic arguments (foo::<T>), as pprof's demangler does
+        return _drop_turbofish(full) if mode == "simple" else full
+    if scheme != "itanium":
         return full
     full = _CLONE.sub("", full)
     return full if mode == "full" else simplify(full, keep_templates=mode == "templates")
+
+
+def _drop_turbofish(name: str) -> str:
+    """``a::b::<T, U>::c`` -> ``a::b::c``; qualified paths (``<X as Y>::f``) are kept."""
+    out, i = [], 0
+    while i < len(name):
+        if name.startswith("::<", i):
+            depth, j = 0, i + 2
+            while j < len(name):
+                depth += {"<": 1, ">": -1}.get(name[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            i = j + 1
+            continue
+        out.append(name[i])
+        i += 1
+    return "".join(out)
 
 
 def _skip_operator(text: str, i: int) -> int:
@@ -104,17 +126,20 @@ def simplify(full: str, *, keep_templates: bool) -> str:
     text = _drop_params(full)
     text = _drop_return_type(text)
     cut = []
-    for start, end, opener in _groups(text):
+    groups = _groups(text)
+    for start, end, opener in groups:
         inner = text[start:end]
-        if opener == "(" and inner != "(anonymous namespace)" and not _in_braces(text, start):
+        if opener == "(" and inner != "(anonymous namespace)" and not _inside(groups, start, "<{"):
             cut.append((start, end))  # an enclosing function's parameters: f(int)::g
-        elif opener == "<" and not keep_templates and not _in_braces(text, start):
+        elif opener == "<" and not keep_templates and not _inside(groups, start, "{"):
             cut.append((start, end))
     return _remove(text, cut)
 
 
-def _in_braces(text: str, at: int) -> bool:
-    return any(opener == "{" and start < at < end for start, end, opener in _groups(text))
+def _inside(groups: list[tuple[int, int, str]], at: int, openers: str) -> bool:
+    """Whether position ``at`` lies inside a group opened by one of ``openers`` (lambda braces,
+    template arguments: ``std::function<void ()>`` keeps its ``()``)."""
+    return any(opener in openers and start < at < end for start, end, opener in groups)
 
 
 def _drop_params(text: str) -> str:
@@ -161,6 +186,8 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False):  # 
     from polyprof.symbolize.fill import shallow_copy
 
     s, f = profile.strings, profile.functions
+    if not force and not _any_mangled(s, f):
+        return profile  # the usual case (Go, Java, already demangled): one pass over the names
     names, systems = f.name.tolist(), f.system_name.tolist()
     changes: dict[int, tuple[str, str]] = {}
     for i, (n, sy) in enumerate(zip(names, systems)):
@@ -191,6 +218,13 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False):  # 
     out.strings = strings
     out.functions = FunctionTable(name_col, system_col, f.filename, f.start_line)
     return out
+
+
+def _any_mangled(strings: list[str], functions) -> bool:  # noqa: ANN001
+    import numpy as np
+
+    used = np.unique(np.concatenate([functions.name, functions.system_name])) if len(functions) else []
+    return any(strings[i].startswith(_PREFIXES) for i in used.tolist()) if len(used) else False
 
 
 def _source(name: str, system: str, force: bool, mode: str) -> str | None:

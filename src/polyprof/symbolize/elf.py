@@ -184,6 +184,13 @@ class ElfFile:
             out.append(Section(name, stype, addr, off, size, link, entsize))
         return out
 
+    def validate(self) -> None:
+        """Raise :class:`BadElfError` unless every section with contents lies inside the file
+        (a debug reader handed a section claiming gigabytes would read garbage or run out of memory)."""
+        for sec in self.sections:
+            if sec.type != SHT_NOBITS and sec.size:
+                self._span(sec.offset, sec.size, f"section {sec.name or '?'}")
+
     def section(self, name: str) -> Section | None:
         for s in self.sections:
             if s.name == name:

@@ -81,9 +81,9 @@ class Locator:
         self._elves: dict[str, ElfFile | None] = {}
         self.problems: list[str] = []
         urls = sources.debuginfod_urls()
-        self.debuginfod = Debuginfod(urls, cache_root, timeout=sources.timeout, max_bytes=sources.max_download,
-                                     offline=sources.offline) if cache_root is not None and (urls or sources.offline) \
-            else None
+        timeout, limit = sources.download_limits()
+        self.debuginfod = Debuginfod(urls, cache_root, timeout=timeout, max_bytes=limit, offline=sources.offline) \
+            if cache_root is not None else None  # its cache answers even without servers
 
     # ------------------------------------------------------------ public
 
@@ -97,6 +97,18 @@ class Locator:
     # ------------------------------------------------------------ search order
 
     def _search(self, filename: str, build_id: str) -> Found:
+        found = self._search_order(filename, build_id)
+        binary = found.module.binary if found.module is not None else None
+        if not build_id and binary is not None and binary.build_id and not found.complete:
+            # Found by path only: its build id now leads to the debug file (trees, debuginfod, ...).
+            more = self._search_order("", binary.build_id)
+            if more.module is not None and more.module.debug is not None:
+                found.module.debug = more.module.debug  # type: ignore[union-attr]
+                found.where.extend(more.where)
+            found.tried.extend(more.tried)
+        return found
+
+    def _search_order(self, filename: str, build_id: str) -> Found:
         found = Found()
         for root in self.sources.paths:
             self._in_symbols_path(root, filename, build_id, found)
@@ -229,7 +241,7 @@ class Locator:
                     head = fh.read(4)
                 if head == ELF_MAGIC:
                     elf = ElfFile(path)
-                    _ = elf.build_id, elf.sections  # bad headers fail here, once
+                    elf.validate()  # bad headers and sections fail here, once, with the file's name
                 elif head[:2] == b"PK" and build_id:
                     elf = self._from_apk(path, build_id, found)
         except (OSError, BadElfError) as exc:

@@ -41,7 +41,7 @@ from polyprof.model.profile import Profile
 __all__ = ["JavaClass", "JavaMap", "Member", "deobfuscate_profile", "load_mappings", "parse_mapping"]
 
 _CLASS = re.compile(r"^(\S+)\s+->\s+(\S+):\s*$")
-_METHOD = re.compile(r"^\s+(?:(\d+):(\d+):)?(\S+)\s+([^\s(]+)\(([^)]*)\)(?::(\d+)(?::(\d+))?)?\s+->\s+(\S+)\s*$")
+_METHOD = re.compile(r"^\s+(?:(\d+):(\d+):)?([^\s:]+)\s+([^\s(]+)\(([^)]*)\)(?::(\d+)(?::(\d+))?)?\s+->\s+(\S+)\s*$")
 _FIELD = re.compile(r"^\s+(\S+)\s+([^\s(]+)\s+->\s+(\S+)\s*$")
 _PACKAGE_IN_PATH = re.compile(r"(?:^|/)data/app/(?:~~[^/]+/)?([A-Za-z][\w.]*?)(?:-[^/]*)?/")
 

@@ -46,7 +46,9 @@ class Sources:
     ``$DEBUGINFOD_URLS``; ``system_dirs`` is ``("/usr/lib/debug",)`` by
     default; ``engine`` picks llvm-symbolizer (``"llvm"``), the pure-Python
     DWARF reader (``"python"``) or the first available (``"auto"``);
-    ``cache`` keeps downloads and answers in ``$XDG_CACHE_HOME/polyprof``.
+    ``cache`` keeps downloads and answers in ``$XDG_CACHE_HOME/polyprof``;
+    ``timeout``/``max_download`` bound each debuginfod download (see
+    :meth:`download_limits`).
     """
 
     paths: tuple[str, ...] = ()
@@ -57,8 +59,8 @@ class Sources:
     use_env: bool = True
     local_paths: bool = True
     system_dirs: tuple[str, ...] = ("/usr/lib/debug",)
-    timeout: float = DEFAULT_TIMEOUT
-    max_download: int = DEFAULT_MAX_BYTES
+    timeout: float | None = None
+    max_download: int | None = None
     cache: bool = True
 
     @classmethod
@@ -79,6 +81,20 @@ class Sources:
             return []
         text = os.environ.get("POLYPROF_BINARY_PATH") or os.environ.get("PPROF_BINARY_PATH") or ""
         return [p for p in text.split(os.pathsep) if p]
+
+    def download_limits(self) -> tuple[float, int]:
+        """(seconds per download, bytes per download): the fields, else elfutils' variables
+        ``$DEBUGINFOD_TIMEOUT`` and ``$DEBUGINFOD_MAXSIZE``, else 30 s and 2 GiB."""
+        def env(name: str, kind: type) -> float | int | None:
+            text = os.environ.get(name, "") if self.use_env else ""
+            try:
+                return kind(text) if text.strip() else None
+            except ValueError:
+                return None
+
+        timeout = self.timeout if self.timeout is not None else env("DEBUGINFOD_TIMEOUT", float)
+        size = self.max_download if self.max_download is not None else env("DEBUGINFOD_MAXSIZE", int)
+        return (float(timeout) if timeout else DEFAULT_TIMEOUT), (int(size) if size else DEFAULT_MAX_BYTES)
 
     def debuginfod_urls(self) -> list[str]:
         env = os.environ.get("DEBUGINFOD_URLS", "").split() if self.use_env else []

@@ -46,6 +46,16 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     return 0
 
 
+def symbolized_lines(rows: list[dict]) -> list[str]:
+    """"Symbolized:" lines, one per mapping: share now, and before polyprof symbolized it."""
+    out = []
+    for r in rows:
+        before = f" (before: {r['before']})" if r.get("before") is not None else ""
+        ident = f"{r['mapping']} ({r['build_id']})" if r["build_id"] else r["mapping"]
+        out.append(f"Symbolized:   {r['symbolized']}/{r['frames']} frames {r['share']}{before}  {ident}")
+    return out
+
+
 def render(s: dict) -> str:
     from polyprof.render.units import label
 
@@ -75,7 +85,9 @@ def render(s: dict) -> str:
     for name, r in s["columns"].items():
         lines.append(f"Column {name + ':':<6} {r['min']} .. {r['max']} ({r['distinct']} distinct)")
     for key, value in sorted(s["extras"].items()):
-        lines.append(f"{key}: {json.dumps(value, sort_keys=True, ensure_ascii=False)}")
+        if key != "symbolization":  # shown per mapping below
+            lines.append(f"{key}: {json.dumps(value, sort_keys=True, ensure_ascii=False)}")
+    lines.extend(symbolized_lines(s.get("symbolized", [])))
     for w in s["warnings"]:
         lines.append(f"Warning:      {w}")
     return "\n".join(lines) + "\n"
