@@ -292,3 +292,24 @@ def test_the_readme_example_is_the_fixture() -> None:
 
     # examples/uma_unsymbolized.pb is this fixture's serialization (regenerate it the same way)
     assert (REPO / "examples" / "uma_unsymbolized.pb").read_bytes() == fixture_bytes("uma_log.textproto")
+
+
+def test_async_backtraces_are_symbolized_like_stacks() -> None:
+    import json
+
+    from polyprof.model.profile import Label
+
+    b = ProfileBuilder("chromium")
+    b.set_sample_types([("samples", "count")])
+    m = b.mapping(0, 0, 0, "chrome", "7F0715C286F8B16C10E4AD349CDA3B9B56C7A7730")
+    backtrace = json.dumps([["chrome", "7F0715C286F8B16C10E4AD349CDA3B9B56C7A7730", 0x1010],
+                            ["chrome", "7F0715C286F8B16C10E4AD349CDA3B9B56C7A7730", 0x1050],  # no symbol there
+                            ["", "", 77]])
+    b.add_sample(b.stack([b.location(m, 0x1010)]), [1], labels=[Label("async_backtrace", str=backtrace)])
+    q, _ = symbolize(b.finish(), SYMBOLS)
+    (label,) = q.labelsets[int(q.samples.labelset[0])]
+    frames = json.loads(label.str)
+    assert frames[0][3] == "ChromeMain" and frames[0][4][-1][0] == "ChromeMain"
+    assert frames[1] == ["chrome", "7F0715C286F8B16C10E4AD349CDA3B9B56C7A7730", 0x1050]
+    assert frames[2] == ["", "", 77]
+    assert frames_of(q, 0) == [["ChromeMain"]]

@@ -284,3 +284,31 @@ def test_report_names_the_files_to_provide_when_symbols_are_missing(capsys):  # 
     text = capsys.readouterr().err
     assert re.search(r"found +\S+/hot_c: 0 -> (\d+) of \1 frames; binary \S+/run/hot_c \(the mapping's own "
                      r"path\); debug file \S+/debug/hot_c.debug", text), text
+
+
+def test_minidebuginfo_names_functions_of_a_stripped_binary(tmp_path):  # noqa: ANN001
+    """A binary stripped but carrying .gnu_debugdata (an xz-compressed .symtab), as Fedora and
+    Android ship them: function names without DWARF."""
+    import lzma
+
+    prog = program("c")
+    objcopy = shutil.which("objcopy")
+    mini = tmp_path / "mini.debug"
+    subprocess.run([objcopy, "-S", "--remove-section", ".comment", "--keep-symbol=churn", "--keep-symbol=main",
+                    str(prog.debug), str(mini)], check=True, capture_output=True, timeout=60)
+    xz = tmp_path / "mini.xz"
+    xz.write_bytes(lzma.compress(mini.read_bytes()))
+    binary = tmp_path / "hot_c"
+    subprocess.run([objcopy, "--add-section", f".gnu_debugdata={xz}", str(prog.run), str(binary)], check=True,
+                   capture_output=True, timeout=60)
+    elf = ElfFile(str(binary))
+    assert elf.section(".symtab") is None and elf.minidebuginfo is not None
+    full = ElfFile(str(prog.bin))
+    churn = next(int(s) for n, s in zip(full.symbols.names, full.symbols.start) if n == "churn")
+    b = ProfileBuilder("simpleperf")
+    b.set_sample_types([("samples", "count")])
+    m = b.mapping(0, 0, 0, str(binary), "")
+    b.add_sample(b.stack([b.location(m, churn + 4)]), [1])
+    q, report = symbolize(b.finish(), Sources(use_env=False, system_dirs=()))  # found at its own path
+    assert [q.function_name(int(f)) for f in q.lines.function] == ["churn"]
+    assert report.mappings[0].after == 1

@@ -272,17 +272,21 @@ class ElfFile:
 
     @cached_property
     def symbols(self) -> Symbols:
-        """Function and data symbols of ``.symtab`` (else ``.dynsym``, else MiniDebugInfo's)."""
-        for kind in (SHT_SYMTAB, SHT_DYNSYM):
-            table = next((s for s in self.sections if s.type == kind), None)
-            if table is not None:
-                found = self._read_symbols(table)
-                if len(found):
-                    return found
+        """Function and data symbols: ``.symtab``; without it, ``.dynsym`` and MiniDebugInfo's
+        ``.symtab`` together (a stripped Android or Fedora binary keeps both)."""
+        tables = {kind: next((s for s in self.sections if s.type == kind), None) for kind in (SHT_SYMTAB, SHT_DYNSYM)}
+        if tables[SHT_SYMTAB] is not None:
+            found = self._read_symbols(tables[SHT_SYMTAB])
+            if len(found):
+                return found
+        parts = [self._read_symbols(tables[SHT_DYNSYM])] if tables[SHT_DYNSYM] is not None else []
         inner = self.minidebuginfo
         if inner is not None:
-            return inner.symbols
-        return Symbols(np.zeros(0, np.uint64), np.zeros(0, np.uint64), [], [])
+            parts.append(inner.symbols)
+        if not parts:
+            return Symbols(np.zeros(0, np.uint64), np.zeros(0, np.uint64), [], [])
+        return _dedup(np.concatenate([p.start for p in parts]), np.concatenate([p.size for p in parts]),
+                      [n for p in parts for n in p.names], [f for p in parts for f in p.files])
 
     def _read_symbols(self, table: Section) -> Symbols:
         dtype = np.dtype([("name", self.end + "u4"), ("info", "u1"), ("other", "u1"), ("shndx", self.end + "u2"),
