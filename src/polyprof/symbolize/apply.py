@@ -121,7 +121,7 @@ class Symbolizer:
         self.resolver = Resolver(self.sources.engine, ResultCache(root))
         self.demangle = demangle
         self.force_demangle = force_demangle
-        self._java = None
+        self._java: list | None = None  # R8 maps, parsed on first use
 
     def close(self) -> None:
         self.resolver.close()

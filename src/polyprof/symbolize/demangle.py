@@ -223,8 +223,10 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False):  # 
 def _any_mangled(strings: list[str], functions) -> bool:  # noqa: ANN001
     import numpy as np
 
-    used = np.unique(np.concatenate([functions.name, functions.system_name])) if len(functions) else []
-    return any(strings[i].startswith(_PREFIXES) for i in used.tolist()) if len(used) else False
+    if not len(functions):
+        return False
+    used = np.unique(np.concatenate([functions.name, functions.system_name]))
+    return any(strings[i].startswith(_PREFIXES) for i in used.tolist())
 
 
 def _source(name: str, system: str, force: bool, mode: str) -> str | None:

@@ -76,7 +76,8 @@ class DwarfReader:
         self.path = path
         self._fh = open(path, "rb")
         self.elf = ELFFile(self._fh)
-        self.dwarf = self.elf.get_dwarf_info(relocate_dwarf_sections=False) if self.elf.has_dwarf_info() else None
+        # pyelftools' own annotations are loose (Optional everywhere): Any keeps this module readable
+        self.dwarf: Any = self.elf.get_dwarf_info(relocate_dwarf_sections=False) if self.elf.has_dwarf_info() else None
         self._units: dict[int, _Unit] = {}
         self._cu_starts: list[int] = []
         self._cu_ranges: list[tuple[int, int, int]] = []

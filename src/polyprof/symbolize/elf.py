@@ -274,12 +274,13 @@ class ElfFile:
     def symbols(self) -> Symbols:
         """Function and data symbols: ``.symtab``; without it, ``.dynsym`` and MiniDebugInfo's
         ``.symtab`` together (a stripped Android or Fedora binary keeps both)."""
-        tables = {kind: next((s for s in self.sections if s.type == kind), None) for kind in (SHT_SYMTAB, SHT_DYNSYM)}
-        if tables[SHT_SYMTAB] is not None:
-            found = self._read_symbols(tables[SHT_SYMTAB])
+        symtab = next((s for s in self.sections if s.type == SHT_SYMTAB), None)
+        dynsym = next((s for s in self.sections if s.type == SHT_DYNSYM), None)
+        if symtab is not None:
+            found = self._read_symbols(symtab)
             if len(found):
                 return found
-        parts = [self._read_symbols(tables[SHT_DYNSYM])] if tables[SHT_DYNSYM] is not None else []
+        parts = [self._read_symbols(dynsym)] if dynsym is not None else []
         inner = self.minidebuginfo
         if inner is not None:
             parts.append(inner.symbols)

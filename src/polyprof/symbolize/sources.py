@@ -74,7 +74,7 @@ class Sources:
             return cls(paths=(os.fspath(value),))
         if hasattr(value, "root") and hasattr(value, "find"):  # a Breakpad SymbolStore
             return cls(paths=(str(value.root),))
-        return cls(paths=tuple(os.fspath(v) for v in value))  # type: ignore[union-attr]
+        return cls(paths=tuple(os.fspath(v) for v in value))  # type: ignore[attr-defined]
 
     def binary_path(self) -> list[str]:
         if not self.use_env:
