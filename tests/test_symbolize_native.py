@@ -312,3 +312,26 @@ def test_minidebuginfo_names_functions_of_a_stripped_binary(tmp_path):  # noqa: 
     q, report = symbolize(b.finish(), Sources(use_env=False, system_dirs=()))  # found at its own path
     assert [q.function_name(int(f)) for f in q.lines.function] == ["churn"]
     assert report.mappings[0].after == 1
+
+
+@pytest.mark.parametrize("layout", ["<build id>/<name>", "ab/cdef.debug", "<name>"])
+def test_pprof_binary_path(layout, tmp_path, monkeypatch):  # noqa: ANN001
+    prog = program("c")
+    bid = prog.build_id
+    target = tmp_path / {"<build id>/<name>": f"{bid}/hot_c", "ab/cdef.debug": f"{bid[:2]}/{bid[2:]}.debug",
+                         "<name>": "hot_c"}[layout]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(prog.debug, target)
+    monkeypatch.setenv("PPROF_BINARY_PATH", f"/nonexistent:{tmp_path}")
+    b = ProfileBuilder("simpleperf")
+    b.set_sample_types([("samples", "count")])
+    m = b.mapping(0, 0, 0, "/device/only/hot_c", bid)
+    b.add_sample(b.stack([b.location(m, _churn_address(prog))]), [1])
+    q, report = symbolize(b.finish(), Sources(system_dirs=()))
+    assert q.function_name(int(q.lines.function[-1])) == "churn"
+    assert f"binary path {tmp_path}" in report.mappings[0].source
+
+
+def _churn_address(prog) -> int:  # noqa: ANN001
+    full = ElfFile(str(prog.bin))
+    return next(int(s) for n, s in zip(full.symbols.names, full.symbols.start) if n == "churn") + 4
