@@ -18,6 +18,8 @@ class Options:
     """
 
     sample_index: str | int | None = None
+    #: diff: the base profile's sample type when its name differs from the new one's (default: paired)
+    base_sample_index: str | int | None = None
     nodecount: int = 25
     granularity: str = "functions"
     noinlines: bool = False

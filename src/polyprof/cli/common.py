@@ -57,7 +57,23 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
                         "sample type (on-CPU samples, off-CPU time, or both; default on+off)")
     g.add_argument("--module-names", metavar="FILE",
                    help="Chromium: extra module file names (one per line) to resolve module name hashes")
+    add_profile_flag(g)
     add_symbol_flags(p)
+
+
+def add_profile_flag(g) -> None:  # noqa: ANN001 - an argparse group
+    """--profile N: the multi-profile rule's selector (polyprof.selection)."""
+    g.add_argument("--profile", type=_positive_set, metavar="N[,N]",
+                   help="inputs holding several profiles: use profile N as 'polyprof info' numbers them "
+                        "(profiles with the same sample types are otherwise merged; of different kinds, "
+                        "listed with their selectors)")
+
+
+def _positive_set(text: str) -> tuple[int, ...]:
+    numbers = tuple(sorted(_int_set(text)))
+    if not numbers or numbers[0] < 1:
+        raise argparse.ArgumentTypeError(f"expected profile numbers from 1 ('polyprof info' lists them), got {text!r}")
+    return numbers
 
 
 #: polyprof.symbolize.DEMANGLE_MODES, spelled here so --help imports nothing heavy (a test checks they agree)
@@ -163,13 +179,14 @@ def read_options(args: argparse.Namespace):  # noqa: ANN201 - lazy import keeps 
     return ReadOptions(pid=getattr(args, "pid", None), tid=getattr(args, "tid", None),
                        heap=getattr(args, "heap", None), time_range=getattr(args, "time_range", None),
                        metadata_names=getattr(args, "metadata_names", None),
-                       merge=getattr(args, "merge", False), extra=extra, **symbol_options(args))
+                       merge=getattr(args, "merge", False), profiles=getattr(args, "profile", None),
+                       extra=extra, **symbol_options(args))
 
 
 def analysis_options(args: argparse.Namespace):  # noqa: ANN201
     from polyprof.analysis.options import Options
 
-    names = ("sample_index", "nodecount", "granularity", "noinlines", "focus", "ignore", "hide", "show",
+    names = ("sample_index", "base_sample_index", "nodecount", "granularity", "noinlines", "focus", "ignore", "hide", "show",
              "show_from", "prune_from", "tagfocus", "tagignore", "pid", "tid", "thread", "time_range")
     return Options(**{n: getattr(args, n) for n in names if getattr(args, n, None) is not None})
 
@@ -182,7 +199,7 @@ def read_profile(args: argparse.Namespace, env, path: str | None = None):  # noq
 
     path = path or args.input
     with env.progress(f"reading {path}") as progress:
-        opts = dataclasses.replace(read_options(args), progress=progress)
+        opts = dataclasses.replace(read_options(args), progress=progress, note=env.note)
         return polyprof.read(path, format=getattr(args, "input_format", None), options=opts)
 
 
@@ -200,7 +217,7 @@ def load(args: argparse.Namespace, env, path: str | None = None):  # noqa: ANN00
 
     path = path or args.input
     with env.progress(f"reading {path}") as progress:
-        opts = dataclasses.replace(read_options(args), time_range=None, progress=progress)
+        opts = dataclasses.replace(read_options(args), time_range=None, progress=progress, note=env.note)
         profile = polyprof.read(path, format=getattr(args, "input_format", None), options=opts)
     result = filters.apply(profile, analysis_options(args))
     warn_unmatched(result, env)
@@ -208,20 +225,24 @@ def load(args: argparse.Namespace, env, path: str | None = None):  # noqa: ANN00
 
 
 def load_all(args: argparse.Namespace, env, path: str | None = None) -> list:  # noqa: ANN001
-    """Like :func:`load`, but every profile of the input separately (no merging)."""
+    """Like :func:`load`, but every profile of the input separately (no merging), as
+    :class:`polyprof.selection.Choice` holding the filtered profile; only those
+    ``--profile`` names when it is given. An input without profiles is an error."""
     import dataclasses
 
     import polyprof
     from polyprof.analysis import filters
+    from polyprof.selection import choices, pick
 
     path = path or args.input
     with env.progress(f"reading {path}") as progress:
         opts = dataclasses.replace(read_options(args), time_range=None, progress=progress)
         profiles = polyprof.read_all(path, format=getattr(args, "input_format", None), options=opts)
-    results = [filters.apply(p, analysis_options(args)) for p in profiles]
+    listed = pick(choices(profiles), args.profile or range(1, len(profiles) + 1), path)
+    results = [filters.apply(c.profile, analysis_options(args)) for c in listed]
     for result in results[:1]:
         warn_unmatched(result, env)
-    return results
+    return [dataclasses.replace(c, profile=r.profile) for c, r in zip(listed, results)]
 
 
 def warn_unmatched(result, env) -> None:  # noqa: ANN001

@@ -185,17 +185,21 @@ def union_sample_types(profiles: Sequence[Profile]) -> list[Profile]:
     return out
 
 
-def align_sample_types(profiles: Sequence[Profile], names: Sequence[str] | None = None) -> list[Profile]:
+def align_sample_types(profiles: Sequence[Profile], names: Sequence[str] | None = None,
+                       notes: list[str] | None = None) -> list[Profile]:
     """The profiles with one set of sample types, converting units where they differ.
 
     As ``go tool pprof`` does before merging: the i-th types must be of one
     kind (names equal up to a trailing "s") with units of one family (memory
     or time); every column is scaled to the finest unit seen (values
     rounded to integers), and so is the period. Types listed in another
-    order are reordered to the first profile's order. Raises OptionsError
-    with the two type lists when the kinds or units cannot be reconciled.
-    Profiles that need no change are returned as they are. ``names`` (e.g.
-    file names) make the error say which inputs disagree.
+    order are reordered to the first profile's order. A type whose kind the
+    other profile lacks is paired by unit when each profile has exactly one
+    type of that unit family (``cpu/nanoseconds`` with ``cpu-clock/
+    nanoseconds``); it takes the first profile's name, and ``notes`` gets a
+    line saying so. Raises OptionsError naming both inputs and their type
+    lists when the types cannot be paired. Profiles that need no change are
+    returned as they are. ``names`` (e.g. file names) name the inputs.
     """
     if not profiles:
         return []
@@ -207,12 +211,20 @@ def align_sample_types(profiles: Sequence[Profile], names: Sequence[str] | None 
             orders.append(_column_order(first, p.sample_types))
         except OptionsError as exc:
             raise OptionsError(f"{names[0]} and {name}: {exc}") from None
+        for a, j in zip(first, orders[-1]):
+            b = p.sample_types[j]
+            if _kind(a) != _kind(b) and notes is not None:
+                notes.append(f"note: paired {b} of {name} with {a} of {names[0]} (the only type of that "
+                             "unit in each); pick others with --sample-index/--base-sample-index")
     target = [vt for vt in first]
     for p, order in zip(profiles, orders):
         for i, j in enumerate(order):
             unit = units.finest(target[i].unit, p.sample_types[j].unit)
             target[i] = ValueType(target[i].type, unit)
-    period = _common_period_type(profiles)
+    try:
+        period = _common_period_type(profiles)
+    except OptionsError as exc:
+        raise OptionsError(f"{names[0]} and {names[1] if len(names) > 1 else names[0]}: {exc}") from None
     return [_rescaled(p, order, target, period) for p, order in zip(profiles, orders)]
 
 
@@ -224,14 +236,23 @@ def _compatible(a: ValueType, b: ValueType) -> bool:
     return _kind(a) == _kind(b) and units.finest(a.unit, b.unit) is not None
 
 
+def _same_unit(a: ValueType, b: ValueType) -> bool:
+    return units.finest(a.unit, b.unit) is not None
+
+
 def _column_order(first: list[ValueType], types: list[ValueType]) -> list[int]:
-    """For each type of ``first``: its column in ``types``."""
+    """For each type of ``first``: its column in ``types`` (by position, kind, or unique unit)."""
     if len(first) == len(types) and all(_compatible(a, b) for a, b in zip(first, types)):
         return list(range(len(first)))
     by_kind = {_kind(vt): j for j, vt in enumerate(types)}
     order = [by_kind.get(_kind(vt), -1) for vt in first]
-    if len(first) == len(types) and len(by_kind) == len(types) \
-            and all(j >= 0 and _compatible(vt, types[j]) for vt, j in zip(first, order)):
+    for i, a in enumerate(first):  # a kind the other side lacks: the only type of its unit on each side
+        if order[i] < 0 and sum(_same_unit(a, x) for x in first) == 1:
+            unpaired = [j for j, b in enumerate(types) if _same_unit(a, b)]
+            if len(unpaired) == 1 and unpaired[0] not in order:
+                order[i] = unpaired[0]
+    if len(first) == len(types) and len(set(order)) == len(types) \
+            and all(j >= 0 and _same_unit(vt, types[j]) for vt, j in zip(first, order)):
         return order
     raise OptionsError("cannot combine profiles with different sample types: "
                        f"{', '.join(map(str, first)) or 'none'} vs {', '.join(map(str, types)) or 'none'}")
@@ -243,7 +264,7 @@ def _common_period_type(profiles: Sequence[Profile]) -> ValueType | None:
         return None
     out = kinds[0]
     for vt in kinds[1:]:
-        if not _compatible(out, vt):
+        if not _same_unit(out, vt):
             raise OptionsError(f"cannot combine profiles with different period types: {out} vs {vt}")
         out = ValueType(out.type, units.finest(out.unit, vt.unit))
     return out

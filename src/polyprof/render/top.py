@@ -16,7 +16,10 @@ __all__ = ["profile_header", "report_header", "top_json", "top_text", "value_for
 def profile_header(p: Profile, sample_type: str, sample_unit: str, total: int, fmt) -> list[str]:  # noqa: ANN001
     """The lines pprof prints above a report (File, Type, Time, Duration...)."""
     out = []
-    if len(p.mappings):
+    merged_from = p.extras.get("merged_from")
+    if isinstance(merged_from, list) and merged_from:  # several profiles merged: name each (polyprof.selection)
+        out.append("File: " + ", ".join(map(str, merged_from)))
+    elif len(p.mappings):
         first = p.strings[p.mappings.filename[0]]
         build = p.strings[p.mappings.build_id[0]]
         if first:

@@ -12,7 +12,11 @@ HELP = "summarise a profile: format, sample types, totals, sizes, time, losses, 
 EXAMPLES = """\
 examples:
   polyprof info cpu.pb.gz
-  polyprof info trace.perfetto-trace --format json | jq .extras"""
+  polyprof info trace.perfetto-trace --format json | jq .extras
+  polyprof info trace.perfetto-trace --profile 2       # one profile of a trace holding several
+An input holding several profiles is listed profile by profile, numbered for
+--profile N, each with the selectors that pick it; analyses merge those with
+the same sample types."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,24 +28,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     from polyprof.analysis.info import info
+    from polyprof.selection import Choice
 
     if args.merge:
-        profiles = [common.load(args, env).profile]
-    else:  # an input holding several profiles is described profile by profile
-        profiles = [r.profile for r in common.load_all(args, env)]
-    summaries = [info(p) for p in profiles]
+        listed = [Choice(1, common.load(args, env).profile)]
+    else:  # an input holding several profiles is described profile by profile, numbered for --profile
+        listed = common.load_all(args, env)
+    summaries = [info(c.profile) for c in listed]
+    if len(summaries) > 1:
+        for c, s in zip(listed, summaries):
+            s["profile"], s["selectors"] = c.number, list(c.selectors)
     if args.format == "json":
         body = summaries[0] if len(summaries) == 1 else {"profiles": summaries, "count": len(summaries)}
         env.out(json.dumps(body, indent=1, sort_keys=True))
     elif len(summaries) == 1:
         env.out(render(summaries[0]).rstrip("\n"))
     else:
-        env.out(f"{args.input} holds {len(summaries)} profiles "
-                "(select with --pid/--tid/--heap, or combine them with --merge):")
-        for n, s in enumerate(summaries, 1):
-            labels = s["extras"].get("profile_labels") or {}
-            head = " ".join(f"{k}={v}" for k, v in labels.items()) or f"profile {n}"
-            env.out(f"\n[{n}] {head}")
+        env.out(f"{args.input} holds {len(summaries)} profiles; analyses merge those with the same sample "
+                "types, or pick with the selectors shown (--merge combines different kinds):")
+        for c, s in zip(listed, summaries):
+            env.out("\n" + c.line())
             env.out(render(s).rstrip("\n"))
     return 0
 
