@@ -114,3 +114,16 @@ def test_simpleperf_mangled_symbols_follow_the_mode():
              for mode in ("simple", "full")}
     assert "shapes::fold" in names["simple"]
     assert any(n.startswith("unsigned long shapes::fold<unsigned long>(") for n in names["full"])
+
+
+@pytest.mark.parametrize("engine", ["c++filt", "pure Python"])
+def test_batches_give_the_table_with_either_demangler(engine, monkeypatch):  # noqa: ANN001
+    from polyprof.symbolize import demangle as d
+
+    if engine == "c++filt" and shutil.which("c++filt") is None:
+        pytest.skip("c++filt not installed (binutils)")
+    monkeypatch.setenv("POLYPROF_CXXFILT", "c++filt" if engine == "c++filt" else "")
+    monkeypatch.setattr(d, "_DONE", {})
+    for column, mode in ((1, "full"), (2, "templates"), (3, "simple")):
+        got = d.demangle_names([r[0] for r in ROWS], mode)
+        assert {r[0]: got[r[0]] for r in ROWS} == {r[0]: r[column] for r in ROWS}, mode

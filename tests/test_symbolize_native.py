@@ -75,7 +75,8 @@ def test_stripped_recording_names_what_simpleperf_names(lang):  # noqa: ANN001
     assert len(ours.samples) == len(theirs.samples) > 50
     mine, expected = _physical_stacks(ours, exe), _physical_stacks(theirs, exe)
     assert mine == expected
-    assert sum(len(s) for s in mine) > 50 and "?" not in {n for s in mine for n in s}
+    named = [n for s in mine for n in s]
+    assert len(named) > 50 and named.count("?") < 0.02 * len(named)  # a PLT stub may stay unnamed, for both
     assert ours.samples.values.tolist() == _read(rec.plain).samples.values.tolist()  # values untouched
     report = ours.extras["symbolization"]
     entry = next(m for m in report["mappings"] if m["file"].endswith("/" + exe))
@@ -109,7 +110,7 @@ def _addr2line(debug: Path, addresses: list[int]) -> list[list[tuple[str, int]]]
         for line in text.splitlines():
             file, _, number = re.sub(r" \(discriminator \d+\)$", "", line).rpartition(":")
             chain.append((file, int(number) if number.isdigit() else 0))
-        out.append(chain)
+        out.append([] if chain == [("??", 0)] else chain)  # no line information at all
     return out
 
 

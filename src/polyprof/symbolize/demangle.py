@@ -18,9 +18,11 @@ they are left as the profile spells them (pprof would simplify them too,
 which rewrites e.g. simpleperf's Java names). The function's
 ``system_name`` always keeps the mangled form, so nothing is lost.
 
-The demangler is the pure-Python ``demangle`` package (GNU c++filt
-spelling for Itanium, rustfilt's for Rust, Swift's own); its output is
-checked against c++filt/llvm-cxxfilt in the tests.
+Demangling uses the system's ``c++filt`` (binutils) in one batch when it is
+installed — the pure-Python ``demangle`` package takes milliseconds per
+template-heavy name — and that package otherwise (GNU c++filt spelling for
+Itanium, rustfilt's for Rust, Swift's own, and names c++filt cannot read).
+The tests check both give the stored c++filt references.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-__all__ = ["MODES", "demangle_name", "demangle_profile", "looks_mangled"]
+__all__ = ["MODES", "demangle_name", "demangle_names", "demangle_profile", "looks_mangled"]
 
 MODES = ("simple", "templates", "full", "none")
 _PREFIXES = ("_Z", "__Z", "_R", "$s", "$S", "_$s", "_$S", "_T0", "$e")
@@ -42,7 +44,7 @@ def looks_mangled(name: str) -> bool:
 
 
 def _scheme(name: str) -> str:
-    if name.startswith(("_R", "__R")) or re.search(r"17h[0-9a-f]{16}E$", name):
+    if name.startswith(("_R", "__R")) or re.search(r"17h[0-9a-f]{16}E(?:$|\.)", name):
         return "rust"
     if name.startswith(("$s", "$S", "_$s", "_$S", "_T0", "$e")):
         return "swift"
@@ -61,7 +63,12 @@ def demangle_name(mangled: str, mode: str = "simple") -> str:
         from demangle.schemes.swift import SIMPLIFIED_OPTIONS
 
         return demangle.demangle(mangled, style=demangle.style("llvm", swift=SIMPLIFIED_OPTIONS))
-    full = demangle.demangle(mangled, style="gnu")
+    return _in_mode(mangled, demangle.demangle(mangled, style="gnu"), mode)
+
+
+def _in_mode(mangled: str, full: str, mode: str) -> str:
+    """The mode's form of ``full``, the GNU spelling of ``mangled``."""
+    scheme = _scheme(mangled)
     if full == mangled:
         return full
     if scheme == "rust":  # simple drops generic arguments (foo::<T>), as pprof's demangler does
@@ -70,6 +77,52 @@ def demangle_name(mangled: str, mode: str = "simple") -> str:
         return full
     full = _CLONE.sub("", full)
     return full if mode == "full" else simplify(full, keep_templates=mode == "templates")
+
+
+def demangle_names(names: list[str], mode: str) -> dict[str, str]:
+    """Many names at once: C++ and Rust names through one ``c++filt`` process when binutils is
+    installed (the pure-Python demangler takes milliseconds per template-heavy name; c++filt
+    microseconds, with the same spelling), the rest through :func:`demangle_name`."""
+    wanted = sorted({n for n in names if looks_mangled(n)})
+    out = {n: _DONE[(n, mode)] for n in wanted if (n, mode) in _DONE}
+    todo = [n for n in wanted if n not in out]
+    system = _cxxfilt([n for n in todo if _scheme(n) != "swift"]) if mode != "none" else {}
+    for n in todo:
+        full = system.get(n)
+        out[n] = _DONE[(n, mode)] = _in_mode(n, full, mode) if full is not None and full != n \
+            else demangle_name(n, mode)
+    if len(_DONE) > 1 << 18:  # a long-lived process (the store, the web view) stays bounded
+        _DONE.clear()
+    return out
+
+
+_DONE: dict[tuple[str, str], str] = {}
+
+
+def _cxxfilt(names: list[str]) -> dict[str, str]:
+    """GNU spellings from c++filt (``$POLYPROF_CXXFILT`` names another, "" none); {} without it."""
+    import os
+    import shutil
+    import subprocess
+
+    forced = os.environ.get("POLYPROF_CXXFILT")
+    exe = (shutil.which(forced) if forced else None) if forced is not None else shutil.which("c++filt")
+    if not exe or not names or any("\n" in n for n in names):
+        return {}
+    try:
+        done = subprocess.run([exe], input="\n".join(names) + "\n", capture_output=True, text=True,
+                              encoding="utf-8", errors="replace", timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) != len(names):
+        return {}
+    out = {}
+    for n, full in zip(names, lines):
+        if _scheme(n) == "rust":  # rustfilt's spelling: no legacy hash, no v0 crate disambiguators
+            full = re.sub(r"::h[0-9a-f]{16}\b", "", full) if n.startswith("_Z") else re.sub(r"\[[0-9a-f]+\]", "", full)
+        out[n] = full
+    return out
 
 
 def _drop_turbofish(name: str) -> str:
@@ -90,81 +143,111 @@ def _drop_turbofish(name: str) -> str:
     return "".join(out)
 
 
-def _skip_operator(text: str, i: int) -> int:
-    """If an operator name starts at ``i``, the index after it; else ``i``."""
-    if text.startswith("operator", i) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
-        m = _OPERATOR.match(text, i)
-        if m:
-            return m.end()
-    return i
+_TOKENS = re.compile(r"operator|[()<>\[\]{}]")
 
 
-def _groups(text: str) -> list[tuple[int, int, str]]:
-    """Top-level and nested bracket groups as (start, end, opener), operator names skipped."""
-    out: list[tuple[int, int, str]] = []
+def _groups(text: str) -> list[tuple[int, int, str, int]]:
+    """Bracket groups as (start, end, opener, depth), operator names skipped; one regex scan."""
+    out: list[tuple[int, int, str, int]] = []
     stack: list[tuple[int, str]] = []
     pairs = {"(": ")", "<": ">", "[": "]", "{": "}"}
-    i = 0
-    while i < len(text):
-        j = _skip_operator(text, i)
-        if j != i:
-            i = j
+    skip_to = 0
+    for m in _TOKENS.finditer(text):
+        i = m.start()
+        if i < skip_to:
             continue
-        c = text[i]
+        c = m.group()
+        if c == "operator":
+            if i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"):
+                op = _OPERATOR.match(text, i)
+                skip_to = op.end() if op else i
+            continue
         if c in pairs:
             stack.append((i, c))
         elif stack and c == pairs[stack[-1][1]]:
             start, opener = stack.pop()
-            out.append((start, i + 1, opener))
-        i += 1
+            out.append((start, i + 1, opener, len(stack)))
     return out
+
+
+_INNERMOST_ANGLES = re.compile(r"<[^<>]*>")
+_INNERMOST_PARENS = re.compile(r"\([^()]*\)")
+_TRAILING_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))+$")
+
+
+_PROTECTED = re.compile(r"\(anonymous namespace\)|\{[^{}]*\}|(?<![\w])operator(?:\(\)|\[\]|<=>|<<=|>>=|->\*|<<|>>|<=|>=|->|<|>|\s[^(<]+?(?=\(|$))")
+
+
+def _simple_fast(full: str) -> str | None:
+    """``simplify(full, keep_templates=False)`` by regular expressions (C speed): operator names,
+    lambda braces and ``(anonymous namespace)`` are set aside, then innermost <...> and (...)
+    groups are stripped until none are left, then trailing qualifiers and the return type before
+    the last space. None when the name does not fit (the careful path takes it)."""
+    if "\0" in full:
+        return None
+    kept: list[str] = []
+
+    def keep(m: re.Match) -> str:
+        kept.append(m.group())
+        return f"\0{len(kept) - 1}\0"
+
+    text = _PROTECTED.sub(keep, full)
+    for pattern in (_INNERMOST_ANGLES, _INNERMOST_PARENS):
+        while True:
+            shorter = pattern.sub("", text)
+            if shorter == text:
+                break
+            text = shorter
+    if any(c in text for c in "<>(){}"):
+        return None  # unbalanced or unusual: leave it to the careful path
+    text = _TRAILING_QUALIFIERS.sub("", text).rsplit(" ", 1)[-1]
+    return re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], text)
 
 
 def simplify(full: str, *, keep_templates: bool) -> str:
     """pprof's simplified C++ name: drop the parameter list, return type, enclosing
     functions' parameters and (unless ``keep_templates``) template arguments."""
-    text = _drop_params(full)
-    text = _drop_return_type(text)
+    fast = None if keep_templates else _simple_fast(full)
+    if fast is not None:
+        return fast
+    text = _drop_params(full, _groups(full))
+    text = _drop_return_type(text, _groups(text))
     cut = []
     groups = _groups(text)
-    for start, end, opener in groups:
-        inner = text[start:end]
-        if opener == "(" and inner != "(anonymous namespace)" and not _inside(groups, start, "<{"):
+    for start, end, opener, _ in groups:
+        if opener == "(" and text[start:end] != "(anonymous namespace)" and not _inside(groups, start, "<{"):
             cut.append((start, end))  # an enclosing function's parameters: f(int)::g
         elif opener == "<" and not keep_templates and not _inside(groups, start, "{"):
             cut.append((start, end))
     return _remove(text, cut)
 
 
-def _inside(groups: list[tuple[int, int, str]], at: int, openers: str) -> bool:
+def _inside(groups: list[tuple[int, int, str, int]], at: int, openers: str) -> bool:
     """Whether position ``at`` lies inside a group opened by one of ``openers`` (lambda braces,
     template arguments: ``std::function<void ()>`` keeps its ``()``)."""
-    return any(opener in openers and start < at < end for start, end, opener in groups)
+    return any(opener in openers and start < at < end for start, end, opener, _ in groups)
 
 
-def _drop_params(text: str) -> str:
+def _drop_params(text: str, groups: list[tuple[int, int, str, int]]) -> str:
     """Cut the outermost trailing parameter list (and cv/ref qualifiers after it)."""
-    for start, end, opener in sorted(_groups(text), key=lambda g: -g[0]):
-        if opener == "(" and _QUALIFIERS.match(text[end:]) and _depth0(text, start):
+    for start, end, opener, depth in sorted(groups, key=lambda g: -g[0]):
+        if opener == "(" and depth == 0 and _QUALIFIERS.match(text[end:]):
             return text[:start]
     return text
 
 
-def _depth0(text: str, at: int) -> bool:
-    return not any(s < at < e for s, e, _ in _groups(text))
-
-
-def _drop_return_type(text: str) -> str:
-    """Cut a return type: everything up to the last depth-0 space before the name."""
-    groups = _groups(text)
-    i = len(text)
+def _drop_return_type(text: str, groups: list[tuple[int, int, str, int]]) -> str:
+    """Cut a return type: everything up to the last depth-0 space before the name (spaces of an
+    operator name such as ``operator new`` excepted)."""
+    inner = bytearray(len(text) + 1)
+    for start, end, _, _ in groups:
+        inner[start + 1:end - 1] = b"\1" * (end - start - 2)
     op = text.rfind("operator")
-    limit = op if op >= 0 and _depth0(text, op) else len(text)
-    for pos in range(min(limit, len(text)) - 1, -1, -1):
-        if text[pos] == " " and not any(s < pos < e for s, e, _ in groups):
-            i = pos
-            break
-    return text[i + 1:] if i < len(text) else text
+    limit = op if op >= 0 and not inner[op] else len(text)
+    for pos in range(limit - 1, -1, -1):
+        if text[pos] == " " and not inner[pos]:
+            return text[pos + 1:]
+    return text
 
 
 def _remove(text: str, spans: list[tuple[int, int]]) -> str:
@@ -189,13 +272,14 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False):  # 
     if not force and not _any_mangled(s, f):
         return profile  # the usual case (Go, Java, already demangled): one pass over the names
     names, systems = f.name.tolist(), f.system_name.tolist()
+    sources = {i: _source(s[n], s[sy], force, mode) for i, (n, sy) in enumerate(zip(names, systems))}
+    batch = demangle_names([x for x in sources.values() if x], mode)
     changes: dict[int, tuple[str, str]] = {}
-    for i, (n, sy) in enumerate(zip(names, systems)):
-        name, system = s[n], s[sy]
-        source = _source(name, system, force, mode)
+    for i, source in sources.items():
         if source is None:
             continue
-        new = demangle_name(source, mode) if looks_mangled(source) else _heuristic(source, mode)
+        name, system = s[names[i]], s[systems[i]]
+        new = batch[source] if source in batch else _heuristic(source, mode)
         if new != name or source != system:
             changes[i] = (new, source)
     if not changes:

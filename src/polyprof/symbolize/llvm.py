@@ -67,8 +67,7 @@ class LlvmSymbolizer:
         try:
             self.proc = subprocess.Popen(
                 [exe, "--output-style=LLVM", "--no-demangle", "--inlines", "--functions=linkage"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                text=True, encoding="utf-8", errors="replace", bufsize=1 << 16)
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=1 << 16)
         except OSError as exc:
             raise LlvmSymbolizerError(f"cannot start {exe}: {exc}") from None
 
@@ -79,7 +78,7 @@ class LlvmSymbolizer:
             return []
         if '"' in path or "\n" in path:
             raise LlvmSymbolizerError(f"cannot pass the file name {path!r} to llvm-symbolizer")
-        request = "".join(f'"{path}" {a:#x}\n' for a in addrs)
+        request = "".join(f'"{path}" {a:#x}\n' for a in addrs).encode("utf-8", "surrogateescape")
         failure: list[BaseException] = []
 
         def feed() -> None:
@@ -94,18 +93,17 @@ class LlvmSymbolizer:
         writer.start()
         out: list[list[Frame]] = []
         assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        pending = b""
         try:
-            answer: list[str] = []
+            # Big reads split on the blank line that ends each answer: per-line reads cost
+            # more than llvm-symbolizer itself on 100k addresses.
             while len(out) < len(addrs):
-                line = self.proc.stdout.readline()
-                if not line:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
                     raise LlvmSymbolizerError(f"{self.exe} exited while symbolizing {path}")
-                line = line.rstrip("\n")
-                if line:
-                    answer.append(line)
-                else:  # a blank line ends each answer
-                    out.append(_frames(answer))
-                    answer = []
+                *answers, pending = (pending + chunk).split(b"\n\n")
+                out.extend(_frames(a.decode("utf-8", "replace").strip("\n").split("\n")) for a in answers)
         except LlvmSymbolizerError:
             self.close()
             raise
