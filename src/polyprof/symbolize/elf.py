@@ -101,6 +101,17 @@ class Symbols:
             return None
         return self.names[i], self.files[i]
 
+    def lookup_many(self, addresses: list[int]) -> list[tuple[str, str] | None]:
+        """:meth:`lookup` for many addresses at once (one vectorized search)."""
+        if not len(self.names) or not addresses:
+            return [None] * len(addresses)
+        wanted = np.asarray(addresses, dtype=np.uint64)
+        i = np.searchsorted(self.start, wanted, side="right") - 1
+        at = np.maximum(i, 0)
+        size = self.size[at]
+        hit = (i >= 0) & ((size == 0) | (self.start[at] + size > wanted))
+        return [(self.names[j], self.files[j]) if ok else None for j, ok in zip(at.tolist(), hit.tolist())]
+
     def __len__(self) -> int:
         return len(self.names)
 

@@ -142,8 +142,7 @@ class Resolver:
         chains = self._dwarf(path, todo) if path else [[] for _ in todo]
         syms = module.symbols()
         fresh: dict[int, list[Frame]] = {}
-        for address, frames in zip(todo, chains):
-            named = syms.lookup(address) if len(syms) else None
+        for address, frames, named in zip(todo, chains, syms.lookup_many(todo)):
             if named is not None:
                 name, file = named
                 last = frames[-1] if frames else Frame("")
