@@ -168,7 +168,7 @@ def _scale(a: str, b: str) -> float | None:
 
 def function_table(p: Profile, index: int) -> dict[str, tuple[int, int]]:
     """name -> (flat, cum) of every function, as ``top --nodecount 0`` gives them."""
-    result = top(p, Options(sample_index=index, nodecount=0))
+    result = top(p, Options(sample_index=index, nodecount=0, nodefraction=0, edgefraction=0))
     return {row.name: (row.flat, row.cum) for row in result.rows}
 
 

@@ -51,8 +51,11 @@ def test_profiles_of_different_kinds_are_one_error_listing_the_selectors(cli, pe
     listed = [line.strip() for line in r.err.splitlines()[1:]]
     assert listed[0].startswith("[1] kind=heap pid=25587") and "--profile 1 or --pid 25587" in listed[0]
     assert listed[1].startswith("[2] kind=perf") and "--profile 2 or --pid 26698" in listed[1]
-    info = cli("info", peer / MIXED).out  # info shows the same list
-    assert all(line in info.splitlines() for line in listed)
+    info = cli("info", peer / MIXED).out.splitlines()  # info shows the same profiles and selectors
+    for n, line in enumerate(listed, 1):
+        heading = next(i for i, text in enumerate(info) if text.startswith(f"[{n}] "))
+        assert line.split(" dump_time")[0].split(":")[0] in info[heading]
+        assert info[heading + 1] == "select with " + line.split("(select with ")[1].rstrip(")")
     for selector in (("--profile", "2"), ("--pid", "26698")):
         picked = cli("top", peer / MIXED, *selector)
         assert picked.code == 0 and "File: Prebuilt2.apk" in picked.out, selector

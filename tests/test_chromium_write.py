@@ -156,7 +156,7 @@ def top_table(p, index):  # noqa: ANN001, ANN201
     from polyprof.analysis.options import Options
     from polyprof.analysis.top import top
 
-    return {(r.name, r.flat, r.cum) for r in top(p, Options(sample_index=index, nodecount=0)).rows}
+    return {(r.name, r.flat, r.cum) for r in top(p, Options(sample_index=index, nodecount=0, nodefraction=0, edgefraction=0)).rows}
 
 
 def test_cpu_time_stays_cpu_time_and_wall_time_in_weights_keeps_its_values() -> None:

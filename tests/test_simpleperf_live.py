@@ -116,7 +116,7 @@ def _ours(p, pid: int | None = None) -> dict[str, tuple[int, int]]:  # noqa: ANN
     from polyprof.analysis.options import Options
     from polyprof.analysis.top import top
 
-    options = Options(sample_index="cpu-clock", nodecount=0, pid=frozenset({pid}) if pid is not None else None)
+    options = Options(sample_index="cpu-clock", nodecount=0, nodefraction=0, edgefraction=0, pid=frozenset({pid}) if pid is not None else None)
     return {row.name: (row.cum, row.flat) for row in top(p, options).rows}
 
 

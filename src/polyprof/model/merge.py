@@ -31,11 +31,16 @@ from polyprof.model import units
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.profile import Label, Profile, SampleTable, ValueType
 
-__all__ = ["align_sample_types", "compact", "copy_into", "merge", "merge_extras", "sample_groups", "union_sample_types"]
+__all__ = ["BASE_LABEL", "align_sample_types", "compact", "copy_into", "merge", "merge_as_pprof", "merge_extras",
+           "negated", "sample_groups", "subtract", "union_sample_types"]
+
+#: The label ``go tool pprof -diff_base`` puts on the samples of the base profile.
+BASE_LABEL = "pprof::base"
 
 
-def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ()) -> None:
-    """Re-intern every table of ``p`` into ``b`` and append its samples."""
+def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ()) -> np.ndarray:
+    """Re-intern every table of ``p`` into ``b`` and append its samples; returns the
+    builder's location id of every location row of ``p``."""
     strs = p.strings
     f = p.functions
     fmap = np.array([b.function(strs[f.name[i]], strs[f.system_name[i]], strs[f.filename[i]],
@@ -64,6 +69,7 @@ def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ())
     sm = p.samples
     optional = {name: getattr(sm, name) for name in sm.OPTIONAL_COLUMNS}
     b.add_samples_bulk(cmap[sm.stack], sm.values, lsmap[sm.labelset], **optional)
+    return lmap
 
 
 def merge_extras(profiles: Sequence[Profile]) -> dict:
@@ -292,3 +298,42 @@ def _rescaled(p: Profile, order: list[int], target: list[ValueType], period: Val
         changes["default_sample_type"] = target[order.index(named[0])].type
     return dataclasses.replace(p, comments=list(p.comments), extras=dict(p.extras),
                                warnings=list(p.warnings), **changes)
+
+
+# ---------------------------------------------------------------- go tool pprof's algebra
+
+def merge_as_pprof(profiles: Sequence[Profile], names: Sequence[str] | None = None) -> Profile:
+    """Several sources merged as ``go tool pprof a b ...`` merges them: units aligned,
+    every sample kept, durations added, the first default sample type any input names
+    (pprof's ``combineHeaders``), earliest start."""
+    merged = merge(align_sample_types(profiles, names))
+    merged.duration_nanos = sum(p.duration_nanos for p in profiles)
+    merged.default_sample_type = next((p.default_sample_type for p in profiles if p.default_sample_type), "")
+    return merged
+
+
+def negated(p: Profile, extra_labels: Sequence[Label] = ()) -> Profile:
+    """``p`` with every value negated (pprof's ``Scale(-1)``), ``extra_labels`` added to every sample."""
+    s = p.samples
+    table = SampleTable(stack=s.stack, values=-s.values, labelset=s.labelset,
+                        **{n: getattr(s, n) for n in s.OPTIONAL_COLUMNS})
+    out = dataclasses.replace(p, samples=table, comments=list(p.comments), extras=dict(p.extras),
+                              warnings=list(p.warnings))
+    if not extra_labels:
+        return out
+    b = ProfileBuilder(p.source_format)
+    b.set_sample_types(p.sample_types)
+    b.meta.default_sample_type = p.default_sample_type
+    copy_into(b, out, extra_labels)
+    return dataclasses.replace(b.finish(), period_type=p.period_type, period=p.period, time_nanos=p.time_nanos,
+                               duration_nanos=p.duration_nanos, comments=list(p.comments))
+
+
+def subtract(p: Profile, base: Profile, *, mark_base: bool = False) -> Profile:
+    """``p`` minus ``base`` as ``go tool pprof -base`` (``-diff_base`` with ``mark_base``):
+    the base's samples are merged in with negated values, so totals and reports show
+    the difference. ``mark_base`` labels them ``pprof::base=true``; reports then take
+    their percentages of the base's total, as pprof does."""
+    p, base = align_sample_types([p, base], ["profile", "base"])
+    labels = (Label(BASE_LABEL, str="true"),) if mark_base else ()
+    return merge_as_pprof([p, negated(base, labels)])

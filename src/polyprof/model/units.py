@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["finest", "scale", "split_unit", "with_unit"]
+__all__ = ["finest", "scale", "scaled_label", "split_unit", "with_unit"]
 
 _UNIT_TYPES = (
     (("B", ("b", "byte"), 1.0), ("kB", ("kb", "kbyte", "kilobyte"), 2.0 ** 10),
@@ -88,3 +88,16 @@ def split_unit(name: str) -> tuple[str, str | None]:
     """(name, unit) of an event name written by :func:`with_unit`; unit None when it carries none."""
     m = _NAMED_UNIT.fullmatch(name)
     return (m.group(1), m.group(2)) if m else (name, None)
+
+
+def _go_float(v: float) -> str:
+    text = f"{v:.2f}"
+    return text[:-3] if text.endswith(".00") else text
+
+
+def scaled_label(value: int, from_unit: str, to_unit: str) -> str:
+    """``value`` as pprof's ``ScaledLabel`` prints it: scaled to ``to_unit``, two decimals
+    at most, the unit appended ("1.50MB", "12ms", "0")."""
+    v, u = scale(value, from_unit, to_unit)
+    text = _go_float(v)
+    return "0" if text in ("0", "-0") else text + u
