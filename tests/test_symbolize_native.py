@@ -94,7 +94,14 @@ def test_top_matches_simpleperf_on_the_programs_own_frames(lang, capsys):  # noq
     ours = capsys.readouterr().out
     assert main(["top", str(rec.self_symbolized), *show]) == 0
     theirs = capsys.readouterr().out
-    assert ours == theirs
+    import json
+
+    def rows(text: str) -> list:  # what simpleperf knows too (ours also have files from DWARF)
+        data = json.loads(text)
+        table = next(v for v in data.values() if isinstance(v, list) and v and isinstance(v[0], dict) and "flat" in v[0])
+        return [(r["name"], r["flat"], r["cum"]) for r in table]
+
+    assert rows(ours) == rows(theirs) and len(rows(ours)) >= 2
 
 
 def _addr2line(debug: Path, addresses: list[int]) -> list[list[tuple[str, int]]]:
