@@ -122,7 +122,7 @@ def symbol_options(args: argparse.Namespace) -> dict:
             "java_mappings": tuple(getattr(args, "java_mappings", None) or ()),
             "offline": bool(getattr(args, "offline", False)),
             "symbolizer": getattr(args, "symbolizer", None) or "auto",
-            "demangle": getattr(args, "demangle", None)}
+            "demangle": getattr(args, "demangle", None), **pprof_symbolize(args)}
 
 
 def add_output_format(p: argparse.ArgumentParser) -> None:
@@ -247,20 +247,24 @@ def _symbolize(text: str) -> str:
 
 
 def _symbolize_options(args: argparse.Namespace, env) -> str:  # noqa: ANN001
-    """What --symbolize means here: 'none' (names as stored) or '' (pprof's default clean-up).
-
-    ``demangle=MODE`` goes to the demangler's own flag when this version has one
-    (``--demangle``); otherwise a note says it has no effect."""
+    """What --symbolize means for the report: 'none' (names as stored) or '' (pprof's default
+    clean-up). Its reading half (``demangle=MODE``, ``none``) is in :func:`pprof_symbolize`."""
     mode = getattr(args, "symbolize", "") or ""
-    parts = mode.split(":")
+    return "none" if any(x in ("none", "no") for x in mode.split(":")) else ""
+
+
+def pprof_symbolize(args: argparse.Namespace) -> dict:
+    """The ReadOptions that pprof's ``-symbolize=`` spelling asks for: ``none`` reads names as
+    stored (no symbolization, no demangling); ``demangle=MODE`` is ``--demangle MODE`` unless
+    that flag is given too."""
+    parts = (getattr(args, "symbolize", "") or "").split(":")
+    out: dict = {}
     demangle = next((x.removeprefix("demangle=") for x in parts if x.startswith("demangle=")), None)
-    if demangle is not None and demangle != "default":
-        if hasattr(args, "demangle"):
-            args.demangle = demangle
-        elif env is not None:
-            env.note(f"note: --symbolize demangle={demangle} needs polyprof's demangler, not in this version; "
-                     "names keep pprof's default clean-up")
-    return "none" if any(x in ("none", "no") for x in parts) else ""
+    if demangle not in (None, "default") and getattr(args, "demangle", None) is None:
+        out["demangle"] = demangle
+    if any(x in ("none", "no") for x in parts):
+        out["symbolize"] = False
+    return out
 
 
 def add_base_flags(p: argparse.ArgumentParser) -> None:
