@@ -105,6 +105,7 @@ function setupControls() {
 
 async function render() {
   const gen = page.nextGeneration();
+  delete document.body.dataset.ready; // set again once this view is complete (tests wait for it)
   page.showError(null);
   page.showWarning(null);
   header();
