@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import signal
 import socket
@@ -78,13 +79,18 @@ def test_pprof_spelling_of_the_address(tmp_path):
 
 def test_go_tool_pprof_spelling_starts_the_web_view():
     # what a pprof user types: go tool pprof -http=:8080 -no_browser FILE
-    proc, url = _start("-http=127.0.0.1:0", "-no_browser", str(DEMO), verb=())
+    # with pprof's report flags, which start the page as they shape pprof's web view
+    proc, url = _start("-http=127.0.0.1:0", "-no_browser", "-cum", "-symbolize=none", "-nodefraction=0.1",
+                       "-diff_base", str(DEMO), str(DEMO), verb=())
     try:
         with urllib.request.urlopen(url + "api/session") as resp:
-            assert b"demo.pb.gz" in resp.read()
+            session = json.loads(resp.read())
     finally:
         code, _ = _stop(proc)
     assert code == 130
+    assert [x["name"] for x in session["inputs"]] == ["demo.pb.gz", "demo.pb.gz (base)"]
+    assert session["base"] == 1
+    assert session["defaults"] == {"cum": "1", "symbolize": "none", "nodefraction": "0.1"}
 
 
 def test_a_port_in_use_is_a_clear_error(cli):
@@ -139,8 +145,6 @@ def test_the_readme_serve_commands_start():
 
 
 def test_several_files_merged_are_one_input_labelled_by_file(tmp_path):
-    import json
-
     other = tmp_path / "other.pb.gz"
     other.write_bytes(DEMO.read_bytes())
     proc, url = _start(str(DEMO), str(other), "--merge", "--no-browser", "--port", "0")

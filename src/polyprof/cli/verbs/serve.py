@@ -37,7 +37,8 @@ def _http(text: str) -> tuple[str | None, int]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="+", metavar="FILE", help="profile files (any readable format; gzip is fine)")
-    p.add_argument("--base", metavar="BASE", help="profile to compare against: turns on the diff view")
+    p.add_argument("--base", "--diff-base", metavar="BASE",
+                   help="profile to compare against: turns on the diff view (pprof's -base and -diff_base)")
     g = p.add_argument_group("server")
     g.add_argument("--host", default=None, metavar="ADDR",
                    help="address to bind (default 127.0.0.1; anything else is reachable from other machines)")
@@ -46,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--http", type=_http, metavar="[HOST]:PORT", help="pprof's spelling of --host and --port")
     g.add_argument("--no-browser", action="store_true", help="do not open a browser, just print the URL")
     common.add_analysis_flags(p, nodecount=None)
+    common.add_report_flags(p)  # pprof's report flags set the page's starting state, as on pprof -http
     common.add_filter_flags(p)
     common.add_input_flags(p)
 
@@ -119,11 +121,15 @@ def _session(args: argparse.Namespace, env):  # noqa: ANN001, ANN202
 
 
 def _defaults(args: argparse.Namespace) -> dict[str, str]:
-    """The command line's analysis and filter flags as the page's URL parameters."""
+    """The command line's analysis, report and filter flags as the page's URL parameters
+    (those that differ from the library's defaults: the page's tables show every node
+    unless --nodefraction asks otherwise)."""
+    from polyprof.analysis.options import Options
+
     out: dict[str, str] = {}
-    options = common.analysis_options(args)
+    options, plain = common.analysis_options(args), vars(Options())
     for name, value in vars(options).items():
-        if value is None or value is False or name == "nodecount":
+        if value is None or value is False or name == "nodecount" or value == plain[name]:
             continue
         if isinstance(value, frozenset):
             value = ",".join(str(v) for v in sorted(value))
@@ -131,8 +137,6 @@ def _defaults(args: argparse.Namespace) -> dict[str, str]:
             value = ":".join("" if v is None else str(v) for v in value)
         elif value is True:
             value = "1"
-        if name == "granularity" and value == "functions":
-            continue
         out[name] = str(value)
     return out
 
