@@ -312,16 +312,16 @@ def test_hostile_names_render_as_text(page):
         assert "<script>alert(1)</script>" in page.locator("main h2").first.inner_text()
 
 
-@pytest.mark.parametrize("view", ["flame", "top", "sandwich", "tree", "timeline", "labels", "diff"])
-def test_every_view_renders(page, view, tmp_path):
+def test_every_view_renders(page, tmp_path):
     path = input_path("simpleperf", tmp_path)
     a = app(path, base=path)
     fn = get(a, "/api/top?nodecount=1")["rows"][0]["name"]
-    with served(a) as url:
-        _open(page, url, f"view={view}&fn={urllib.parse.quote(fn)}")
-        assert page.locator("#error").is_hidden(), page.locator("#error").inner_text()
-        assert page.locator(f"#tab-{view}").get_attribute("aria-selected") == "true"
-        _shot(page, f"view-{view}")
+    with served(a) as url:  # one server and one page for all of them
+        for view in ("flame", "top", "sandwich", "tree", "timeline", "labels", "diff"):
+            _open(page, url, f"view={view}&fn={urllib.parse.quote(fn)}")
+            assert page.locator("#error").is_hidden(), (view, page.locator("#error").inner_text())
+            assert page.locator(f"#tab-{view}").get_attribute("aria-selected") == "true", view
+            _shot(page, f"view-{view}")
 
 
 def test_labels_focus_a_value_and_split_the_flame_graph(page):

@@ -33,10 +33,13 @@ function describeNode(box, n, extra = []) {
 function chart({ label, params, details, onZoom, small = false, remember = 'sel', endpoint = 'node' }) {
   const fetchNode = (id) => api.get(endpoint, params({ id }), { remember: true });
   let hoverTimer = null;
+  let focused = null;
+  let hovered = null;
   return new FlameChart({
     label, small, onZoom,
     onHover: (h) => {
       clearTimeout(hoverTimer);
+      hovered = h ? h.id : null;
       const box = tip();
       if (!h) { box.hidden = true; return; }
       box.textContent = clip(h.name, 600);
@@ -45,12 +48,14 @@ function chart({ label, params, details, onZoom, small = false, remember = 'sel'
       box.hidden = false;
       hoverTimer = setTimeout(async () => {
         const n = await fetchNode(h.id);
-        if (!box.hidden) box.textContent = [clip(n.name, 600), ...nodeLines(n)].join('\n');
+        if (!box.hidden && hovered === h.id) box.textContent = [clip(n.name, 600), ...nodeLines(n)].join('\n');
       }, 40);
     },
     onFocus: async (id) => {
       if (remember) state.navigate({ [remember]: id }, { replace: true, silent: true });
-      describeNode(details, await fetchNode(id));
+      focused = id;
+      const n = await fetchNode(id);
+      if (focused === id) describeNode(details, n); // answers can arrive out of order: the last key wins
     },
   });
 }
