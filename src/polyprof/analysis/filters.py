@@ -63,6 +63,7 @@ from polyprof.analysis.options import Options
 from polyprof.errors import OptionsError
 from polyprof.formats.viewer import sample_threads
 from polyprof.model.profile import Profile, ValueType
+from polyprof.model.tree import segment_owner, segment_positions
 
 __all__ = ["FILTERS", "FilterResult", "apply", "prepare", "time_origin"]
 
@@ -193,8 +194,8 @@ def _names(p: Profile) -> list[str]:
 
 def _line_positions(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     """Per line row: its location, and its position in it (0 = innermost)."""
-    line_loc = np.repeat(np.arange(len(p.locations)), np.diff(p.locations.line_start))
-    return line_loc, np.arange(len(p.lines)) - p.locations.line_start[line_loc]
+    counts = np.diff(p.locations.line_start)
+    return segment_owner(counts), segment_positions(counts)
 
 
 def _by_name(p: Profile, rx: dict, matched: dict[str, bool]) -> tuple[Profile, np.ndarray]:

@@ -23,10 +23,11 @@ import numpy as np
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.graph import NodeMap, Weights, calls, callsite_weights, euler, node_map, node_weights, ranked
+from polyprof.analysis.graph import NodeMap, Weights, calls, callsite_weights, node_map, node_weights, ranked
 from polyprof.analysis.options import Options
 from polyprof.errors import OptionsError
 from polyprof.model.profile import Profile, ValueType
+from polyprof.model.tree import outermost
 
 __all__ = ["TreeEdge", "TreeNode", "TreeResult", "call_edges", "peek", "tree"]
 
@@ -126,13 +127,9 @@ def call_edges(p: Profile, nodes: NodeMap, w: Weights,
 def _once_per_stack(p: Profile, group: np.ndarray, pc: np.ndarray, subtree: np.ndarray, size: int) -> np.ndarray:
     """Per group: sum of ``subtree`` over occurrences with no occurrence of the group above them."""
     out = np.zeros(size, dtype=np.int64)
-    tin, tout = euler(p)
-    big = np.int64(len(p.callsites) + 1)
-    key = group * big + tin[pc]
-    order = np.argsort(key, kind="stable")
-    key, sites, grp = key[order], pc[order], group[order]
-    reach = grp * big + tout[sites]
-    prev = np.append(-1, np.maximum.accumulate(reach)[:-1])
-    top = key > prev
+    tin, tout = p.callsites.euler()
+    order = np.argsort(group * np.int64(len(p.callsites) + 1) + tin[pc], kind="stable")
+    sites, grp = pc[order], group[order]
+    top = outermost(grp, tin[sites], tout[sites])
     np.add.at(out, grp[top], subtree[sites[top]])
     return out

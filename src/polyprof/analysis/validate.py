@@ -37,6 +37,7 @@ from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.options import Options
 from polyprof.model.profile import Profile, ValueType
+from polyprof.model.tree import segment_owner
 
 __all__ = ["STACK_LIMITS", "MappingQuality", "QualityReport", "validate"]
 
@@ -163,10 +164,10 @@ def _mappings(p: Profile, values: np.ndarray) -> list[MappingQuality]:
     loc = p.locations
     named_fn = np.array([bool(p.strings[n] or p.strings[s]) for n, s in
                          zip(p.functions.name.tolist(), p.functions.system_name.tolist())] + [False], dtype=bool)
-    line_loc = np.repeat(np.arange(len(loc)), np.diff(loc.line_start))
+    line_loc = segment_owner(np.diff(loc.line_start))
     symbolized = np.bincount(line_loc[named_fn[p.lines.function]], minlength=len(loc)) > 0
     used = np.zeros(len(loc), dtype=bool)
-    used[p.callsites.location[np.unique(_live_callsites(p))]] = True
+    used[p.callsites.location[_live_callsites(p)]] = True
     stack = p.samples.stack
     has = stack >= 0
     leaf_loc = p.callsites.location[stack[has]]
@@ -186,14 +187,9 @@ def _mappings(p: Profile, values: np.ndarray) -> list[MappingQuality]:
 
 def _live_callsites(p: Profile) -> np.ndarray:
     """Every callsite on the stack of some sample."""
-    cs = p.callsites
-    on = np.zeros(len(cs) + 1, dtype=bool)
-    frontier = np.unique(p.samples.stack)
-    while frontier.size:
-        frontier = frontier[(frontier >= 0) & ~on[frontier]]
-        on[frontier] = True
-        frontier = np.unique(cs.parent[frontier]) if frontier.size else frontier
-    return np.nonzero(on[:-1])[0]
+    stack = p.samples.stack
+    ends = np.bincount(stack[stack >= 0], minlength=len(p.callsites))
+    return np.flatnonzero(p.callsites.subtree_sums(ends))
 
 
 def _mapping_name(p: Profile, m: int) -> str:

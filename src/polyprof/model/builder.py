@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from polyprof.model.bulk_stacks import intern_stacks
 from polyprof.model.profile import (
     CallsiteTable,
     FunctionTable,
@@ -211,104 +212,26 @@ class ProfileBuilder:
 
         ``flat[offsets[i]:offsets[i+1]]`` are the locations of stack ``i``.
         Works one depth level at a time over all stacks (vectorized), so the
-        cost is a sort per level rather than a dict lookup per frame.
+        cost is a sort per level rather than a dict lookup per frame; the
+        callsites come numbered in pre-order (see :mod:`polyprof.model.bulk_stacks`).
         """
         flat = np.asarray(flat)
         if flat.dtype.kind not in "iu":
             flat = flat.astype(np.int64)
         offsets = np.asarray(offsets, dtype=np.int64)
         n = len(offsets) - 1
-        result = np.full(n, -1, dtype=np.int32)
         if n == 0 or len(flat) == 0:
-            return result
+            return np.full(n, -1, dtype=np.int32)
         self._flush_callsites_to_arrays()
-        parents, locs = self._cs_arrays
-        if len(parents):
+        assert self._cs_arrays is not None
+        if len(self._cs_arrays[0]):
             return self._stacks_into_existing(flat, offsets, leaf_first)
-        n_loc = int(flat.max()) + 2
-        # int32 keys when (callsites x locations) fits: sorts and gathers are cheaper.
-        wide = (int(len(flat)) + 1) * n_loc >= 2**31
-        dtype = np.int64 if wide else np.int32
-        if flat.itemsize > np.dtype(dtype).itemsize:  # narrow inputs (uint8/16 ids) stay narrow: cheaper gathers
-            flat = flat.astype(dtype)
-        new_loc: list[np.ndarray] = []
-        new_depth: list[np.ndarray] = []
-        rows: list[tuple[int, np.ndarray]] = []  # per depth: (first id, parents)
-        chains: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # see _preorder
-        next_id = 0
-        lengths = np.diff(offsets)
-        alive = np.flatnonzero(lengths > 0)
-        remaining = lengths[alive].astype(dtype)
-        pos = (offsets[alive + 1] - 1 if leaf_first else offsets[alive]).astype(np.int64)
-        step = -1 if leaf_first else 1
-        parent = np.full(alive.size, -1, dtype=dtype)
-        depth = 0
-        while alive.size:
-            key = (parent + 1) * dtype(n_loc) + flat[pos]
-            # ``alive`` stays ordered by parent, so this stable sort only
-            # reorders within runs of siblings: close to linear.
-            step_up = np.empty(key.size, dtype=bool)  # key[i] > key[i-1]; key[0] starts a run
-            step_up[0] = True
-            np.greater(key[1:], key[:-1], out=step_up[1:])
-            if key.size > 1 and not (step_up[1:] | (key[1:] == key[:-1])).all():
-                order = np.argsort(key, kind="stable")
-                key = key[order]
-                alive, pos, remaining = alive[order], pos[order], remaining[order]
-                np.greater(key[1:], key[:-1], out=step_up[1:])
-            fresh = step_up  # sorted: a new key is a greater one
-            node = (np.cumsum(fresh, dtype=dtype) + dtype(next_id - 1))
-            uniq = key[fresh]
-            rows.append((next_id, (uniq // n_loc - 1).astype(np.int32)))
-            new_loc.append((uniq % n_loc).astype(np.int32))
-            new_depth.append(np.full(uniq.size, depth, dtype=np.int32))
-            next_id += uniq.size
-            # A stack alone under its parent has nothing left to share: emit
-            # all of its deeper frames as one chain of new callsites at once.
-            alone = fresh.copy()
-            alone[:-1] &= fresh[1:]
-            alone &= remaining > 1
-            if alone.any():
-                length = (remaining[alone] - 1).astype(np.int64)
-                locs, within = self._emit_tails(flat, pos[alone] + step, length, step)
-                new_loc.append(locs)
-                new_depth.append((depth + 1 + within).astype(np.int32))
-                result[alive[alone]] = next_id + np.cumsum(length) - 1  # each chain's last callsite
-                chains.append((next_id, within, length, node[alone]))
-                next_id += within.size
-            last = remaining == 1
-            done = last | alone
-            if done.any():
-                result[alive[last]] = node[last]
-                more = ~done
-                alive, node, pos, remaining = alive[more], node[more], pos[more], remaining[more]
-            parent, pos, remaining = node, pos + step, remaining - 1
-            depth += 1
-        loc_col = np.concatenate(new_loc).astype(np.int32)
-        depth_col = np.concatenate(new_depth)
-        del new_loc, new_depth
-        tin, parent_tin, size = _preorder(next_id, rows, chains)
-        # Renumber in pre-order: subtrees become id ranges, which analyses scan sequentially.
-        renum_parent = np.empty(next_id, dtype=np.int32)
-        renum_parent[tin] = parent_tin
-        self._cs_arrays = (renum_parent, np.empty(next_id, dtype=np.int32))
-        self._cs_arrays[1][tin] = loc_col
-        self._cs_depth = np.empty(next_id, dtype=np.int32)
-        self._cs_depth[tin] = depth_col
-        self._cs_size = np.empty(next_id, dtype=np.int64)
-        self._cs_size[tin] = size
+        built = intern_stacks(flat, offsets, leaf_first)
+        self._cs_arrays = (built.parent, built.location)
+        self._cs_depth = built.depth
+        self._cs_size = built.size
         self._callsites = None  # rebuilt lazily if per-item calls follow
-        return np.where(result >= 0, tin[np.maximum(result, 0)], -1).astype(np.int32)
-
-    @staticmethod
-    def _emit_tails(flat: np.ndarray, start: np.ndarray, count: np.ndarray,
-                    step: int) -> tuple[np.ndarray, np.ndarray]:
-        """Chains of new callsites, one after another: chain i has ``count[i]``
-        frames read from ``flat[start[i]]`` onwards (by ``step``).
-        Returns the location of every callsite and its place in its chain."""
-        total = int(count.sum())
-        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
-        locs = flat[np.repeat(start.astype(np.int64), count) + step * within].astype(np.int32)
-        return locs, within
+        return built.leaf
 
     def _stacks_into_existing(self, flat: np.ndarray, offsets: np.ndarray, leaf_first: bool) -> np.ndarray:
         """Slow path when callsites already exist: intern stack by stack."""
@@ -477,46 +400,3 @@ class ProfileBuilder:
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
     """One array from ``parts``, without a copy when there is only one."""
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def _preorder(n: int, rows: list[tuple[int, np.ndarray]],
-              chains: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
-    """Pre-order position, its parent's position (-1 for roots) and subtree size of every callsite built by
-    :meth:`ProfileBuilder.stacks_from_csr`.
-
-    ``rows[d]`` are the callsites it interned at depth ``d`` (consecutive ids
-    from a first id; parents ascending, siblings in location order) and
-    ``chains`` the single-child chains it emitted, each batch as (first id;
-    every callsite's place in its chain; each chain's length; the callsite
-    each chain hangs under), the chains of a batch one after another from the
-    first id. Sizes are summed bottom-up, then positions are handed out
-    top-down: a callsite comes right after its parent and the subtrees of its
-    earlier siblings.
-    """
-    size = np.ones(n, dtype=np.int64)
-    for first, within, length, attach in chains:  # a chain's k-th callsite holds the rest of the chain
-        size[first:first + within.size] = np.repeat(length, length) - within
-        size[attach] += length
-    # Siblings are runs of equal parents: where each run starts, per depth.
-    groups = [np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1]))) for _, parent in rows]
-    for (first, parent), starts in zip(reversed(rows[1:]), reversed(groups[1:])):
-        size[parent[starts]] += np.add.reduceat(size[first:first + parent.size], starts)
-    tin = np.empty(n, dtype=np.int64)
-    parent_tin = np.empty(n, dtype=np.int32)
-    for d, (first, parent) in enumerate(rows):
-        ids = slice(first, first + parent.size)
-        before = np.cumsum(size[ids]) - size[ids]  # running sum across all sibling groups
-        if d == 0:
-            tin[ids] = before
-            parent_tin[ids] = -1
-            continue
-        starts = groups[d]
-        group_first = np.repeat(starts, np.diff(np.append(starts, parent.size)))
-        above = tin[parent]
-        parent_tin[ids] = above
-        tin[ids] = above + 1 + before - before[group_first]
-    for first, within, length, attach in chains:
-        ids = slice(first, first + within.size)
-        tin[ids] = np.repeat(tin[attach], length) + 1 + within
-        parent_tin[ids] = tin[ids] - 1  # a chain runs straight down from the callsite it hangs under
-    return tin, parent_tin, size

@@ -39,6 +39,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from polyprof.model import tree
+
 __all__ = [
     "CallsiteTable",
     "FunctionTable",
@@ -142,12 +144,21 @@ class LocationTable:
 
 @dataclass
 class CallsiteTable:
+    """The callsite tree: ``parent`` (-1 = root) and ``location`` of every callsite.
+
+    Parents precede their children. Derived facts (depth, levels, subtree
+    sums, Euler intervals) come from :mod:`polyprof.model.tree` and are cached
+    here: tables are never changed after they are built.
+    """
+
     parent: np.ndarray = field(default_factory=lambda: _empty(I32))
     location: np.ndarray = field(default_factory=lambda: _empty(I32))
     #: Derived, cached: depth of every callsite (set by the builder or on first use).
     _depth: np.ndarray | None = field(default=None, repr=False, compare=False)
     #: Set by the builder when ids are the pre-order of the tree: subtree sizes.
     _size: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
+    _levels: tuple[int, list[tree.Level]] | None = field(default=None, init=False, repr=False, compare=False)
+    _euler: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.parent)
@@ -161,31 +172,36 @@ class CallsiteTable:
     def depth(self) -> np.ndarray:
         """Depth of every callsite (roots have depth 0). Cached: tables are immutable."""
         if self._depth is None or len(self._depth) != len(self.parent):
-            self._depth = self._compute_depth()
+            self._depth = (tree.path_sums(self.parent, np.ones(len(self.parent), dtype=np.int64)) - 1).astype(I32)
         return self._depth
 
-    def levels(self) -> tuple[np.ndarray, np.ndarray]:
-        """Callsites ordered by depth, and the start of each depth in that order (cached)."""
-        cached = getattr(self, "_levels", None)
-        if cached is not None and len(cached[0]) == len(self.parent):
-            return cached
-        depth = self.depth()
-        order = np.argsort(depth, kind="stable")
-        bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=-1)) + 2))
-        self._levels = (order, bounds)
-        return self._levels
+    def levels(self) -> list[tree.Level]:
+        """Callsites grouped by depth, roots first, siblings contiguous (cached)."""
+        if self._levels is None or self._levels[0] != len(self.parent):
+            self._levels = (len(self.parent), tree.tree_levels(self.parent, self.depth()))
+        return self._levels[1]
 
-    def _compute_depth(self) -> np.ndarray:
-        depth = np.zeros(len(self.parent), dtype=I32)
-        cur = self.parent.astype(np.int64)
-        live = np.nonzero(cur >= 0)[0]
-        cur = cur[live]
-        while live.size:  # one vector step per level, not per node
-            depth[live] += 1
-            cur = self.parent[cur].astype(np.int64)
-            keep = cur >= 0
-            live, cur = live[keep], cur[keep]
-        return depth
+    def subtree_sums(self, values: np.ndarray) -> np.ndarray:
+        """Sum of ``values`` (one per callsite, or n x k) over every callsite's subtree, in int64."""
+        size = self.preorder_size()
+        if size is None:
+            return tree.subtree_sums(values, self.levels())
+        # Subtrees are id ranges: differences of one running sum.
+        running = np.zeros((len(self) + 1,) + np.shape(values)[1:], dtype=np.int64)
+        np.cumsum(values, axis=0, dtype=np.int64, out=running[1:])
+        return running[np.arange(1, len(self) + 1) + size - 1] - running[:-1]
+
+    def euler(self) -> tuple[np.ndarray, np.ndarray]:
+        """Pre-order entry position and last descendant's position of every
+        callsite (:func:`polyprof.model.tree.euler`); cached."""
+        if self._euler is None or len(self._euler[0]) != len(self):
+            size = self.preorder_size()
+            if size is not None:
+                tin = np.arange(len(self), dtype=np.int64)
+                self._euler = (tin, tin + size - 1)
+            else:
+                self._euler = tree.euler(self.levels(), len(self))
+        return self._euler
 
     def path(self, node: int) -> list[int]:
         """Locations of the stack ending at ``node``, leaf first."""
