@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import small_peer_profiles
+from helpers import small_peer_profiles
 from test_chromium_support import SYMBOLS, fixture_bytes
 
 import polyprof
