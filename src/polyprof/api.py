@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import TypeAlias
 
 from polyprof.errors import InputError, MalformedInputError, OptionsError, UnrecognizedFormatError
 from polyprof.formats import registry
@@ -22,7 +23,7 @@ from polyprof.model.profile import Label, Profile
 
 __all__ = ["convert", "detect", "read", "read_all", "write"]
 
-PathOrBytes = "str | os.PathLike[str] | bytes | Source"
+PathOrBytes: TypeAlias = str | os.PathLike[str] | bytes | Source
 
 
 def detect(src: PathOrBytes) -> registry.FormatSpec:
@@ -48,7 +49,7 @@ def detect(src: PathOrBytes) -> registry.FormatSpec:
 def _raw_is_gzip(source: Source) -> bool:
     if source.raw is not None:
         return source.raw.startswith(GZIP_MAGIC)
-    with open(source.path, "rb") as fh:
+    with open(source.name, "rb") as fh:
         return fh.read(2) == GZIP_MAGIC
 
 
@@ -132,7 +133,7 @@ def _latest_snapshots(profiles: list[Profile]) -> list[Profile]:
         if "dump_time" in labels:
             key = tuple(sorted((k, str(v)) for k, v in labels.items() if k != "dump_time"))
             series.setdefault(key, []).append(i)
-    drop = set()
+    drop: set[int] = set()
     for members in series.values():
         if len(members) > 1:
             last = max(members, key=lambda i: (profiles[i].extras["profile_labels"]["dump_time"], i))

@@ -177,7 +177,8 @@ def _factors(normalize: str, profiles: list[Profile], vt: ValueType,
     if normalize == "none":
         return (1.0, 1.0), vt.unit
     if normalize == "total":
-        return tuple(1.0 / t if t else 0.0 for t in totals), ""  # type: ignore[return-value]
+        base, new = (1.0 / t if t else 0.0 for t in totals)
+        return (base, new), ""
     rates = [_rate(p, vt, side) for p, side in zip(profiles, ("base", "new"))]
     if rates[0][1] != rates[1][1]:
         raise OptionsError(f"--normalize rate: base is in {rates[0][1]}/s but new in {rates[1][1]}/s "

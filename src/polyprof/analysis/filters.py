@@ -124,12 +124,12 @@ def apply(p: Profile, options: Options | None = None) -> FilterResult:
     steps = [lambda q: _select(q, o, rx["thread"], matched)]
     if any(rx[k] is not None for k in ("focus", "ignore", "hide", "show")):
         steps.append(lambda q: _by_name(q, rx, matched))
-    if rx["show_from"] is not None:
-        steps.append(lambda q: _show_from(q, rx["show_from"], matched))
+    if (show_from := rx["show_from"]) is not None:
+        steps.append(lambda q: _show_from(q, show_from, matched))
     if tagf is not None or tagi is not None:
         steps.append(lambda q: _by_tag(q, tagf, tagi, matched))
-    if rx["prune_from"] is not None:
-        steps.append(lambda q: _prune_from(q, rx["prune_from"], matched))
+    if (prune_from := rx["prune_from"]) is not None:
+        steps.append(lambda q: _prune_from(q, prune_from, matched))
     for step in steps:
         p, kept = step(p)  # kept: the samples that stayed (mask or row numbers), None for all
         if kept is not None:
@@ -350,7 +350,7 @@ def _select(p: Profile, o: Options, thread: re.Pattern[str] | None,
         wanted = getattr(o, name)
         if wanted:
             values, present = tags.sample_numbers(p, name)
-            if values is None:
+            if values is None or present is None:
                 raise OptionsError(f"--{name}: the samples of this profile carry no {name}")
             hit = present & np.isin(values, np.fromiter(wanted, dtype=np.int64))
             matched[name] = bool(hit.any())
@@ -385,7 +385,7 @@ def time_origin(p: Profile, times: np.ndarray) -> int:
 
 def _in_time_range(p: Profile, window: tuple[int | None, int | None]) -> np.ndarray:
     times, present = tags.sample_numbers(p, "time")
-    if times is None:
+    if times is None or present is None:
         raise OptionsError("--time-range: the samples of this profile have no timestamps")
     origin = time_origin(p, times[present])
     rel = times - origin

@@ -83,8 +83,9 @@ class FlameTree:
     def lines(self) -> list[str]:
         """A readable dump, one node per line: indentation, name, self, total (and base)."""
         out = []
+        bs, bt = self.base_self, self.base_total
         for i in range(len(self)):
-            base = f" base {int(self.base_self[i])}/{int(self.base_total[i])}" if self.is_diff else ""
+            base = f" base {int(bs[i])}/{int(bt[i])}" if bs is not None and bt is not None else ""
             out.append(f"{'  ' * int(self.depth[i])}{self.names[i]}  self {int(self.self[i])} "
                        f"total {int(self.total[i])}{base}")
         return out
@@ -152,8 +153,8 @@ def _build(parent: np.ndarray, count: np.ndarray, frames: np.ndarray,
     node_of, node_parent, node_name, starts = tree.intern_paths(up, frames, order, bounds, n_names)
     # Shift past the root: node 0 holds every path.
     node_parent = np.concatenate(([-1], node_parent + 1))
-    bounds = [0] + [s + 1 for s in starts]
-    levels = [tree.Level.of(slice(lo, hi), node_parent[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
+    level_start = [0] + [s + 1 for s in starts]
+    levels = [tree.Level.of(slice(lo, hi), node_parent[lo:hi]) for lo, hi in itertools.pairwise(level_start)]
     return node_parent, np.concatenate(([-1], node_name)), node_of[pair_start + count - 1] + 1, levels
 
 

@@ -20,6 +20,7 @@ thousands of samples stays fast.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from polyprof.model.profile import CallsiteTable, LineTable, LocationTable, Prof
 __all__ = ["nearest", "path_any", "rebuild", "rewrite_lines", "take_samples", "with_samples"]
 
 
-def with_samples(p: Profile, samples: SampleTable, **changes: object) -> Profile:
+def with_samples(p: Profile, samples: SampleTable, **changes: Any) -> Profile:
     """A copy of ``p`` sharing its tables, with ``samples`` (and other fields) replaced."""
     return dataclasses.replace(p, samples=samples, comments=list(p.comments), extras=dict(p.extras),
                                warnings=list(p.warnings), **changes)

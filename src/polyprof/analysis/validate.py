@@ -143,7 +143,9 @@ def _labelled(p: Profile, values: np.ndarray, keys: tuple[str, ...],
         counts = np.bincount(p.samples.labelset[per_sample], minlength=len(code))
         out: dict[str, int] = {}
         for i in np.nonzero(counts)[0].tolist():
-            out[code[i]] = out.get(code[i], 0) + int(counts[i])
+            name = code[i]
+            if name is not None:  # always: only label sets with a code are counted
+                out[name] = out.get(name, 0) + int(counts[i])
         return dict(sorted(out.items())), int(values[per_sample].sum())
     for key in extras:
         reported = p.extras.get(key)

@@ -82,6 +82,12 @@ class Source:
     def name(self) -> str:
         return self.path or "<bytes>"
 
+    def _file(self) -> str:
+        """The path of a file source (callers check that it is one)."""
+        if self.path is None:
+            raise TypeError("this Source holds bytes, not a file")
+        return self.path
+
     def _raw(self) -> bytes:
         if self.raw is None:
             with self.open_raw() as fh:
@@ -99,7 +105,7 @@ class Source:
             first = self.raw[: 1 << 20]
         else:
             try:
-                with open(self.path, "rb") as fh:
+                with open(self._file(), "rb") as fh:
                     first = fh.read(1 << 20)
             except OSError:
                 first = self._raw()[: 1 << 20]  # raises the right InputError
@@ -130,7 +136,7 @@ class Source:
     def open_raw(self) -> BinaryIO:
         """The file itself (gzip not undone), reporting read progress to ``progress``."""
         try:
-            fh = open(self.path, "rb")
+            fh = open(self._file(), "rb")
         except FileNotFoundError:
             raise InputError("no such file", path=self.path) from None
         except IsADirectoryError:
@@ -159,7 +165,7 @@ class Source:
 class _Progress:
     """A read-only file wrapper that reports how far reading has got."""
 
-    def __init__(self, fh: BinaryIO, total: int, report: Callable[[int, int], None]) -> None:
+    def __init__(self, fh: io.BufferedReader, total: int, report: Callable[[int, int], None]) -> None:
         self._fh, self._total, self._report = fh, total, report
 
     def read(self, n: int = -1) -> bytes:

@@ -23,6 +23,8 @@ de-duplication (wire ids already make them unique).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,6 +40,9 @@ from polyprof.model.profile import (
     SampleTable,
     ValueType,
 )
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["ProfileBuilder"]
 
@@ -72,7 +77,7 @@ class ProfileBuilder:
         self._deferred_labels: Callable[[], np.ndarray] | None = None
         self._cs_size: np.ndarray | None = None  # subtree sizes when callsites are in pre-order
         self._samples: dict[str, list] = {k: [] for k in ("stack", "values", "labelset", *SampleTable.OPTIONAL_COLUMNS)}
-        self._sample_chunks: list[dict[str, np.ndarray | None]] = []
+        self._sample_chunks: list[_SampleChunk] = []
         self._has: set[str] = set()
 
     # ---- metadata -------------------------------------------------------
@@ -183,12 +188,11 @@ class ProfileBuilder:
     # ---- stacks -----------------------------------------------------------
 
     def callsite(self, parent: int, location: int) -> int:
-        if self._callsites is None:
-            self._rebuild_callsite_index()
+        index = self._callsites if self._callsites is not None else self._rebuild_callsite_index()
         key = (parent, location)
-        cs = self._callsites.get(key)
+        cs = index.get(key)
         if cs is None:
-            cs = self._callsites[key] = len(self._cs_parent)
+            cs = index[key] = len(self._cs_parent)
             self._cs_parent.append(parent)
             self._cs_location.append(location)
         return cs
@@ -222,9 +226,7 @@ class ProfileBuilder:
         n = len(offsets) - 1
         if n == 0 or len(flat) == 0:
             return np.full(n, -1, dtype=np.int32)
-        self._flush_callsites_to_arrays()
-        assert self._cs_arrays is not None
-        if len(self._cs_arrays[0]):
+        if len(self._flush_callsites_to_arrays()[0]):
             return self._stacks_into_existing(flat, offsets, leaf_first)
         built = intern_stacks(flat, offsets, leaf_first)
         self._cs_arrays = (built.parent, built.location)
@@ -242,7 +244,8 @@ class ProfileBuilder:
             out[i] = self.stack(locs) if leaf_first else self.stack_root_first(locs)
         return out
 
-    def _flush_callsites_to_arrays(self) -> None:
+    def _flush_callsites_to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """All callsites as (parent, location) arrays (per-item ones appended)."""
         if self._cs_arrays is None:
             self._cs_arrays = (np.array(self._cs_parent, dtype=np.int32),
                                np.array(self._cs_location, dtype=np.int32))
@@ -251,13 +254,15 @@ class ProfileBuilder:
                                np.concatenate([self._cs_arrays[1], np.array(self._cs_location, dtype=np.int32)]))
         self._cs_parent, self._cs_location = [], []
         self._callsites = None
+        return self._cs_arrays
 
-    def _rebuild_callsite_index(self) -> None:
-        parents, locs = self._cs_arrays if self._cs_arrays is not None else ([], [])
-        self._cs_parent = [int(x) for x in parents] + self._cs_parent
-        self._cs_location = [int(x) for x in locs] + self._cs_location
-        self._cs_arrays = None
+    def _rebuild_callsite_index(self) -> dict[tuple[int, int], int]:
+        if self._cs_arrays is not None:
+            self._cs_parent = self._cs_arrays[0].tolist() + self._cs_parent
+            self._cs_location = self._cs_arrays[1].tolist() + self._cs_location
+            self._cs_arrays = None
         self._callsites = {(p, loc): i for i, (p, loc) in enumerate(zip(self._cs_parent, self._cs_location))}
+        return self._callsites
 
     # ---- samples ----------------------------------------------------------
 
@@ -281,20 +286,20 @@ class ProfileBuilder:
                 self._has.add(name)
             s[name].append(v)
 
-    def add_samples_bulk(self, stack: np.ndarray, values: np.ndarray,
-                         labelset: np.ndarray | None = None, **optional: np.ndarray | None) -> None:
+    def add_samples_bulk(self, stack: ArrayLike, values: ArrayLike,
+                         labelset: ArrayLike | None = None, **optional: ArrayLike | None) -> None:
         """Append many samples column-wise (``optional``: time, pid, tid, cpu)."""
         self._flush_samples()
-        chunk = {"stack": np.asarray(stack, dtype=np.int32),
-                 "values": np.asarray(values, dtype=np.int64).reshape(len(stack), len(self.profile.sample_types)),
-                 "labelset": (np.zeros(len(stack), dtype=np.int32) if labelset is None
-                              else np.asarray(labelset, dtype=np.int32))}
+        stacks = np.asarray(stack, dtype=np.int32)
+        n = len(stacks)
+        chunk = _SampleChunk(stacks, np.asarray(values, dtype=np.int64).reshape(n, len(self.profile.sample_types)),
+                             np.zeros(n, dtype=np.int32) if labelset is None
+                             else np.asarray(labelset, dtype=np.int32))
         for name in SampleTable.OPTIONAL_COLUMNS:
             col = optional.get(name)
             if col is not None:
                 self._has.add(name)
-                col = np.asarray(col, dtype=np.int64)
-            chunk[name] = col
+                chunk.optional[name] = np.asarray(col, dtype=np.int64)
         self._sample_chunks.append(chunk)
 
     def _flush_samples(self) -> None:
@@ -303,16 +308,12 @@ class ProfileBuilder:
         if not n:
             return
         width = len(self.profile.sample_types)
-        chunk: dict[str, np.ndarray | None] = {
-            "stack": np.array(s["stack"], dtype=np.int32),
-            "values": np.array(s["values"], dtype=np.int64).reshape(n, width),
-            "labelset": np.array(s["labelset"], dtype=np.int32),
-        }
+        chunk = _SampleChunk(np.array(s["stack"], dtype=np.int32),
+                             np.array(s["values"], dtype=np.int64).reshape(n, width),
+                             np.array(s["labelset"], dtype=np.int32))
         for name in SampleTable.OPTIONAL_COLUMNS:
             if name in self._has and any(v is not None for v in s[name]):
-                chunk[name] = np.array([0 if v is None else v for v in s[name]], dtype=np.int64)
-            else:
-                chunk[name] = None
+                chunk.optional[name] = np.array([0 if v is None else v for v in s[name]], dtype=np.int64)
         self._sample_chunks.append(chunk)
         self._samples = {k: [] for k in s}
 
@@ -337,8 +338,7 @@ class ProfileBuilder:
                                   np.array(m[4], np.int32), np.array(m[5], np.uint8))
         self._finish_locations(p)
         depth = self._cs_depth
-        self._flush_callsites_to_arrays()
-        p.callsites = CallsiteTable(*self._cs_arrays)
+        p.callsites = CallsiteTable(*self._flush_callsites_to_arrays())
         if depth is not None and len(depth) == len(p.callsites):
             p.callsites._depth = depth
         if self._cs_size is not None and len(self._cs_size) == len(p.callsites):
@@ -381,20 +381,27 @@ class ProfileBuilder:
         if not chunks:
             p.samples = SampleTable(values=np.zeros((0, width), dtype=np.int64))
             return
-        total = sum(len(c["stack"]) for c in chunks)
         table = SampleTable(
-            stack=_concat([c["stack"] for c in chunks]),
-            values=_concat([c["values"].reshape(len(c["stack"]), width) for c in chunks]),
-            labelset=_concat([c["labelset"] for c in chunks]),
+            stack=_concat([c.stack for c in chunks]),
+            values=_concat([c.values.reshape(len(c.stack), width) for c in chunks]),
+            labelset=_concat([c.labelset for c in chunks]),
         )
         for name in SampleTable.OPTIONAL_COLUMNS:
             if name in self._has:
-                parts = [c[name] if c[name] is not None else np.zeros(len(c["stack"]), np.int64)
-                         for c in chunks]
-                col = _concat(parts) if parts else np.zeros(total, np.int64)
-                setattr(table, name, col)
+                setattr(table, name, _concat([c.optional[name] if name in c.optional
+                                              else np.zeros(len(c.stack), np.int64) for c in chunks]))
         self._sample_chunks = []  # the table owns the columns now
         p.samples = table
+
+
+@dataclass
+class _SampleChunk:
+    """Samples added together: columns, and the optional ones present (time, pid, tid, cpu)."""
+
+    stack: np.ndarray
+    values: np.ndarray
+    labelset: np.ndarray
+    optional: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:

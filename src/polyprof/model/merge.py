@@ -22,6 +22,7 @@ samples summed into one, all-zero samples dropped.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 from collections.abc import Sequence
 
 import numpy as np
@@ -210,7 +211,7 @@ def align_sample_types(profiles: Sequence[Profile], names: Sequence[str] | None 
     target = [vt for vt in first]
     for p, order in zip(profiles, orders):
         for i, j in enumerate(order):
-            unit = units.finest(target[i].unit, p.sample_types[j].unit)
+            unit = units.finest(target[i].unit, p.sample_types[j].unit) or target[i].unit  # compatible: never None
             target[i] = ValueType(target[i].type, unit)
     period = _common_period_type(profiles)
     return [_rescaled(p, order, target, period) for p, order in zip(profiles, orders)]
@@ -245,7 +246,7 @@ def _common_period_type(profiles: Sequence[Profile]) -> ValueType | None:
     for vt in kinds[1:]:
         if not _compatible(out, vt):
             raise OptionsError(f"cannot combine profiles with different period types: {out} vs {vt}")
-        out = ValueType(out.type, units.finest(out.unit, vt.unit))
+        out = ValueType(out.type, units.finest(out.unit, vt.unit) or out.unit)  # compatible: never None
     return out
 
 
@@ -263,7 +264,7 @@ def _rescaled(p: Profile, order: list[int], target: list[ValueType], period: Val
     if any(r != 1.0 for r in ratios):
         values = np.rint(values * np.array(ratios)).astype(np.int64)
     samples = dataclasses.replace(p.samples, values=values)
-    changes = {"samples": samples, "sample_types": list(target)}
+    changes: dict[str, Any] = {"samples": samples, "sample_types": list(target)}
     if p.period_type and period:
         changes.update(period_type=ValueType(p.period_type.type, period.unit), period=round(p.period * period_ratio))
     named = [j for j, vt in enumerate(p.sample_types) if vt.type == p.default_sample_type]

@@ -33,6 +33,7 @@ with :func:`polyprof.model.validate.check`.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -83,10 +84,12 @@ class Label(NamedTuple):
     ``unit`` qualifies ``num`` (pprof ``num_unit``); it is "" when unknown.
     """
 
-    key: str
-    str: str | None = None
+    # ``str`` is pprof's name for the field; inside this class body it hides
+    # the builtin, hence ``builtins.str`` in the annotations.
+    key: builtins.str
+    str: builtins.str | None = None
     num: int | None = None
-    unit: str = ""
+    unit: builtins.str = ""
 
 
 def _empty(dtype: Any) -> np.ndarray:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from polyprof.errors import InputError, MalformedInputError
 
@@ -127,7 +128,7 @@ class _Parser:
         self.skipping = False  # inside a FUNC nobody asked for
         self.lineno = 0
 
-    def fail(self, what: str) -> None:
+    def fail(self, what: str) -> NoReturn:
         raise MalformedInputError(f"line {self.lineno}: {what}", path=self.path, fmt="breakpad")
 
     def hex(self, text: str, what: str) -> int:
@@ -190,8 +191,8 @@ class _Parser:
         parts = text.split(" ", 5 if multiple else 4)
         if len(parts) < (6 if multiple else 5):
             self.fail("FUNC record needs address, size, parameter size and name")
-        start, size, psize, name = parts[-4:]
-        start, size = self.hex(start, "FUNC"), self.hex(size, "FUNC")
+        start_hex, size_hex, psize, name = parts[-4:]
+        start, size = self.hex(start_hex, "FUNC"), self.hex(size_hex, "FUNC")
         self.hex(psize, "FUNC")
         self.skipping = not self.wants(start, size)
         self.func = None if self.skipping else _Func(start, size, name)
@@ -205,8 +206,8 @@ class _Parser:
         parts = text.split(" ", 4 if multiple else 3)
         if len(parts) < (5 if multiple else 4):
             self.fail("PUBLIC record needs address, parameter size and name")
-        address, psize, name = parts[-3:]
-        address = self.hex(address, "PUBLIC")
+        address_hex, psize, name = parts[-3:]
+        address = self.hex(address_hex, "PUBLIC")
         self.hex(psize, "PUBLIC")
         if address:  # Breakpad ignores PUBLIC records at address 0
             self.sym.publics.append((address, name))

@@ -268,7 +268,7 @@ class _CallStack:
                     raise MalformedInputError(f"a frame refers to module {index}, but the profile "
                                               f"has {len(self.modules)}")
                 mapping = self.modules[index]
-            lines = ()
+            lines: tuple[tuple[int, int, int], ...] = ()
             if loc.function_name:
                 lines = ((self.b.function(self.ctx.text(loc.function_name)), 0, 0),)
             row = self._locs[key] = self.b.location(mapping, loc.address, lines)

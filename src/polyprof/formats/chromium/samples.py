@@ -135,8 +135,8 @@ def encode_body(enc: CallStackEncoder) -> bytes:
     e.varint_field(4, enc.period_ms, always=True)
     for h in enc.hashes:  # dicts keep insertion order: index order
         e.fixed64_field(5, h, always=True)
-    for m in profile_meta:
-        e.message(6, m)
+    for meta in profile_meta:
+        e.message(6, meta)
     for bt in enc.backtrace_msgs:
         e.message(7, bt)
     for body in stacks.bodies:
