@@ -36,3 +36,14 @@ def golden(request: pytest.FixtureRequest):
 def cli():
     """Run the polyprof command line in-process: cli("top", path) -> CliResult."""
     return run_cli
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:  # noqa: ANN001
+    """Print the conversion fidelity matrix when test_fidelity_matrix computed it."""
+    import sys
+
+    fidelity = sys.modules.get("fidelity")
+    text = config.stash.get(fidelity.MATRIX_KEY, None) if fidelity is not None else None
+    if text:
+        terminalreporter.section("conversion fidelity matrix (docs/FIDELITY.md)")
+        terminalreporter.write_line(text)

@@ -5,7 +5,9 @@
 - :func:`compile_filter`: a ``--tagfocus``/``--tagignore`` expression as a
   predicate over a label set;
 - :func:`sample_numbers`: a per-sample number from a sample column or, when
-  the column is absent, from a numeric label of the same name.
+  the column is absent, from a numeric label of the same name;
+
+The ``tags`` report itself is :mod:`polyprof.analysis.tags_report`.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from collections.abc import Callable
 import numpy as np
 
 from polyprof.errors import OptionsError
-from polyprof.model.profile import Label, Profile
 from polyprof.model import units
+from polyprof.model.profile import Label, Profile
 
 __all__ = ["LabelPredicate", "compile_filter", "num_label_units", "sample_numbers"]
 

@@ -12,15 +12,19 @@ import importlib
 import pkgutil
 import sys
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from polyprof import __version__
 from polyprof.cli.env import Env
 
+if TYPE_CHECKING:  # imported on use: --help stays fast
+    from polyprof.cli.args import Parser
+
 __all__ = ["build_parser", "main"]
 
 # The order verbs are listed in --help; verbs not named here follow alphabetically.
-_ORDER = ("info", "top", "tree", "traces", "peek", "flame", "diff", "merge", "convert", "dump",
-          "validate", "symbolize", "formats")
+_ORDER = ("info", "top", "tree", "traces", "peek", "tags", "raw", "list", "disasm", "graph", "flame", "diff",
+          "merge", "convert", "dump", "validate", "symbolize", "formats")
 
 DESCRIPTION = """\
 polyprof reads pprof, Perfetto, simpleperf and Chromium CallStackProfile files,
@@ -57,10 +61,11 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, max_help_position=30)
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> Parser:
     """The argument parser; ``only`` builds just that verb (what a run needs)."""
-    parser = argparse.ArgumentParser(prog="polyprof", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=_Formatter)
+    from polyprof.cli.args import Parser
+
+    parser = Parser(prog="polyprof", description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"polyprof {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs")
     for module in _verbs(only):
@@ -75,11 +80,16 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     """Run polyprof with ``argv``; returns the exit code (documented in --help)."""
     env = env or Env()
     argv = sys.argv[1:] if argv is None else argv
-    verb = argv[0] if argv and argv[0] in _verb_names() else None
-    parser = build_parser(verb)
+    from polyprof.cli import args as cli_args
+
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage or help
+        argv = cli_args.pprof_spellings(argv, _verb_names())  # -nodecount=5, -inuse_space, -top ...
+        verb = argv[0] if argv and argv[0] in _verb_names() else None
+        parser = build_parser(verb)
+        args = cli_args.parse(parser, argv, verb)
+    except SystemExit as exc:  # argparse already printed usage or help (or a refused spelling)
+        if getattr(exc, "error", None) is not None:
+            env.stderr.write(f"polyprof: error: {exc.error}\n")  # type: ignore[attr-defined]
         return int(exc.code or 0)
     if not getattr(args, "_run", None):
         parser.print_help(env.stdout)

@@ -50,6 +50,7 @@ from polyprof.formats.viewer import (
     value_column,
 )
 from polyprof.model.profile import Profile
+from polyprof.model.tree import segment_owner, segment_positions
 
 __all__ = ["GECKO_VERSION", "PROCESSED_VERSION", "to_json", "write"]
 
@@ -168,8 +169,8 @@ class _Tables:
         first[order] = np.cumsum(k) - k
         leaf = first + counts[p.callsites.location.astype(np.int64)] - 1
         n = int(k.sum())
-        owner = np.repeat(order, k)  # callsite of every stack entry
-        j = np.arange(n, dtype=np.int64) - np.repeat(first[order], k)
+        owner = order[segment_owner(k)]  # callsite of every stack entry
+        j = segment_positions(k)
         frame = flat[np.repeat(starts[loc], k) + j]
         par = p.callsites.parent.astype(np.int64)[owner]
         above = np.where(j > 0, np.arange(n) - 1, np.where(par >= 0, leaf[np.maximum(par, 0)], -1))
