@@ -178,11 +178,10 @@ def _only(p: Profile, column: int) -> Profile:
 
     vt = p.sample_types[column]
     keep_period = p.period_type is not None and units.finest(p.period_type.unit, vt.unit) is not None
-    return dataclasses.replace(p, sample_types=[vt], default_sample_type=vt.type,
-                               samples=dataclasses.replace(p.samples, values=p.samples.values[:, [column]]),
-                               period_type=p.period_type if keep_period else None,
-                               period=p.period if keep_period else 0, comments=list(p.comments),
-                               extras=dict(p.extras), warnings=list(p.warnings))
+    return p.copy_with(sample_types=[vt], default_sample_type=vt.type,
+                       samples=dataclasses.replace(p.samples, values=p.samples.values[:, [column]]),
+                       period_type=p.period_type if keep_period else None,
+                       period=p.period if keep_period else 0)
 
 
 def _values(p: Profile, index: int) -> np.ndarray:

@@ -34,9 +34,9 @@ as in pprof, so ``--focus`` finds functions even in a ``files`` report.
     carry them).
 ``thread``
     a regular expression on the thread name, found as the viewer writers
-    find it (:func:`polyprof.formats.viewer.sample_threads`): a string label
+    find it (:func:`polyprof.model.threads.sample_threads`): a string label
     ``thread_name``, ``thread`` or ``comm`` on the sample, else the
-    readers' ``extras["threads"]``/``extras["thread_names"]`` looked up with
+    reader's thread table (``extras.threads``) looked up with
     the sample's tid.
 ``time_range``
     (start, end) in ns, keeping start <= t < end (as the Perfetto reader's
@@ -62,8 +62,8 @@ from polyprof.analysis.graph import display_name
 from polyprof.analysis.labels import keep_label_keys, label_frames
 from polyprof.analysis.options import Options
 from polyprof.errors import OptionsError
-from polyprof.formats.viewer import sample_threads
 from polyprof.model.profile import Profile, ValueType
+from polyprof.model.threads import sample_threads
 from polyprof.model.tree import segment_owner, segment_positions
 
 __all__ = ["FILTERS", "FilterResult", "apply", "prepare", "time_origin"]

@@ -32,8 +32,7 @@ __all__ = ["nearest", "path_any", "rebuild", "rewrite_lines", "take_samples", "w
 
 def with_samples(p: Profile, samples: SampleTable, **changes: Any) -> Profile:
     """A copy of ``p`` sharing its tables, with ``samples`` (and other fields) replaced."""
-    return dataclasses.replace(p, samples=samples, comments=list(p.comments), extras=dict(p.extras),
-                               warnings=list(p.warnings), **changes)
+    return p.copy_with(samples=samples, **changes)
 
 
 def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) -> Profile:

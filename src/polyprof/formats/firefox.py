@@ -36,13 +36,10 @@ import numpy as np
 from polyprof.formats.loss import LossReport
 from polyprof.formats.options import WriteOptions
 from polyprof.formats.viewer import (
-    ThreadInfo,
     callsite_order,
     is_jit,
     is_kernel,
-    listed_threads,
     location_frames,
-    sample_threads,
     samples_with_other_labels,
     split_rows,
     time_order,
@@ -50,6 +47,7 @@ from polyprof.formats.viewer import (
     value_column,
 )
 from polyprof.model.profile import Profile
+from polyprof.model.threads import ThreadInfo, listed_threads, sample_threads
 from polyprof.model.tree import segment_owner, segment_positions
 
 __all__ = ["GECKO_VERSION", "PROCESSED_VERSION", "to_json", "write"]

@@ -30,6 +30,7 @@ import numpy as np
 from polyprof.errors import OptionsError
 from polyprof.model import units
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.extras import Extras
 from polyprof.model.profile import Label, Profile, SampleTable, ValueType
 
 __all__ = ["BASE_LABEL", "align_sample_types", "compact", "copy_into", "merge", "merge_as_pprof", "merge_extras",
@@ -127,7 +128,7 @@ def merge(profiles: Sequence[Profile], extra_labels: Sequence[Sequence[Label]] |
         for key in ("drop_frames", "keep_frames", "doc_url"):
             if not getattr(meta, key):
                 setattr(meta, key, getattr(p, key))
-    meta.extras = merge_extras(profiles)
+    meta.extras = Extras(merge_extras(profiles))
     for i, p in enumerate(profiles):
         copy_into(b, p, extra_labels[i] if extra_labels else ())
     return b.finish()
@@ -155,8 +156,7 @@ def compact(p: Profile, groups: np.ndarray | None = None) -> Profile:
     rows = live[first[order]]
     optional = {n: (None if getattr(s, n) is None else getattr(s, n)[rows]) for n in s.OPTIONAL_COLUMNS}
     table = SampleTable(stack=s.stack[rows], values=sums[order], labelset=s.labelset[rows], **optional)
-    return dataclasses.replace(p, samples=table, comments=list(p.comments), extras=dict(p.extras),
-                               warnings=list(p.warnings))
+    return p.copy_with(samples=table)
 
 
 def sample_groups(p: Profile) -> np.ndarray:
@@ -297,8 +297,7 @@ def _rescaled(p: Profile, order: list[int], target: list[ValueType], period: Val
     named = [j for j, vt in enumerate(p.sample_types) if vt.type == p.default_sample_type]
     if named:  # keep pointing at the same column under the (possibly renamed) type
         changes["default_sample_type"] = target[order.index(named[0])].type
-    return dataclasses.replace(p, comments=list(p.comments), extras=dict(p.extras),
-                               warnings=list(p.warnings), **changes)
+    return p.copy_with(**changes)
 
 
 # ---------------------------------------------------------------- go tool pprof's algebra
@@ -318,8 +317,7 @@ def negated(p: Profile, extra_labels: Sequence[Label] = ()) -> Profile:
     s = p.samples
     table = SampleTable(stack=s.stack, values=-s.values, labelset=s.labelset,
                         **{n: getattr(s, n) for n in s.OPTIONAL_COLUMNS})
-    out = dataclasses.replace(p, samples=table, comments=list(p.comments), extras=dict(p.extras),
-                              warnings=list(p.warnings))
+    out = p.copy_with(samples=table)
     if not extra_labels:
         return out
     b = ProfileBuilder(p.source_format)

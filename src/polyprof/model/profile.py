@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from polyprof.model import tree
+from polyprof.model.extras import Extras
 
 __all__ = [
     "CallsiteTable",
@@ -293,8 +295,9 @@ class Profile(_Deferrable):
     doc_url: str = ""
     source_format: str = ""
     #: Per-format facts a reader keeps that have no column (lost samples,
-    #: process names, ...). JSON-compatible values only.
-    extras: dict[str, Any] = field(default_factory=dict)
+    #: process names, ...). JSON-compatible values only; the keys other code
+    #: relies on are typed properties (:class:`polyprof.model.extras.Extras`).
+    extras: Extras = field(default_factory=Extras)
     #: Problems the reader tolerated (shown by ``info``).
     warnings: list[str] = field(default_factory=list)
 
@@ -306,6 +309,14 @@ class Profile(_Deferrable):
     callsites: CallsiteTable = field(default_factory=CallsiteTable)
     samples: SampleTable = field(default_factory=SampleTable)
     labelsets: list[tuple[Label, ...]] = field(default_factory=lambda: [()])
+
+    def __post_init__(self) -> None:
+        self.extras = Extras(self.extras)  # its own copy, typed even when a plain dict was given
+
+    def copy_with(self, **changes: Any) -> Profile:
+        """A new profile sharing this one's tables (tables are never changed in
+        place), with its own comments, extras and warnings, and ``changes`` applied."""
+        return dataclasses.replace(self, comments=list(self.comments), warnings=list(self.warnings), **changes)
 
     def defer_labels(self, make: Callable[[], np.ndarray]) -> None:
         """Leave the labels to be decoded on first use.

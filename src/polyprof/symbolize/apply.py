@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from polyprof.formats.chromium.names import module_name_hash, placeholder_hash
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.extras import Extras
 from polyprof.model.profile import (
     MAPPING_HAS_FILENAMES,
     MAPPING_HAS_FUNCTIONS,
@@ -128,7 +129,7 @@ def _rebuild(p: Profile, resolved: dict[int, list[Frame]], renamed: dict[int, st
     b = ProfileBuilder(p.source_format)
     for name in _META_FIELDS:
         setattr(b.meta, name, getattr(p, name))
-    b.meta.comments, b.meta.extras, b.meta.warnings = list(p.comments), dict(p.extras), list(p.warnings)
+    b.meta.comments, b.meta.extras, b.meta.warnings = list(p.comments), Extras(p.extras), list(p.warnings)
     s, f, ms = p.strings, p.functions, p.mappings
     fmap = [b.function(s[f.name[i]], s[f.system_name[i]], s[f.filename[i]], int(f.start_line[i]))
             for i in range(len(f))]

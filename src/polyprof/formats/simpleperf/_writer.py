@@ -50,10 +50,10 @@ def encode(p: Profile, options: WriteOptions) -> tuple[bytes, LossReport]:
     if meta is not None:
         bodies.append(_record("meta_info", meta))
     bodies.extend(_samples(p, plan, files, report))
-    lost = p.extras.get("lost_situation")
-    if isinstance(lost, dict):
-        bodies.append(_record("lost", Encoder().varint_field(1, int(lost.get("sample_count", 0)), always=True)
-                              .varint_field(2, int(lost.get("lost_count", 0)), always=True)))
+    lost = p.extras.lost_situation
+    if lost is not None:
+        bodies.append(_record("lost", Encoder().varint_field(1, lost.sample_count, always=True)
+                              .varint_field(2, lost.lost_count, always=True)))
     bodies.extend(files.records())
     bodies.extend(_threads(p, report))
     _profile_facts(p, report)
@@ -391,10 +391,7 @@ class _Files:
 
 def _threads(p: Profile, report: LossReport) -> list[bytes]:
     """Thread records: those the reader listed, then one per sampled tid (with its pid and name)."""
-    listed = p.extras.get("threads")
-    rows: list[tuple[int, int, str | None]] = []
-    if isinstance(listed, list):
-        rows = [(int(t[0]), int(t[1]), t[2]) for t in listed if isinstance(t, list) and len(t) == 3]
+    rows = [(t.tid, 0 if t.pid is None else t.pid, t.name) for t in p.extras.threads]
     known = {t for t, _, _ in rows}
     s = p.samples
     if s.pid is not None and s.tid is None:
