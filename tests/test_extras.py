@@ -10,12 +10,12 @@ from pathlib import Path
 
 import polyprof
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.extras import Extras, LostSituation, ThreadRecord
+from polyprof.model.extras import Extras, LostSituation, ThreadRecord, _Counts
 from polyprof.model.profile import Label, Profile
 from polyprof.model.threads import listed_threads, sample_threads
 
 SRC = Path(polyprof.__file__).resolve().parent
-DECLARED = [name for name, v in vars(Extras).items() if isinstance(v, property)]
+DECLARED = [name for name, v in vars(Extras).items() if isinstance(v, (property, _Counts))]
 
 
 def test_declared_keys_are_stored_as_json_and_read_back_typed():
@@ -78,4 +78,4 @@ def test_declared_keys_are_not_read_by_string_outside_the_model():
     offenders = [f"{path.relative_to(SRC)}:{i}" for path in sorted(SRC.rglob("*.py")) if path.name != "extras.py"
                  for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
     assert not offenders, offenders
-    assert {"profile_labels", "threads", "lost_situation", "kernel_records_lost"} <= set(DECLARED)
+    assert {"profile_labels", "threads", "lost_situation", "kernel_records_lost", "samples_skipped"} <= set(DECLARED)

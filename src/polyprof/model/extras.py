@@ -48,8 +48,25 @@ class LostSituation(NamedTuple):
     lost_count: int
 
 
+class _Counts:
+    """A declared table of counts per reason or CPU (str -> int), stored sorted by key."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, extras: Extras, owner: type | None = None) -> dict[str, int]:
+        return _counts(extras.get(self.key))
+
+    def __set__(self, extras: Extras, counts: dict[str, int]) -> None:
+        extras[self.key] = dict(sorted(counts.items()))
+
+
 class Extras(dict[str, Any]):
     """A dict of format facts whose relied-upon keys are typed properties (see the module docstring)."""
+
+    kernel_records_lost = _Counts()  #: records the kernel dropped, per CPU (Perfetto)
+    samples_skipped = _Counts()      #: samples the recorder kept without unwinding, per reason (Perfetto)
+    unwinding_failures = _Counts()   #: simpleperf's unwinding errors, per error (kept under its own key)
 
     @property
     def profile_labels(self) -> dict[str, str | int]:
@@ -104,28 +121,12 @@ class Extras(dict[str, Any]):
         self["lost_situation"] = value._asdict()
 
     @property
-    def kernel_records_lost(self) -> dict[str, int]:
-        return _counts(self.get("kernel_records_lost"))
-
-    @kernel_records_lost.setter
-    def kernel_records_lost(self, per_cpu: dict[str, int]) -> None:
-        self["kernel_records_lost"] = dict(per_cpu)
-
-    @property
     def lost_samples(self) -> int | None:
         return _as_int(self.get("lost_samples"))
 
     @property
     def truncated_stacks(self) -> int | None:
         return _as_int(self.get("truncated_stacks"))
-
-    @property
-    def samples_skipped(self) -> dict[str, int]:
-        return _counts(self.get("samples_skipped"))
-
-    @samples_skipped.setter
-    def samples_skipped(self, counts: dict[str, int]) -> None:
-        self["samples_skipped"] = dict(sorted(counts.items()))
 
     @property
     def unwind_errors(self) -> dict[str, int]:
@@ -135,15 +136,6 @@ class Extras(dict[str, Any]):
     @unwind_errors.setter
     def unwind_errors(self, counts: dict[str, int]) -> None:
         self["unwind_errors"] = dict(sorted(counts.items()))
-
-    @property
-    def unwinding_failures(self) -> dict[str, int]:
-        """simpleperf's name for the same table (kept under its own key for its writer)."""
-        return _counts(self.get("unwinding_failures"))
-
-    @unwinding_failures.setter
-    def unwinding_failures(self, counts: dict[str, int]) -> None:
-        self["unwinding_failures"] = dict(sorted(counts.items()))
 
 
 def _counts(raw: Any) -> dict[str, int]:
