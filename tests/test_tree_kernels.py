@@ -132,7 +132,7 @@ def test_outermost_counts_each_group_once_per_stack(parent, data):
     occ.sort(key=lambda o: (o[0], int(tin[o[1]])))
     group = np.array([g for g, _ in occ], dtype=np.int64)
     node = np.array([c for _, c in occ], dtype=np.int64)
-    top = tree.outermost(group, tin[node], tout[node])
+    top = tree.outermost(group, node, tin, tout)
     anc = [_ancestors(parent, i) for i in range(n)]
     for k, (g, c) in enumerate(occ):
         covered = any(g2 == g and c2 in anc[c] and (c2 != c or k2 < k) for k2, (g2, c2) in enumerate(occ) if k2 != k)
@@ -145,3 +145,24 @@ def test_sorted_runs_skips_the_sort_when_in_order():
     order, key, fresh = tree.sorted_runs(np.array([5, 1, 5, 2]))
     assert order.tolist() == [1, 3, 0, 2] and key.tolist() == [1, 2, 5, 5]
     assert fresh.tolist() == [True, True, True, False]
+
+
+@SETTINGS
+@given(forests(), st.data())
+def test_expand_chains_links_every_item_to_the_one_above(parent, data):
+    n = parent.size
+    count = np.array(data.draw(st.lists(st.integers(1, 3), min_size=n, max_size=n)), dtype=np.int64)
+    order = np.array(data.draw(st.permutations(range(n))), dtype=np.int64) if data.draw(st.booleans()) else None
+    owner, within, up, first = tree.expand_chains(parent, count, order)
+    laid = list(range(n)) if order is None else order.tolist()
+    expected_owner = [node for node in laid for _ in range(count[node])]
+    assert owner.tolist() == expected_owner
+    assert within.tolist() == [k for node in laid for k in range(count[node])]
+    for i, (node, k) in enumerate(zip(owner.tolist(), within.tolist())):
+        assert first[node] + k == i
+        if k:
+            assert up[i] == i - 1
+        elif parent[node] >= 0:
+            assert up[i] == first[parent[node]] + count[parent[node]] - 1
+        else:
+            assert up[i] == -1

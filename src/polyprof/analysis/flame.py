@@ -144,13 +144,9 @@ def _build(parent: np.ndarray, count: np.ndarray, frames: np.ndarray,
     callsite's last pair, the levels of the node tree). Node 0 is the root;
     every (callsite, line) pair is a path item one flame level below the pair
     before it (the previous line, or the parent callsite's last line)."""
-    pair_start = np.cumsum(count) - count
-    owner = tree.segment_owner(count)
-    j = tree.segment_positions(count)
+    owner, j, up, pair_start = tree.expand_chains(parent, count)
     # Flame depth of a callsite's outermost pair: the pairs of all its ancestors.
     depth = (tree.path_sums(parent, count) - count)[owner] + j
-    up = np.where(j > 0, np.arange(frames.size) - 1,
-                  np.where(parent[owner] >= 0, pair_start[parent[owner]] + count[parent[owner]] - 1, -1))
     order, bounds = tree.group_by_depth(depth)
     node_of, node_parent, node_name, starts = tree.intern_paths(up, frames, order, bounds, n_names)
     # Shift past the root: node 0 holds every path.

@@ -105,7 +105,7 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
     order = np.argsort(_small_ids(pn, nn), kind="stable")  # by node, pre-order within
     pn, pc = pn[order], pc[order]
     del order
-    top = outermost(pn, tin[pc], tout[pc])
+    top = outermost(pn, pc, tin, tout)
     cum = sum_by(pn[top], w.subtree[pc[top]], nn)
     return flat, cum
 

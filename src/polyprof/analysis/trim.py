@@ -203,7 +203,7 @@ def _once_per_stack(p: Profile, group: np.ndarray, pc: np.ndarray, subtree: np.n
     tin, tout = p.callsites.euler()
     order = np.argsort(group * np.int64(len(p.callsites) + 1) + tin[pc], kind="stable")
     sites, grp = pc[order], group[order]
-    top = outermost(grp, tin[sites], tout[sites])
+    top = outermost(grp, sites, tin, tout)
     np.add.at(out, grp[top], subtree[sites[top]])
     jumps = np.bincount(grp[top], weights=residual[order][top], minlength=size) > 0
     return out, jumps

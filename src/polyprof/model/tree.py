@@ -11,6 +11,8 @@ Segments (CSR):
 - :func:`segment_positions` — 0, 1, ... within each segment (the
   ``arange - repeat(cumsum - count)`` idiom);
 - :func:`segment_owner` — the segment of every element;
+- :func:`expand_chains` — every node of a tree as a chain of items (a
+  callsite's inline frames), each item pointing at the item above it;
 - :func:`run_starts` — where runs of equal values begin in a sorted array;
 - :func:`exclusive_within_runs` — running sum restarting at every run.
 
@@ -48,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = [
-    "Level", "add_subtree_sums", "any_above", "euler", "exclusive_within_runs", "fill_down", "group_by_depth",
+    "Level", "add_subtree_sums", "any_above", "euler", "exclusive_within_runs", "expand_chains", "fill_down", "group_by_depth",
     "intern_level", "intern_paths", "outermost", "path_sums", "place_children", "run_starts", "segment_owner",
     "segment_positions", "sorted_runs", "subtree_sums", "tree_levels",
 ]
@@ -66,6 +68,35 @@ def segment_positions(counts: np.ndarray) -> np.ndarray:
 def segment_owner(counts: np.ndarray) -> np.ndarray:
     """The segment index of every element (``i`` repeated ``counts[i]`` times)."""
     return np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+
+
+def expand_chains(parent: np.ndarray, count: np.ndarray,
+                  order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every node of a tree becomes a chain of ``count[node]`` (>= 1) items:
+    item k > 0 hangs under item k - 1 of its node, item 0 under the last item
+    of the parent node (-1 under none). Chains are laid out one after another
+    in ``order`` (default: node id order).
+
+    Returns (node of every item, its place in the chain, the item above it,
+    each node's first item). A callsite's inline frames, outermost first,
+    make such a chain: flame graphs and viewer stack tables are built on it.
+    """
+    count = np.asarray(count, dtype=np.int64)
+    if order is None:
+        first = np.cumsum(count) - count
+        owner = segment_owner(count)
+        within = segment_positions(count)
+    else:
+        laid = count[order]
+        first = np.empty(count.size, dtype=np.int64)
+        first[order] = np.cumsum(laid) - laid
+        owner = order[segment_owner(laid)]
+        within = segment_positions(laid)
+    last = first + count - 1
+    above = parent[owner]
+    up = np.where(within > 0, np.arange(within.size, dtype=np.int64) - 1,
+                  np.where(above >= 0, last[np.maximum(above, 0)], -1))
+    return owner, within, up, first
 
 
 def run_starts(values: np.ndarray) -> np.ndarray:
@@ -173,11 +204,12 @@ def euler(levels: list[Level], n: int) -> tuple[np.ndarray, np.ndarray]:
     return tin, tin + size - 1
 
 
-def outermost(group: np.ndarray, tin: np.ndarray, tout: np.ndarray) -> np.ndarray:
-    """Occurrences of groups on nodes, sorted by group then pre-order entry
-    ``tin`` (with the Euler interval ``tin..tout`` of their node): True where
-    no other occurrence of the same group lies above, i.e. where the node has
-    no ancestor holding the group. Recursion then counts once per stack.
+def outermost(group: np.ndarray, node: np.ndarray, tin: np.ndarray, tout: np.ndarray) -> np.ndarray:
+    """Occurrences (``group``, ``node``), sorted by group then by the node's
+    pre-order entry ``tin`` (``tin``/``tout``: every node's Euler interval):
+    True where no other occurrence of the same group lies above, i.e. where
+    the node has no ancestor holding the group. Recursion then counts once
+    per stack.
 
     One pass: an occurrence is outermost when it enters after every earlier
     occurrence of its group has closed (a running maximum of exits).
@@ -185,9 +217,11 @@ def outermost(group: np.ndarray, tin: np.ndarray, tout: np.ndarray) -> np.ndarra
     top = np.ones(group.size, dtype=bool)
     if group.size < 2:
         return top
-    base = group.astype(np.int64) * np.int64(int(tout.max()) + 1)  # groups never interleave
-    reach = np.maximum.accumulate(base + tout)
-    top[1:] = (base[1:] + tin[1:]) > reach[:-1]
+    # One int64 key per occurrence, group above position, so groups never
+    # interleave; positions fit in 32 bits (node ids are int32 in the model).
+    base = group.astype(np.int64) << np.int64(32)
+    reach = np.maximum.accumulate(base | tout[node])
+    top[1:] = (base[1:] | tin[node[1:]]) > reach[:-1]
     return top
 
 
