@@ -76,6 +76,14 @@ def test_sums_depth_and_euler_match_a_walk(parent, data):
     for i in range(n):
         inside = {j for j in range(n) if tin[i] <= tin[j] <= tout[i]}
         assert inside == {j for j in range(n) if i in anc[j]}
+    # renumbered in pre-order, subtrees are id ranges: the running-sum path sums agree
+    pre_parent = np.full(n, -1, np.int64)
+    pre_parent[tin] = np.where(parent >= 0, tin[np.maximum(parent, 0)], -1)
+    pre_values = np.zeros(n, np.int64)
+    pre_values[tin] = values
+    size = np.zeros(n, np.int64)
+    size[tin] = tout - tin + 1
+    assert tree.preorder_path_sums(pre_values, size).tolist() == tree.path_sums(pre_parent, pre_values).tolist()
 
 
 @SETTINGS

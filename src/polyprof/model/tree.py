@@ -33,7 +33,8 @@ level by level). On levels:
   :func:`outermost` uses them to count recursion once per stack.
 
 Without levels: :func:`path_sums` (sum over a node and its ancestors, by
-pointer jumping; depth is its special case).
+pointer jumping; depth is its special case); :func:`preorder_path_sums`
+does the same in one running sum when ids are a pre-order.
 
 Interning (hash-consing) one level at a time: :func:`sorted_runs` sorts keys
 and marks the first of each run; :func:`intern_level` turns (parent, label)
@@ -50,9 +51,10 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = [
-    "Level", "add_subtree_sums", "any_above", "euler", "exclusive_within_runs", "expand_chains", "fill_down", "group_by_depth",
-    "intern_level", "intern_paths", "outermost", "path_sums", "place_children", "run_starts", "segment_owner",
-    "segment_positions", "sorted_runs", "subtree_sums", "tree_levels",
+    "Level", "add_subtree_sums", "any_above", "euler", "exclusive_within_runs", "expand_chains", "fill_down",
+    "group_by_depth", "intern_level", "intern_paths", "outermost", "path_sums", "place_children",
+    "preorder_path_sums", "run_starts", "segment_owner", "segment_positions", "sorted_runs", "subtree_sums",
+    "tree_levels",
 ]
 
 
@@ -265,6 +267,18 @@ def path_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
         up[live] = up[hop]
         live = live[up[live] >= 0]
     return acc
+
+
+def preorder_path_sums(values: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """:func:`path_sums` when node ids are a pre-order (``size``: subtree sizes,
+    so node ``c``'s subtree is the id range ``[c, c + size[c])``): each value is
+    added over its range by two marks and one running sum, no tree walk."""
+    values = np.asarray(values, dtype=np.int64)
+    nodes = np.flatnonzero(values)  # usually few (inline frames): marks only there
+    marks = np.zeros(values.size + 1, dtype=np.int64)
+    np.add.at(marks, nodes, values[nodes])
+    np.add.at(marks, nodes + size[nodes], -values[nodes])
+    return np.cumsum(marks)[:-1]
 
 
 # ---------------------------------------------------------------- interning
