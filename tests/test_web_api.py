@@ -222,7 +222,7 @@ def test_several_inputs_are_picked_by_index(tmp_path):
 
 @pytest.fixture(scope="module")
 def demo_app():
-    from conftest import REPO
+    from helpers import REPO
 
     return app(REPO / "examples" / "demo.pb.gz")
 
@@ -299,7 +299,7 @@ def test_hostile_names_travel_as_exact_ascii_json():
 
 
 def test_labels_equal_polyprof_tags_and_select_their_values(cli):
-    from conftest import REPO
+    from helpers import REPO
 
     path = REPO / "examples" / "demo.pb.gz"
     a = app(path)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from web_support import app, cli_json, get, input_path, served
 
 CHROMIUM = "/usr/bin/chromium"

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 from polyprof.cli.verbs.serve import _http
 from polyprof.web.server import accepted_hosts, is_loopback
 

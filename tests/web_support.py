@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import polyprof
-from conftest import PEER, REPO
+from helpers import PEER, REPO
 from polyprof.model.profile import Profile
 
 SIMPLEPERF = PEER / "firefox-devtools__profiler/src/test/fixtures/upgrades/simpleperf-cpu-clock.trace.gz"

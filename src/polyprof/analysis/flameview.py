@@ -34,6 +34,7 @@ import numpy as np
 from polyprof.analysis.flame import FlameTree
 from polyprof.analysis.result import Result, percent
 from polyprof.errors import OptionsError
+from polyprof.model import tree
 
 __all__ = ["FlameIndex", "FlameSlice", "SearchResult"]
 
@@ -212,14 +213,8 @@ class FlameIndex:
 
 
 def _subtree_sizes(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """Nodes in each subtree (itself included), summed up one depth at a time."""
-    size = np.ones(parent.size, dtype=np.int64)
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=0)) + 2))
-    for d in range(len(bounds) - 2, 0, -1):
-        level = order[bounds[d]:bounds[d + 1]]
-        np.add.at(size, parent[level], size[level])
-    return size
+    """Nodes in each subtree (itself included): the tree kernels' subtree sums of ones."""
+    return tree.subtree_sums(np.ones(parent.size, dtype=np.int64), tree.tree_levels(parent, depth))
 
 
 def _outermost(ids: np.ndarray, size: np.ndarray) -> np.ndarray:

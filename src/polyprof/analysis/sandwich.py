@@ -22,16 +22,18 @@ Lost: nothing; both trees keep every node (they are views of the graph).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-# The flame graph's own level-wise kernels (sizes summed a level at a time, pre-order layout, wrapping).
-from polyprof.analysis.flame import FlameTree, _finish, _layout, _sum_up
+# The flame graph's own wrapping; layout by the tree kernels the flame graph uses.
+from polyprof.analysis.flame import FlameTree, _finish
 from polyprof.analysis.flameview import FlameIndex, _outermost
 from polyprof.analysis.result import Result
 from polyprof.errors import OptionsError
+from polyprof.model import tree
 
 __all__ = ["SandwichResult", "sandwich"]
 
@@ -204,12 +206,14 @@ def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, threshold
 def _tree(m: _Merged, index: FlameIndex) -> FlameTree:
     """A merged tree laid out and wrapped as the flame graph lays out its own."""
     width = np.maximum(m.total, 0)
-    size = _sum_up(np.ones(m.parent.size, dtype=np.int64), m.parent, m.levels)
-    pre, start = _layout(m.parent, m.levels, width, size)
+    bounds = [int(x) for x in m.levels]
+    levels = [tree.Level.of(slice(lo, hi), m.parent[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
+    pre, _ = tree.euler(levels, m.parent.size)
+    start = tree.place_children(width, levels, 0)
     depth = np.repeat(np.arange(len(m.levels) - 1, dtype=np.int64), np.diff(m.levels))
     t = index.tree
-    tree = _finish((index.distinct, m.name), m.parent, depth, [m.self], [m.total], width, start, pre,
+    out = _finish((index.distinct, m.name), m.parent, depth, [m.self], [m.total], width, start, pre,
                    t.sample_type, 0.0, 0)
-    tree.active_filters = t.active_filters
-    tree.identity = {n: t.identity[n] for n in set(tree.names) if n in t.identity}
-    return tree
+    out.active_filters = t.active_filters
+    out.identity = {n: t.identity[n] for n in set(out.names) if n in t.identity}
+    return out

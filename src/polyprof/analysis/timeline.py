@@ -1,7 +1,7 @@
 """``timeline``: weight over time per thread or process, and the threads with their totals.
 
 Threads are found as the filters and the viewer writers find them
-(:func:`polyprof.formats.viewer.sample_threads`: pid/tid columns or labels,
+(:func:`polyprof.model.threads.sample_threads`: pid/tid columns or labels,
 thread names from labels or the readers' tables). Sample times are the
 ``time`` column or a numeric ``time`` label, relative to the same origin as
 the ``time_range`` filter (:func:`polyprof.analysis.filters.time_origin`
@@ -27,7 +27,7 @@ from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.options import Options, resolve
 from polyprof.analysis.result import Result, percent
 from polyprof.errors import OptionsError
-from polyprof.formats.viewer import sample_threads
+from polyprof.model.threads import sample_threads
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["GROUPS", "ThreadRow", "TimelineResult", "timeline"]

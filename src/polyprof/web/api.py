@@ -24,7 +24,7 @@ from typing import Any
 from polyprof import __version__
 from polyprof.analysis import diff as diff_mod
 from polyprof.analysis.info import info as info_analysis
-from polyprof.analysis.tags import tag_report
+from polyprof.analysis.tags_report import tag_report
 from polyprof.analysis.nodes import GRANULARITIES
 from polyprof.analysis.timeline import GROUPS, timeline as timeline_analysis
 from polyprof.analysis.top import top as top_analysis
