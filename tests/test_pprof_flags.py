@@ -65,11 +65,6 @@ def test_report_flag_names_the_verb(peer, cli):
     assert cli("-dot", PEER / refs.SAMPLE).out.startswith('digraph "sample.bin"')
 
 
-def test_http_alias_explains_missing_serve(cli, peer):
-    r = cli("-http=:8080", PEER / refs.SAMPLE)
-    assert r.code == 6 and "serve" in r.err and "Traceback" not in r.err
-
-
 def test_spelling_translation_is_generic():
     """The alias table, without running a verb: pprof spellings become polyprof's."""
     from polyprof.cli.args import pprof_spellings
