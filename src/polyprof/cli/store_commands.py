@@ -37,7 +37,9 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
 # ---------------------------------------------------------------- output
 
 def _emit(env, args: argparse.Namespace, to_json: Callable[[], Any], to_text: Callable[[], str]) -> None:  # noqa: ANN001
-    text = json.dumps(to_json(), indent=1, default=str) if args.format == "json" else to_text().rstrip("\n")
+    from polyprof.cli.tables import json_default
+
+    text = json.dumps(to_json(), indent=1, default=json_default) if args.format == "json" else to_text().rstrip("\n")
     out = getattr(args, "output", None)
     if out and out != "-":
         from polyprof.formats.output import write_text_atomic
@@ -147,10 +149,10 @@ def _export(args: argparse.Namespace, env, store) -> int:  # noqa: ANN001
 
 
 def _table(env, args: argparse.Namespace, table: Any, limit: int) -> None:  # noqa: ANN001
-    from polyprof.cli.tables import arrow_csv, arrow_text
+    from polyprof.cli.tables import arrow_csv, arrow_text, json_default
 
     if args.format == "json":
-        env.out(json.dumps(table.to_pylist(), indent=1, default=str))
+        env.out(json.dumps(table.to_pylist(), indent=1, default=json_default))
     elif args.format == "csv":
         env.out(arrow_csv(table))
     else:
@@ -163,7 +165,9 @@ def _sql(args: argparse.Namespace, env, store) -> int:  # noqa: ANN001
 
 
 def _ls(args: argparse.Namespace, env, store) -> int:  # noqa: ANN001
-    _table(env, args, store.profiles(**_cohort(args)), args.limit)
+    from polyprof.store.info import LS_COLUMNS
+
+    _table(env, args, store.profiles(**_cohort(args), columns=LS_COLUMNS), args.limit)
     return 0
 
 

@@ -6,7 +6,20 @@ import csv
 import io
 from typing import Any
 
-__all__ = ["arrow_csv", "arrow_text", "info_text"]
+__all__ = ["arrow_csv", "arrow_text", "info_text", "json_default"]
+
+
+def json_default(value: Any) -> Any:
+    """JSON for what engines return beyond JSON's types: Decimal sums, timestamps, bytes."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
+    return str(value)
 
 
 def _cell(value: Any) -> str:

@@ -164,7 +164,7 @@ class SparkEngine(Engine):
             return df.toArrow()
         except Exception as exc:  # noqa: BLE001 - Py4J/analysis errors become one line
             if type(exc).__name__ in ("AnalysisException", "ParseException", "SparkException",
-                                      "IllegalArgumentException", "PySparkException"):
+                                      "IllegalArgumentException", "PySparkException", "Py4JJavaError"):
                 raise _engine_error(exc) from None
             raise
 
@@ -186,7 +186,12 @@ def spark_session(master: str) -> Any:
                .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
                .config("spark.sql.runSQLOnFiles", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.ui.enabled", "false"))
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.ansi.enabled", "false")
+               # the stacks view walks callsite trees deeper than the default 100 levels
+               .config("spark.sql.cteRecursionLevelLimit", "-1")
+               .config("spark.sql.cteRecursionRowLimit", "-1"))
     if local:
         builder = (builder.config("spark.sql.shuffle.partitions", "2")
                    .config("spark.default.parallelism", "2")

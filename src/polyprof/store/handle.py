@@ -170,11 +170,12 @@ class Store:
 
         return run_sql(self.engine, text)
 
-    def profiles(self, where: str | None = None, *, time_from: Any = None, time_to: Any = None):  # noqa: ANN201
+    def profiles(self, where: str | None = None, *, time_from: Any = None, time_to: Any = None,
+                 columns: tuple[str, ...] | None = None):  # noqa: ANN201
         """The ``profiles`` rows of a cohort (all sample types), newest first: an Arrow table."""
         from polyprof.store.info import list_profiles
 
-        return list_profiles(self.engine, Cohort(where, time_from, time_to))
+        return list_profiles(self.engine, Cohort(where, time_from, time_to), columns)
 
     def info(self):  # noqa: ANN201
         """Counts, size, time span, formats, sample types and top labels: a StoreInfo."""

@@ -18,12 +18,12 @@ from typing import Any
 from polyprof.store.cohort import Cohort
 from polyprof.store.layout import DICTIONARIES, SCHEMA_VERSION, TABLES, Manifest
 
-__all__ = ["FACET_COLUMNS", "Facets", "StoreInfo", "facets", "list_profiles", "store_info"]
+__all__ = ["FACET_COLUMNS", "LS_COLUMNS", "Facets", "StoreInfo", "facets", "list_profiles", "store_info"]
 
 #: Columns of ``profiles`` offered as facets (few distinct values each).
 FACET_COLUMNS = ("format", "app", "version", "process", "platform", "sample_type", "day")
 
-_LS_COLUMNS = ("profile_id", "time", "format", "sample_type", "sample_unit", "app", "version", "process",
+LS_COLUMNS = ("profile_id", "time", "format", "sample_type", "sample_unit", "app", "version", "process",
                "n_samples", "total", "source", "source_index", "labels")
 
 
@@ -92,9 +92,9 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def list_profiles(engine: Any, cohort: Cohort) -> Any:
-    """The profiles rows of ``cohort``, newest first: an Arrow table."""
-    return engine.query(f"SELECT {', '.join(_LS_COLUMNS)} FROM profiles WHERE {cohort.sql()} "
+def list_profiles(engine: Any, cohort: Cohort, columns: tuple[str, ...] | None = None) -> Any:
+    """The profiles rows of ``cohort`` (all columns, or ``columns``), newest first: an Arrow table."""
+    return engine.query(f"SELECT {', '.join(columns) if columns else '*'} FROM profiles WHERE {cohort.sql()} "
                         "ORDER BY time DESC NULLS LAST, source, source_index, type_index")
 
 

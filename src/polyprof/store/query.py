@@ -90,6 +90,8 @@ def _columns(reduced: Any, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
         c = reduced.column(name)
         if c.null_count == len(c):
             return None  # type: ignore[return-value]
+        if c.type.id == 1:  # boolean (the pushed-down "kept" flag)
+            c = c.cast("int8")
         return c.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
 
     cols = {name: col(name) for name in ("callsite_id", *keys)}

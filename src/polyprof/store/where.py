@@ -40,6 +40,9 @@ def _sqlglot():  # noqa: ANN202 - imported on use: --help must not load it
         import sqlglot
     except ImportError:
         raise OptionsError("the store needs the 'store' extra: pip install 'polyprof[store]'") from None
+    import logging
+
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)  # refusals are reported by us, in one line
     return sqlglot
 
 
