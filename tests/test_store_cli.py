@@ -18,7 +18,7 @@ from store_support import write_fleet  # noqa: E402
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:  # noqa: ANN001
     root = tmp_path_factory.mktemp("cli")
-    files = write_fleet(root / "in", 4)
+    write_fleet(root / "in", 4)
     assert main(["store", "ingest", str(root / "s"), str(root / "in"), "--label", "version=1"],
                 Env(io.StringIO(), io.StringIO(), False)) == 0
     return root / "s"

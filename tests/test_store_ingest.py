@@ -20,7 +20,7 @@ import polyprof.store  # noqa: E402
 from conftest import PEER  # noqa: E402
 from polyprof.errors import StoreError  # noqa: E402
 from polyprof.store import layout  # noqa: E402
-from store_support import answers, top_rows, write_fleet  # noqa: E402
+from store_support import answers, write_fleet  # noqa: E402
 
 PPROF = PEER / "google__pprof" / "internal" / "report" / "testdata" / "sample.cpu"
 PERFETTO = PEER / "google__perfetto" / "diff_tests_binary" / "parser__profiling__tests" / "Profiling__stack_sample.pftrace"

@@ -21,6 +21,7 @@ from polyprof.analysis.top import top  # noqa: E402
 from polyprof.analysis.traces import traces  # noqa: E402
 from polyprof.analysis.tree import peek, tree  # noqa: E402
 from polyprof.errors import OptionsError  # noqa: E402
+from polyprof.model.validate import check  # noqa: E402
 from store_support import answers, top_rows, traces_answer, write_fleet  # noqa: E402
 
 REAL = {
@@ -58,6 +59,7 @@ def test_store_top_of_one_file_equals_polyprof_top(tmp_path: Path, name: str) ->
     path = _real(name)
     profile = polyprof.read(path)
     with _one(tmp_path, path) as store:
+        check(store.load(options=Options(nodecount=0)).profile)  # the rebuilt profile is a valid model
         for index in (None, *(vt.type for vt in profile.sample_types)):
             o = Options(nodecount=0, sample_index=index)
             ours, theirs = store.top(o), top(profile, o)

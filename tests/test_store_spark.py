@@ -8,7 +8,6 @@ is absent; .ci/run installs Java (Debian default-jre-headless).
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 

@@ -2,16 +2,19 @@
 
 The engine returns per-stack totals (leaf callsite id -> value, plus any
 grouping keys). :func:`build_profile` walks the callsite dictionary from
-those leaves to the roots, fetches only the frames, functions, mappings and
-label sets they use, and builds a small :class:`~polyprof.model.profile.Profile`
-through :class:`~polyprof.model.builder.ProfileBuilder`: one sample per
-reduced row (two when a group held both signs: positive and negative sums
-stay apart so the sum of absolute values is the original one). The existing
-analyses (top, tree, peek, traces, flame, diff) then compute every number:
-nothing is computed a second time for the store.
+those leaves to the roots and builds a small
+:class:`~polyprof.model.profile.Profile`: the stacks through
+:meth:`ProfileBuilder.stacks_from_csr` (pre-order callsites, as every reader
+gets), one sample per reduced row (two when a group held both signs:
+positive and negative sums stay apart so the sum of absolute values is the
+original one), and the frames, functions and mappings those stacks use. The
+existing analyses (top, tree, peek, traces, flame, diff) then compute every
+number: nothing is computed a second time for the store.
 
-:class:`Dictionaries` caches what it fetched per store handle (callsites
-whole, the other dictionaries by id), so warm queries read only samples.
+:class:`Dictionaries` caches what it fetched per store handle: the callsite
+tree whole (ids only), and the frames, functions, mappings and their strings
+as model columns (:class:`_ModelCache`), so a warm query reads only samples
+and cuts the tables it needs out of the cache with numpy.
 """
 
 from __future__ import annotations
@@ -23,7 +26,15 @@ import numpy as np
 
 from polyprof.errors import StoreError
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.profile import Label, Profile, ValueType
+from polyprof.model.profile import (
+    FunctionTable,
+    Label,
+    LineTable,
+    LocationTable,
+    MappingTable,
+    Profile,
+    ValueType,
+)
 
 __all__ = ["Dictionaries", "ProfileMeta", "build_profile"]
 
@@ -69,13 +80,68 @@ def _member(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
     return sorted_ids[pos] == values
 
 
+class _ModelCache:
+    """Frames, functions and mappings fetched so far, as model columns (rows in fetch order)."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = [""]
+        self._sid: dict[str, int] = {"": 0}
+        i64, i32 = np.int64, np.int32
+        self.fn = {"id": np.zeros(0, i64), "name": np.zeros(0, i32), "system_name": np.zeros(0, i32),
+                   "filename": np.zeros(0, i32), "start_line": np.zeros(0, i64)}
+        self.map = {"id": np.zeros(0, i64), "start": np.zeros(0, np.uint64), "limit": np.zeros(0, np.uint64),
+                    "offset": np.zeros(0, np.uint64), "filename": np.zeros(0, i32), "build_id": np.zeros(0, i32),
+                    "flags": np.zeros(0, np.uint8)}
+        self.loc = {"id": np.zeros(0, i64), "mapping": np.zeros(0, i32), "address": np.zeros(0, np.uint64),
+                    "folded": np.zeros(0, bool), "count": np.zeros(0, i64), "first": np.zeros(0, i64)}
+        self.line = {"function": np.zeros(0, i32), "line": np.zeros(0, i64), "column": np.zeros(0, i64)}
+        self._sorted: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def intern(self, texts: list[str]) -> np.ndarray:
+        sid, strings = self._sid, self.strings
+        out = np.empty(len(texts), dtype=np.int32)
+        for i, t in enumerate(texts):
+            got = sid.get(t)
+            if got is None:
+                got = sid[t] = len(strings)
+                strings.append(t)
+            out[i] = got
+        return out
+
+    def rows(self, kind: str, ids: np.ndarray) -> np.ndarray:
+        """Cache rows of store ids (which must be cached); 0 -> -1."""
+        table = getattr(self, kind)
+        if kind not in self._sorted:
+            order = np.argsort(table["id"], kind="stable")
+            self._sorted[kind] = (table["id"][order], order)
+        keys, order = self._sorted[kind]
+        if not keys.size:
+            return np.full(ids.size, -1, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(keys, ids), keys.size - 1)
+        return np.where(ids == 0, -1, order[pos]).astype(np.int64)
+
+    def missing(self, kind: str, ids: np.ndarray) -> np.ndarray:
+        ids = np.unique(ids[ids != 0])
+        rows = self.rows(kind, ids)
+        known = rows >= 0
+        known[known] = getattr(self, kind)["id"][rows[known]] == ids[known]
+        return ids[~known]
+
+    def append(self, kind: str, columns: dict[str, np.ndarray]) -> None:
+        table = getattr(self, kind)
+        for name, col in columns.items():
+            table[name] = np.concatenate([table[name], col.astype(table[name].dtype, copy=False)])
+        self._sorted.pop(kind, None)
+
+
 class Dictionaries:
     """The store's dictionaries as one engine sees them, fetched on demand and cached."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self._callsites: tuple[np.ndarray, ...] | None = None
-        self.cache = {t: _Cached(t) for t in ("frames", "functions", "mappings", "labelsets")}
+        self.cache = {"labelsets": _Cached("labelsets")}
+        self.model = _ModelCache()
 
     def callsites(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(ids sorted, parent row or -1, frame id, depth) of every callsite."""
@@ -96,6 +162,66 @@ class Dictionaries:
 
     def take(self, table: str, wanted: np.ndarray) -> Any:
         return self.cache[table].take(self.engine, np.unique(np.asarray(wanted, dtype=_I64)))
+
+    def _fetch(self, table: str, ids: np.ndarray) -> Any:
+        import pyarrow as pa
+
+        self.engine.register("need", pa.table({"id": ids}))
+        got = self.engine.query(f"SELECT * FROM {table} WHERE id IN (SELECT id FROM need)")
+        if len(np.unique(got.column("id").to_numpy())) != ids.size:
+            raise StoreError(f"the store is damaged: some {table} rows referenced by callsites are missing "
+                             "(re-ingest the files, or run polyprof store compact)")
+        return got
+
+    def ensure_frames(self, frame_ids: np.ndarray) -> None:
+        """Fetch into the model cache every frame of ``frame_ids`` it lacks, with their functions
+        and mappings."""
+        import pyarrow.compute as pc
+
+        m = self.model
+        new = m.missing("loc", frame_ids)
+        if not new.size:
+            return
+        frames = self._fetch("frames", new)
+        lines = frames.column("lines").combine_chunks()
+        flat = pc.list_flatten(lines)
+        fn_ids = flat.field("function").to_numpy(zero_copy_only=False).astype(_I64)
+        map_ids = frames.column("mapping").to_numpy()
+        self._ensure_functions(fn_ids)
+        self._ensure_mappings(map_ids)
+        counts = pc.list_value_length(lines).fill_null(0).to_numpy(zero_copy_only=False).astype(_I64)
+        first = len(m.line["function"]) + np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(_I64)
+        m.append("line", {"function": m.rows("fn", fn_ids), "line": flat.field("line").to_numpy(zero_copy_only=False),
+                          "column": flat.field("column").to_numpy(zero_copy_only=False)})
+        m.append("loc", {"id": frames.column("id").to_numpy(), "mapping": m.rows("map", map_ids),
+                         "address": frames.column("address").to_numpy().view(np.uint64),
+                         "folded": frames.column("folded").to_numpy(zero_copy_only=False), "count": counts,
+                         "first": first})
+
+    def _ensure_functions(self, fn_ids: np.ndarray) -> None:
+        m = self.model
+        new = m.missing("fn", fn_ids)
+        if new.size:
+            t = self._fetch("functions", new)
+            m.append("fn", {"id": t.column("id").to_numpy(), "start_line": t.column("start_line").to_numpy(),
+                            **{c: m.intern(t.column(c).to_pylist()) for c in ("name", "system_name", "filename")}})
+
+    def _ensure_mappings(self, map_ids: np.ndarray) -> None:
+        m = self.model
+        new = m.missing("map", map_ids)
+        if new.size:
+            t = self._fetch("mappings", new)
+            m.append("map", {"id": t.column("id").to_numpy(),
+                             **{c: t.column(c).to_numpy().view(np.uint64) for c in ("start", "limit", "offset")},
+                             "filename": m.intern(t.column("filename").to_pylist()),
+                             "build_id": m.intern(t.column("build_id").to_pylist()),
+                             "flags": t.column("flags").to_numpy()})
+
+    def tables(self, frame_ids: np.ndarray) -> tuple:
+        """(strings, functions, mappings, locations, lines) holding exactly the frames ``frame_ids``
+        (sorted unique store ids), location row i = frame_ids[i]."""
+        self.ensure_frames(frame_ids)
+        return _subset(self.model, self.model.rows("loc", frame_ids))
 
 
 @dataclass
@@ -131,18 +257,23 @@ def build_profile(dicts: Dictionaries, callsite: np.ndarray, values: np.ndarray,
     leaves, inverse = np.unique(callsite, return_inverse=True)
     nonempty = leaves != 0
     leaf_stack = np.full(leaves.size, -1, dtype=np.int64)
+    tables = None
     if nonempty.any():
-        leaf_stack[nonempty] = _stacks(dicts, b, leaves[nonempty])
+        leaf_stack[nonempty], tables = _stacks(dicts, b, leaves[nonempty])
     stack = leaf_stack[inverse.reshape(-1)]
     labelset = _labelsets(dicts, b, columns.get("labelset_id"))
     optional = {name: columns.get(col) for name, col in (("time", "ts"), ("pid", "pid"), ("tid", "tid"),
                                                          ("cpu", "cpu"))}
     b.add_samples_bulk(stack, values.reshape(len(stack), len(types)), labelset, **optional)
-    return b.finish()
+    p = b.finish(check=False)
+    if tables is not None:  # the frames the stacks use, cut out of the cache (see _subset)
+        p.strings, p.functions, p.mappings, p.locations, p.lines = tables
+    return p
 
 
-def _stacks(dicts: Dictionaries, b: ProfileBuilder, leaves: np.ndarray) -> np.ndarray:
-    """Intern the stacks ending at callsite ids ``leaves`` (sorted, unique); their leaf callsites."""
+def _stacks(dicts: Dictionaries, b: ProfileBuilder, leaves: np.ndarray) -> tuple[np.ndarray, tuple]:
+    """Intern the stacks ending at callsite ids ``leaves`` (sorted, unique): their leaf callsites,
+    and the tables of the frames they use (location row i = i-th frame id in sorted order)."""
     ids, prow, frame, depth = dicts.callsites()
     rows = np.searchsorted(ids, leaves)
     if (rows >= ids.size).any() or (ids[np.minimum(rows, ids.size - 1)] != leaves).any():
@@ -158,55 +289,40 @@ def _stacks(dicts: Dictionaries, b: ProfileBuilder, leaves: np.ndarray) -> np.nd
         live = cur >= 0
         cur, pos = cur[live], pos[live]
     frames, loc_of = np.unique(frame[node_rows], return_inverse=True)
-    first_loc = _locations(dicts, b, frames)
-    return b.stacks_from_csr(first_loc + loc_of.reshape(-1), offsets, leaf_first=False)
+    tables = dicts.tables(frames)
+    return b.stacks_from_csr(loc_of.reshape(-1), offsets, leaf_first=False), tables
 
 
-def _locations(dicts: Dictionaries, b: ProfileBuilder, frame_ids: np.ndarray) -> int:
-    """Add the frames (sorted ids) as locations in that order; returns the first location row."""
-    import pyarrow.compute as pc
+def _subset(m: _ModelCache, loc_rows: np.ndarray) -> tuple:
+    """Model tables holding the cached locations ``loc_rows`` (in that order) and only the
+    lines, functions, mappings and strings they use."""
+    loc, line = m.loc, m.line
+    count, first = loc["count"][loc_rows], loc["first"][loc_rows]
+    line_rows = np.repeat(first - np.cumsum(count) + count, count) + np.arange(int(count.sum()), dtype=_I64)
+    lf = line["function"][line_rows].astype(_I64)
+    fn_used, fn_new = np.unique(lf[lf >= 0], return_inverse=True)
+    line_fn = np.full(lf.size, -1, dtype=np.int32)
+    line_fn[lf >= 0] = fn_new.reshape(-1)
+    mr = loc["mapping"][loc_rows].astype(_I64)
+    map_used, map_new = np.unique(mr[mr >= 0], return_inverse=True)
+    loc_map = np.full(mr.size, -1, dtype=np.int32)
+    loc_map[mr >= 0] = map_new.reshape(-1)
+    fn, mp = m.fn, m.map
+    sid_cols = [fn[c][fn_used] for c in ("name", "system_name", "filename")] + \
+               [mp[c][map_used] for c in ("filename", "build_id")]
+    used = np.unique(np.concatenate([np.zeros(1, np.int32), *sid_cols]))  # string 0 ("") first
 
-    frames = dicts.take("frames", frame_ids)
-    lines = frames.column("lines").combine_chunks()
-    counts = pc.list_value_length(lines).fill_null(0).to_numpy(zero_copy_only=False).astype(_I64)
-    flat = pc.list_flatten(lines)
-    line_fn = flat.field("function").to_numpy(zero_copy_only=False).astype(_I64)
-    fn_row = _functions(dicts, b, line_fn)
-    mapping = frames.column("mapping").to_numpy()
-    map_row = _mappings(dicts, b, mapping)
-    return b.add_locations_bulk(
-        map_row.astype(np.int32), frames.column("address").to_numpy().view(np.uint64),
-        frames.column("folded").to_numpy(zero_copy_only=False).astype(bool), counts,
-        fn_row.astype(np.int32), flat.field("line").to_numpy(zero_copy_only=False).astype(_I64),
-        flat.field("column").to_numpy(zero_copy_only=False).astype(_I64))
+    def sids(col: np.ndarray) -> np.ndarray:
+        return np.searchsorted(used, col).astype(np.int32)
 
-
-def _functions(dicts: Dictionaries, b: ProfileBuilder, fn_ids: np.ndarray) -> np.ndarray:
-    """Builder function rows for store function ids (0 -> -1)."""
-    out = np.full(fn_ids.size, -1, dtype=_I64)
-    live = fn_ids != 0
-    if not live.any():
-        return out
-    wanted, inverse = np.unique(fn_ids[live], return_inverse=True)
-    t = dicts.take("functions", wanted)
-    sid = [np.array([b.string(x) for x in t.column(c).to_pylist()], dtype=_I64)
-           for c in ("name", "system_name", "filename")]
-    rows = b.functions_bulk(*sid, t.column("start_line").to_numpy())
-    out[live] = rows[inverse.reshape(-1)]
-    return out
-
-
-def _mappings(dicts: Dictionaries, b: ProfileBuilder, map_ids: np.ndarray) -> np.ndarray:
-    out = np.full(map_ids.size, -1, dtype=_I64)
-    live = map_ids != 0
-    if not live.any():
-        return out
-    wanted, inverse = np.unique(map_ids[live], return_inverse=True)
-    t = dicts.take("mappings", wanted).to_pylist()
-    rows = np.array([b.mapping(r["start"] % 2**64, r["limit"] % 2**64, r["offset"] % 2**64, r["filename"],
-                               r["build_id"], r["flags"]) for r in t], dtype=_I64)
-    out[live] = rows[inverse.reshape(-1)]
-    return out
+    strings = [m.strings[i] for i in used.tolist()]
+    functions = FunctionTable(sids(sid_cols[0]), sids(sid_cols[1]), sids(sid_cols[2]), fn["start_line"][fn_used])
+    mappings = MappingTable(mp["start"][map_used], mp["limit"][map_used], mp["offset"][map_used],
+                            sids(sid_cols[3]), sids(sid_cols[4]), mp["flags"][map_used])
+    locations = LocationTable(loc_map, loc["address"][loc_rows], loc["folded"][loc_rows],
+                              np.concatenate([[0], np.cumsum(count)]).astype(_I64))
+    lines = LineTable(line_fn, line["line"][line_rows], line["column"][line_rows])
+    return strings, functions, mappings, locations, lines
 
 
 def _labelsets(dicts: Dictionaries, b: ProfileBuilder, ids: np.ndarray | None) -> np.ndarray | None:

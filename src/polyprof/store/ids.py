@@ -72,10 +72,8 @@ def hash_strings(strings: list[str], cache: dict[str, int] | None = None) -> np.
     """
     if cache is None:
         cache = {}
-    out = np.empty(len(strings), dtype=np.uint64)
-    for i, s in enumerate(strings):
-        h = cache.get(s)
+    got = list(map(cache.get, strings))
+    for i, h in enumerate(got):
         if h is None:
-            h = cache[s] = hash_text(s)
-        out[i] = h
-    return out
+            got[i] = cache[strings[i]] = hash_text(strings[i])
+    return np.array(got, dtype=np.uint64)

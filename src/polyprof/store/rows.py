@@ -91,6 +91,7 @@ class Shredder:
 
     def __init__(self) -> None:
         self.string_cache: dict[str, int] = {}
+        self.labelset_cache: dict[tuple, int] = {}
         self.seen: dict[str, _SeenIds] = {t: _SeenIds() for t in DICTIONARIES}
 
     def shred(self, p: Profile, source: Source, batch: Batch) -> int:
@@ -195,16 +196,14 @@ class Shredder:
         import pyarrow as pa
 
         sets = p.labelsets
+        cache = self.labelset_cache  # label tuples repeat across a fleet's files
         lsid = np.zeros(len(sets), dtype=_I64)
         for i, labels in enumerate(sets):
-            if not labels:
-                continue
-            h = TAGS["labelset"]
-            for lab in labels:
-                text = "\x00".join((lab.key, "" if lab.str is None else "s" + lab.str,
-                                    "" if lab.num is None else f"n{lab.num}", lab.unit))
-                h = combine(h, np.uint64(ids.hash_text(text)))
-            lsid[i] = int(finish(np.array([h]))[0])
+            if labels:
+                got = cache.get(labels)
+                if got is None:
+                    got = cache[labels] = _labelset_id(labels)
+                lsid[i] = got
         new = self._fresh("labelsets", lsid)
         new = new[lsid[new] != 0]
         if new.size:
@@ -237,6 +236,14 @@ class Shredder:
         batch.tables["profiles"].append(pa.Table.from_pylist(rows, schema=schema("profiles")))
 
 
+def _labelset_id(labels: tuple) -> int:
+    """Store id of a label set: a hash of its labels, in order, each with kind and unit."""
+    text = "\x01".join("\x00".join((lab.key, "" if lab.str is None else "s" + lab.str,
+                                     "" if lab.num is None else f"n{lab.num}", lab.unit)) for lab in labels)
+    h = combine(TAGS["labelset"], np.uint64(ids.hash_text(text)))
+    return int(finish(np.asarray([h]))[0])
+
+
 def function_ids(name: np.ndarray, system_name: np.ndarray, filename: np.ndarray,
                  start_line: np.ndarray) -> np.ndarray:
     """Store ids of functions given the hashes of their strings (see ids.hash_strings)."""
@@ -256,11 +263,17 @@ class _SeenIds:
         self.chunks: list[np.ndarray] = []
 
     def contains(self, values: np.ndarray) -> np.ndarray:
+        if not self.chunks:
+            return np.zeros(values.size, dtype=bool)
+        order = np.argsort(values, kind="stable")  # sorted probes walk each chunk in order
+        probe = values[order]
         hit = np.zeros(values.size, dtype=bool)
         for chunk in self.chunks:
-            pos = np.minimum(np.searchsorted(chunk, values), chunk.size - 1)
-            hit |= chunk[pos] == values
-        return hit
+            pos = np.minimum(np.searchsorted(chunk, probe), chunk.size - 1)
+            hit |= chunk[pos] == probe
+        out = np.empty_like(hit)
+        out[order] = hit
+        return out
 
     def add(self, sorted_new: np.ndarray) -> None:
         if not sorted_new.size:
