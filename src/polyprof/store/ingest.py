@@ -64,6 +64,8 @@ class IngestReport:
     seconds: float = 0.0
     decode_seconds: float = 0.0
     shred_seconds: float = 0.0
+    write_seconds: float = 0.0
+    publish_seconds: float = 0.0
     published: bool = False
 
     def add(self, r: FileResult) -> None:
@@ -79,7 +81,10 @@ class IngestReport:
     def to_json(self) -> dict[str, Any]:
         return {"files": self.files, "ingested": self.ingested, "skipped": len(self.skipped),
                 "failed": [{"file": f, "error": e} for f, e in self.failed], "profiles": self.profiles,
-                "samples": self.samples, "seconds": round(self.seconds, 3), "published": self.published}
+                "samples": self.samples, "seconds": round(self.seconds, 3), "published": self.published,
+                # worker time summed over processes: reading files, and turning profiles into rows
+                "decode_seconds": round(self.decode_seconds, 3), "shred_seconds": round(self.shred_seconds, 3),
+                "write_seconds": round(self.write_seconds, 3), "publish_seconds": round(self.publish_seconds, 3)}
 
 
 # ------------------------------------------------------------------ inputs
@@ -116,6 +121,7 @@ class _Worker:
         self.shredder = Shredder()
         self.batch = Batch()
         self._new_batch = Batch
+        self.write_seconds = 0.0
 
     def run(self, path: str, digest: bytes) -> FileResult:
         import polyprof
@@ -139,15 +145,16 @@ class _Worker:
         for i, p in enumerate(profiles):
             result.samples += self.shredder.shred(p, Source(source_path, digest, i, self.labels), self.batch)
         result.profiles = len(profiles)
+        result.decode_seconds, result.shred_seconds = mid - start, time.perf_counter() - mid
         if self.batch.sample_rows >= FLUSH_ROWS:
             self.flush()
-        end = time.perf_counter()
-        result.decode_seconds, result.shred_seconds = mid - start, end - mid
         return result
 
     def flush(self) -> None:
         """Write the rows gathered so far as Parquet files in the staging directory."""
         import pyarrow as pa
+
+        begin = time.perf_counter()
 
         from polyprof.store.layout import schema
 
@@ -160,6 +167,7 @@ class _Worker:
             rows = pa.concat_tables([t.cast(target) for t in parts])
             write_parquet(rows, _staged(self.staging, "samples", day))
         self.batch = self._new_batch()
+        self.write_seconds += time.perf_counter() - begin
 
 
 def _dict_schema(s):  # noqa: ANN001, ANN202
@@ -201,7 +209,7 @@ def _worker_main(tasks: Any, results: Any, staging: str, labels: dict[str, str])
         results.put(("file", worker.run(*task)))
     try:
         worker.flush()
-        results.put(("flushed", None))
+        results.put(("flushed", worker.write_seconds))
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which publishes nothing
         results.put(("flush_failed", f"{type(exc).__name__}: {exc}"))
 
@@ -230,9 +238,11 @@ def ingest(root: str, paths: Iterable[str], *, labels: dict[str, str] | None = N
     try:
         ok = _run(todo, staging, labels or {}, max(1, jobs), strict, report, progress, on_failure)
         if ok and report.ingested:
+            begin = time.perf_counter()
             with write_lock(root):
                 _publish(Manifest.load(root), staging)
             report.published = True
+            report.publish_seconds = time.perf_counter() - begin
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     report.seconds = time.perf_counter() - start
@@ -266,7 +276,7 @@ def _known_hashes(manifest: Manifest) -> set[str]:
     return set(pq.read_table(paths, columns=["file_hash"]).column(0).to_pylist())
 
 
-def _run(todo: list[tuple[str, bytes]], staging: str, labels: dict[str, str], jobs: int, strict: bool,
+def _run(todo: list[tuple[str, bytes]], staging: str, labels: dict[str, str], jobs: int, strict: bool,  # noqa: PLR0913
          report: IngestReport, progress: Progress | None, on_failure: Callable[[str, str], None] | None) -> bool:
     """Read and stage every file; False when nothing may be published (strict failure)."""
     total = len(todo)
@@ -290,12 +300,13 @@ def _run(todo: list[tuple[str, bytes]], staging: str, labels: dict[str, str], jo
             if not record(worker.run(*task)):
                 return False
         worker.flush()
+        report.write_seconds += worker.write_seconds
         return True
-    return _run_parallel(todo, staging, labels, jobs, record)
+    return _run_parallel(todo, staging, labels, jobs, record, report)
 
 
 def _run_parallel(todo: list[tuple[str, bytes]], staging: str, labels: dict[str, str], jobs: int,
-                  record: Callable[[FileResult], bool]) -> bool:
+                  record: Callable[[FileResult], bool], report: IngestReport) -> bool:
     import multiprocessing as mp
 
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
@@ -320,6 +331,7 @@ def _run_parallel(todo: list[tuple[str, bytes]], staging: str, labels: dict[str,
                     break
             elif kind == "flushed":
                 flushed += 1
+                report.write_seconds += payload
             else:
                 raise PolyprofError(f"an ingest worker could not write its rows: {payload}")
     finally:
