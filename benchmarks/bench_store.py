@@ -5,7 +5,8 @@
    real call-graph shapes, 5 versions, 3 regions, 7 days, sample labels;
 2. ingests it into benchmarks/out/store, one `polyprof store ingest` per
    version and region (with --label version=.. --label region=.., as a team
-   would), and reports files/s and samples/s end to end and once decoded;
+   would), reports files/s and samples/s end to end and once decoded, then
+   compacts the store (the queries run on the compacted store);
 3. compares the store's size with the inputs' gzip size;
 4. runs each query in a fresh process (`--query NAME`): cold = the first
    call (engine start, views, dictionaries), warm = best of the next calls,
@@ -90,6 +91,11 @@ def ingest(fleet: Path, store: Path, jobs: int) -> dict:
         for key in ("decode_seconds", "shred_seconds", "write_seconds", "publish_seconds"):
             totals[key] += r[key]
         print(f"  ingested {part.relative_to(fleet)}: {r['ingested']} files in {wall:.1f} s", file=sys.stderr)
+    totals["store_before_compact"] = _size(store)
+    files_before = sum(1 for _ in store.rglob("*.parquet"))
+    wall, rss, _ = _run([sys.executable, "-m", "polyprof", "store", "compact", str(store)])
+    totals.update(compact_seconds=wall, compact_rss=rss, files_before_compact=files_before,
+                  files_after_compact=sum(1 for _ in store.rglob("*.parquet")))
     return totals
 
 
@@ -153,6 +159,9 @@ def report(args: argparse.Namespace, fleet: Path, store: Path, ing: dict, duck: 
           f"{ing['samples'] / ing['seconds'] / 1e6:.2f}M samples/s; reading {ing['decode_seconds']:.0f} s, "
           f"rows {ing['shred_seconds']:.0f} s, Parquet {ing['write_seconds']:.0f} s (worker time), "
           f"publish {ing['publish_seconds']:.0f} s; once decoded: {decoded / 1e6:.2f}M samples/s")
+    print(f"compact: {ing['files_before_compact']} -> {ing['files_after_compact']} files, "
+          f"{ing['store_before_compact'] / 2**30:.3f} GiB before, {ing['compact_seconds']:.0f} s, "
+          f"peak {ing['compact_rss'] / 2**20:.0f} MiB")
     print(f"{'query':<16} {'duckdb cold':>11} {'warm':>6} {'peak MiB':>8}"
           + (f" {'spark cold':>10} {'warm':>6} {'spark/duckdb':>12}" if spark else ""))
     for name, r in duck.items():

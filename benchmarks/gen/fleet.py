@@ -144,9 +144,16 @@ def _profile(index: int, seed_path: str, samples: int) -> tuple[bytes, str, str]
     pop, rest = np.divmod(keys, len(ENDPOINTS) * 51)
     endpoint, tenant = np.divmod(rest, 51)
     counts = rng.integers(1, 21, size=samples)
+    value = [b""] + [_field(2, varint(c) + varint(c * 10_000_000)) for c in range(1, 21)]
+    head: dict[int, bytes] = {}
     parts = []
     for s, e, t, c in zip(pop.tolist(), endpoint.tolist(), tenant.tolist(), counts.tolist()):
-        parts.append(_field(2, stacks[s] + _field(2, varint(c) + varint(c * 10_000_000)) + labels[e][t]))
+        body = (stacks[s], value[c], labels[e][t])
+        size = len(body[0]) + len(body[1]) + len(body[2])
+        tag = head.get(size)
+        if tag is None:
+            tag = head[size] = varint((2 << 3) | 2) + varint(size)
+        parts += (tag, *body)
     start = START + int(rng.integers(0, 7 * DAY))
     parts.append(varint(9 << 3) + varint(start) + varint(10 << 3) + varint(60 * 10**9))
     return static + gzip.compress(b"".join(parts), compresslevel=1), version, region

@@ -142,6 +142,19 @@ class Dictionaries:
         self._callsites: tuple[np.ndarray, ...] | None = None
         self.cache = {"labelsets": _Cached("labelsets")}
         self.model = _ModelCache()
+        self._memo: dict[Any, Any] = {}
+
+    def memo(self, key: Any, make: Any) -> Any:
+        """``make()``, remembered under ``key`` for this manifest generation (the last 16 kept):
+        reports over one cohort (top, then tree, then flame) reduce its samples once."""
+        if key in self._memo:
+            self._memo[key] = self._memo.pop(key)  # most recently used last
+            return self._memo[key]
+        value = make()
+        self._memo[key] = value
+        while len(self._memo) > 16:
+            self._memo.pop(next(iter(self._memo)))
+        return value
 
     def callsites(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(ids sorted, parent row or -1, frame id, depth) of every callsite."""

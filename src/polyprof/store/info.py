@@ -53,43 +53,63 @@ class StoreInfo:
         return asdict(self)
 
 
-def _counts(engine: Any, expr: str, limit: int, where: str = "TRUE") -> dict[str, int]:
-    t = engine.query(f"SELECT {expr} AS v, COUNT(DISTINCT file_hash || ':' || CAST(source_index AS VARCHAR)) AS n "
-                     f"FROM profiles WHERE {where} GROUP BY 1 ORDER BY n DESC, v LIMIT {limit}")
-    return {str(v): int(n) for v, n in zip(t.column("v").to_pylist(), t.column("n").to_pylist()) if v is not None}
+_FACT_COLUMNS = ("file_hash", "source_index", "format", "app", "version", "process", "platform", "sample_type",
+                 "sample_unit", "n_samples", "total", "time", "day", "labels")
+
+
+class _Facts:
+    """The profiles table's low-cardinality columns, read with one query and counted in Python
+    (a store has thousands of profile rows, not billions: one engine job instead of dozens)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.rows = engine.query(f"SELECT {', '.join(_FACT_COLUMNS)} FROM profiles").to_pylist()
+        self.profile_keys = {(r["file_hash"], r["source_index"]) for r in self.rows}
+
+    def counts(self, value: Any, limit: int) -> dict[str, int]:
+        """Distinct source profiles per value of ``value(row)`` (None skipped), most first."""
+        seen: dict[str, set] = {}
+        for r in self.rows:
+            v = value(r)
+            if v is not None:
+                seen.setdefault(str(v), set()).add((r["file_hash"], r["source_index"]))
+        ranked = sorted(seen.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:limit]
+        return {k: len(v) for k, v in ranked}
+
+    def label_keys(self) -> list[str]:
+        keys: dict[str, int] = {}
+        for r in self.rows:
+            for k, _ in r["labels"] or ():
+                keys[k] = keys.get(k, 0) + 1
+        return sorted(keys, key=lambda k: (-keys[k], k))
+
+    def labels(self, keys: list[str], limit: int) -> dict[str, dict[str, int]]:
+        return {k: self.counts(lambda r, k=k: dict(r["labels"] or ()).get(k), limit) for k in keys}
+
+    def span(self) -> tuple[str | None, str | None]:
+        times = [r["time"] for r in self.rows if r["time"] is not None]
+        return (min(times).isoformat(), max(times).isoformat()) if times else (None, None)
 
 
 def store_info(engine: Any, manifest: Manifest, top_labels: int = 8) -> StoreInfo:
     paths = [p for t in TABLES for p in manifest.paths(t)]
     size = sum(os.path.getsize(p) for p in paths if os.path.exists(p))
-    head = engine.query(
-        "SELECT COUNT(DISTINCT file_hash) AS sources, "
-        "COUNT(DISTINCT file_hash || ':' || CAST(source_index AS VARCHAR)) AS profiles, "
-        "COUNT(*) AS rows_, SUM(n_samples) AS samples, MIN(time) AS first, MAX(time) AS last FROM profiles"
-    ).to_pylist()[0]
-    types = engine.query("SELECT sample_type, sample_unit, COUNT(*) AS profiles, SUM(n_samples) AS samples, "
-                         "SUM(total) AS total FROM profiles GROUP BY 1, 2 ORDER BY profiles DESC, 1, 2").to_pylist()
-    keys = engine.query("SELECT k, COUNT(*) AS n FROM (SELECT UNNEST(MAP_KEYS(labels)) AS k FROM profiles) "
-                        f"GROUP BY k ORDER BY n DESC, k LIMIT {top_labels}").column("k").to_pylist()
-    labels = {k: _counts(engine, f"labels[{_lit(k)}]", 5) for k in keys}
+    facts = _Facts(engine)
+    types: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in facts.rows:
+        t = types.setdefault((r["sample_type"], r["sample_unit"]), {
+            "sample_type": r["sample_type"], "sample_unit": r["sample_unit"], "profiles": 0, "samples": 0, "total": 0})
+        t["profiles"] += 1
+        t["samples"] += r["n_samples"] or 0
+        t["total"] += r["total"] or 0
     dicts = {t: int(engine.query(f"SELECT COUNT(*) AS n FROM {t}").column(0)[0].as_py()) for t in DICTIONARIES}
+    first, last = facts.span()
     return StoreInfo(
-        manifest.root, SCHEMA_VERSION, manifest.generation, len(paths), size, int(head["sources"] or 0),
-        int(head["profiles"] or 0), int(head["rows_"] or 0), int(head["samples"] or 0),
-        head["first"].isoformat() if head["first"] else None, head["last"].isoformat() if head["last"] else None,
-        _counts(engine, "format", 20), [{k: _plain(v) for k, v in r.items()} for r in types],
-        _counts(engine, "app", 10), _counts(engine, "version", 10), labels, dicts)
-
-
-def _plain(value: Any) -> Any:
-    """Engine numbers (Decimal sums) as Python ints; anything else unchanged."""
-    from decimal import Decimal
-
-    return int(value) if isinstance(value, Decimal) else value
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+        manifest.root, SCHEMA_VERSION, manifest.generation, len(paths), size,
+        len({r["file_hash"] for r in facts.rows}), len(facts.profile_keys), len(facts.rows),
+        sum(r["n_samples"] or 0 for r in facts.rows), first, last, facts.counts(lambda r: r["format"], 20),
+        sorted(types.values(), key=lambda t: (-t["profiles"], t["sample_type"], t["sample_unit"])),
+        facts.counts(lambda r: r["app"], 10), facts.counts(lambda r: r["version"], 10),
+        facts.labels(facts.label_keys()[:top_labels], 5), dicts)
 
 
 def list_profiles(engine: Any, cohort: Cohort, columns: tuple[str, ...] | None = None) -> Any:
@@ -113,11 +133,8 @@ class Facets:
 
 
 def facets(engine: Any, max_values: int = 50) -> Facets:
-    columns = {c: _counts(engine, c, max_values) for c in FACET_COLUMNS}
-    keys = engine.query("SELECT DISTINCT UNNEST(MAP_KEYS(labels)) AS k FROM profiles ORDER BY k").column(0).to_pylist()
-    labels = {k: _counts(engine, f"labels[{_lit(k)}]", max_values) for k in keys}
-    span = engine.query("SELECT MIN(time) AS a, MAX(time) AS b, "
-                        "COUNT(DISTINCT file_hash || ':' || CAST(source_index AS VARCHAR)) AS n FROM profiles"
-                        ).to_pylist()[0]
-    return Facets(columns, labels, span["a"].isoformat() if span["a"] else None,
-                  span["b"].isoformat() if span["b"] else None, int(span["n"] or 0))
+    facts = _Facts(engine)
+    columns = {c: facts.counts(lambda r, c=c: r[c], max_values) for c in FACET_COLUMNS}
+    first, last = facts.span()
+    return Facets(columns, facts.labels(sorted(facts.label_keys()), max_values), first, last,
+                  len(facts.profile_keys))

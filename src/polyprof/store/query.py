@@ -50,14 +50,14 @@ def load(engine: Any, dicts: Dictionaries, cohort: Cohort, options: Options | No
     o = options or Options()
     if o.time_range not in (None, (None, None)):
         raise OptionsError("--time-range is relative to one profile's start; for a store use --from/--to")
-    sel = select(engine, cohort, o.sample_index)
+    sel = dicts.memo(("select", cohort.sql(), cohort.window(), o.sample_index),
+                     lambda: select(engine, cohort, o.sample_index))
     o = dataclasses.replace(o, sample_index=None)  # the rebuilt profile has the one selected type
     if keys is None:
         keys = (("labelset_id",) if o.tagfocus or o.tagignore or o.pid or o.tid else ()) + \
                (("pid", "tid") if o.pid or o.tid else ())
-    _register(engine, sel)
-    kept = _thread_predicate(engine, sel, o.thread) if o.thread else None
-    reduced = engine.query(reduce_sql(sel, keys, kept))
+    kept = _thread_predicate(engine, dicts, sel, o.thread) if o.thread else None
+    reduced = _reduce(engine, dicts, sel, reduce_sql(sel, keys, kept))
     cols = _columns(reduced, keys + (("kept",) if kept else ()))
     profile = build_profile(dicts, cols["callsite_id"], cols["value"], _meta(sel),
                             {k: cols[k] for k in keys if k in cols})
@@ -70,13 +70,27 @@ def _register(engine: Any, sel: Selection) -> None:
     engine.register("sel", sel.rows.select(["profile_id", "time_nanos", "scale"]))
 
 
-def _thread_predicate(engine: Any, sel: Selection, regex: str) -> str:
+def _reduce(engine: Any, dicts: Dictionaries, sel: Selection, sql: str) -> Any:
+    """Run a query over the selection ``sel`` (registered as ``sel``), remembered per selection."""
+    import hashlib
+
+    digest = hashlib.blake2b(sel.rows.column("profile_id").to_numpy().tobytes(), digest_size=16).digest()
+
+    def run() -> Any:
+        _register(engine, sel)
+        return engine.query(sql)
+
+    return dicts.memo(("reduce", sql, digest), run)
+
+
+def _thread_predicate(engine: Any, dicts: Dictionaries, sel: Selection, regex: str) -> str:
     try:
         rx = re.compile(regex)
     except re.error as exc:
         raise OptionsError(f"--thread: bad regular expression {regex!r}: {exc}") from None
     sql = reduce_sql(sel).split(" FROM ", 1)[1].split(" GROUP BY ", 1)[0]
-    names = [r for r in engine.query(f"SELECT DISTINCT s.thread FROM {sql}").column(0).to_pylist() if r is not None]
+    threads = _reduce(engine, dicts, sel, f"SELECT DISTINCT s.thread FROM {sql}")
+    names = [r for r in threads.column(0).to_pylist() if r is not None]
     if not names:
         raise OptionsError("--thread: the selected profiles have no thread names")
     hits = sorted(n for n in names if rx.search(n))
@@ -144,8 +158,7 @@ def merged_profile(engine: Any, dicts: Dictionaries, cohort: Cohort) -> Profile:
     first = select(engine, cohort)
     parts = []
     for sel in _type_order([select(engine, cohort, vt.type) for vt in first.all_types]):
-        _register(engine, sel)
-        parts.append((sel, engine.query(reduce_sql(sel, TRACE_KEYS))))
+        parts.append((sel, _reduce(engine, dicts, sel, reduce_sql(sel, TRACE_KEYS))))
     return _pivot(dicts, parts, first.sample_type.type)
 
 
