@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import multiprocessing
-import os
 import sys
 from pathlib import Path
 
@@ -161,14 +160,15 @@ def _profile(index: int, seed_path: str, samples: int) -> tuple[bytes, str, str]
 
 def _write(task: tuple[int, str, str, int]) -> int:
     index, out, seed_path, samples = task
-    os.nice(5)
-    data, version, region = _profile(index, seed_path, samples)
+    version, region = VERSIONS[index % len(VERSIONS)], REGIONS[(index // len(VERSIONS)) % len(REGIONS)]
     path = Path(out) / f"version={version}" / f"region={region}" / f"p{index:05d}.pb.gz"
+    if path.exists():  # files of an interrupted run are kept
+        return samples
+    data, _, _ = _profile(index, seed_path, samples)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.rename(path)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.rename(path)
     return samples
 
 
