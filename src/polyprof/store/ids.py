@@ -45,11 +45,14 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def combine(h: np.ndarray | np.uint64, value: np.ndarray | int) -> np.ndarray:
-    """Fold ``value`` (int64/uint64 array or scalar, reinterpreted as uint64) into hash ``h``."""
-    with np.errstate(over="ignore"):
-        v = np.asarray(value)
-        v = v.astype(np.int64, copy=False).view(np.uint64) if v.dtype != np.uint64 else v
-        return _mix((np.asarray(h, dtype=np.uint64) * _K1) ^ v)
+    """Fold ``value`` (int64/uint64 array or scalar, reinterpreted as uint64) into hash ``h``.
+
+    Works on arrays (at least one dimension): numpy wraps array arithmetic
+    silently, where numpy scalars would warn about the intended overflow.
+    """
+    v = np.atleast_1d(np.asarray(value))
+    v = v.astype(np.int64, copy=False).view(np.uint64) if v.dtype != np.uint64 else v
+    return _mix((np.atleast_1d(np.asarray(h, dtype=np.uint64)) * _K1) ^ v)
 
 
 def finish(h: np.ndarray) -> np.ndarray:

@@ -240,8 +240,7 @@ def _labelset_id(labels: tuple) -> int:
     """Store id of a label set: a hash of its labels, in order, each with kind and unit."""
     text = "\x01".join("\x00".join((lab.key, "" if lab.str is None else "s" + lab.str,
                                      "" if lab.num is None else f"n{lab.num}", lab.unit)) for lab in labels)
-    h = combine(TAGS["labelset"], np.uint64(ids.hash_text(text)))
-    return int(finish(np.asarray([h]))[0])
+    return int(finish(combine(TAGS["labelset"], np.uint64(ids.hash_text(text))))[0])
 
 
 def function_ids(name: np.ndarray, system_name: np.ndarray, filename: np.ndarray,
