@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     try:
         return int(args._run(args, env) or 0)
     except PolyprofError as exc:
-        env.stderr.write(f"polyprof: error: {exc}\n")
+        from polyprof.cli.common import error_text
+
+        env.stderr.write(f"polyprof: error: {error_text(exc)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         env.stderr.write("polyprof: interrupted\n")
