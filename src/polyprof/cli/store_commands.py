@@ -189,8 +189,16 @@ def _symbolize(args: argparse.Namespace, env, store) -> int:  # noqa: ANN001
     result = store.symbolize(args.symbols)
     _emit(env, args, lambda: result,
           lambda: f"symbolized {result['symbolized']} of {result['frames']} address-only frame(s)"
-          + (f"; no symbols for {len(result.get('missing', []))} module(s)" if result.get("missing") else ""))
+          + _missing_line(result.get("missing", [])))
     return 0
+
+
+def _missing_line(missing: list[dict]) -> str:
+    """'; no symbols for N module(s): a (build id), ...' naming what to add to the symbol directory."""
+    if not missing:
+        return ""
+    named = [f"{m['file']} ({m['build_id']})" if m["build_id"] else m["file"] for m in missing[:5]]
+    return f"; no symbols for {len(missing)} module(s): {', '.join(named)}" + (", ..." if len(missing) > 5 else "")
 
 
 def _compact(args: argparse.Namespace, env) -> int:  # noqa: ANN001
@@ -221,10 +229,15 @@ def _ingest(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     else:
         rate = report.samples / report.seconds if report.seconds else 0.0
         env.note(f"ingested {report.ingested} file(s), {report.profiles} profile(s), {report.samples} samples "
-                 f"in {report.seconds:.1f}s ({rate / 1e6:.2f}M samples/s); {len(report.skipped)} already "
+                 f"in {report.seconds:.1f}s ({_per_second(rate)} samples/s); {len(report.skipped)} already "
                  f"in the store, {len(report.failed)} failed"
                  + ("" if report.published or not report.failed else "; nothing was published"))
     return EXIT_FAILED_FILES if report.failed else 0
+
+
+def _per_second(rate: float) -> str:
+    """1.23M, 45.6k or 789: a rate people read at a glance."""
+    return f"{rate / 1e6:.2f}M" if rate >= 1e6 else f"{rate / 1e3:.1f}k" if rate >= 1e3 else f"{rate:.0f}"
 
 
 def _failed(env, bar, reason: str) -> None:  # noqa: ANN001
@@ -248,7 +261,7 @@ class _IngestProgress:
         elapsed = max(now - self.start, 1e-9)
         filled = int(20 * done / total) if total else 20
         line = (f"\ringesting [{'#' * filled}{'.' * (20 - filled)}] {done}/{total} files  "
-                f"{done / elapsed:.0f} files/s  {report.samples / elapsed / 1e6:.2f}M samples/s"
+                f"{done / elapsed:.0f} files/s  {_per_second(report.samples / elapsed)} samples/s"
                 + (f"  {len(report.failed)} failed" if report.failed else ""))
         self.env.stderr.write(line)
         self.env.stderr.flush()

@@ -25,7 +25,7 @@ import functools
 import os
 from typing import Any
 
-from polyprof.errors import OptionsError, StoreError
+from polyprof.errors import MissingDependencyError, OptionsError, StoreError
 from polyprof.store.layout import TABLES, Manifest, schema
 
 __all__ = ["ENGINES", "DuckDBEngine", "Engine", "SparkEngine", "open_engine"]
@@ -71,7 +71,8 @@ class DuckDBEngine(Engine):
         try:
             import duckdb
         except ImportError:
-            raise OptionsError("the store needs DuckDB: pip install 'polyprof[store]'") from None
+            raise MissingDependencyError("the store needs DuckDB: pip install 'polyprof[store]'", module="duckdb",
+                                         extra="store") from None
         self.root = os.path.realpath(root)
         self.con = duckdb.connect(config={"threads": threads} if threads else {})
         self.con.execute("SET TimeZone = 'UTC'")
@@ -179,7 +180,8 @@ def spark_session(master: str) -> Any:
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise OptionsError("--engine spark needs PySpark: pip install 'polyprof[spark]'") from None
+        raise MissingDependencyError("--engine spark needs PySpark: pip install 'polyprof[spark]'", module="pyspark",
+                                     extra="spark") from None
     local = master.startswith("local")
     builder = (SparkSession.builder.master(master).appName("polyprof-store")
                .config("spark.sql.session.timeZone", "UTC")

@@ -60,7 +60,7 @@ def symbolize_frames(m: Manifest, symbols: str) -> dict[str, Any]:
     out, stats = symbolize(prof, symbols)
     new_lines, fn_rows, filled = _lines_of(out)
     if not filled:
-        return {"changed": False, "frames": int(todo.size), "symbolized": 0, "missing": stats.missing}
+        return {"changed": False, "frames": int(todo.size), "symbolized": 0, "missing": _missing(stats)}
     lines = frames.column("lines").to_pylist()
     for k, frame_row in enumerate(todo.tolist()):
         if new_lines[k]:
@@ -81,7 +81,14 @@ def symbolize_frames(m: Manifest, symbols: str) -> dict[str, Any]:
         for r in rows:
             r["filename"] = renamed.get(r["id"], r["filename"])
         _replace(m, "mappings", pa.Table.from_pylist(rows, schema=schema("mappings")))
-    return {"changed": True, "frames": int(todo.size), "symbolized": filled, "missing": stats.missing}
+    return {"changed": True, "frames": int(todo.size), "symbolized": filled, "missing": _missing(stats)}
+
+
+def _missing(report: Any) -> list[dict[str, Any]]:
+    """The modules no symbols were found for, as plain data (JSON output): file, build id, frames,
+    the places looked in."""
+    return [{"file": m.file, "build_id": m.build_id, "frames": m.frames, "looked_for": list(m.looked_for)}
+            for m in report.missing]
 
 
 def _lines_of(out: Profile) -> tuple[list[list[dict]], Any, int]:

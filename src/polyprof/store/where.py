@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from polyprof.errors import OptionsError
+from polyprof.errors import MissingDependencyError, OptionsError
 
 __all__ = ["VIEWS", "check_query", "check_where"]
 
@@ -39,7 +39,8 @@ def _sqlglot():  # noqa: ANN202 - imported on use: --help must not load it
     try:
         import sqlglot
     except ImportError:
-        raise OptionsError("the store needs the 'store' extra: pip install 'polyprof[store]'") from None
+        raise MissingDependencyError("the store needs sqlglot: pip install 'polyprof[store]'", module="sqlglot",
+                                     extra="store") from None
     import logging
 
     logging.getLogger("sqlglot").setLevel(logging.ERROR)  # refusals are reported by us, in one line

@@ -163,7 +163,8 @@ def _add_management(sub: argparse._SubParsersAction) -> None:
     common.add_output_format(p)
     p = sub.add_parser("symbolize", help="fill function names of address-only frames from a symbol directory")
     add_store_arg(p)
-    p.add_argument("--symbols", required=True, metavar="DIR", help="Breakpad symbol directory")
+    p.add_argument("--symbols", required=True, metavar="DIR", help="where symbols are: binaries and debug files (by build id, .build-id trees), "
+                   "Breakpad .sym stores, R8/ProGuard mappings (see 'polyprof symbolize --help')")
     common.add_output_format(p)
     p = sub.add_parser("rm", help="remove the profiles a --where predicate selects")
     add_store_arg(p)
