@@ -53,15 +53,18 @@ def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def _run(argv: list[str], env: dict | None = None) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS bytes, stdout) of one process."""
+def _run(argv: list[str], env: dict | None = None) -> tuple[float, int, str, float]:
+    """(wall seconds, peak RSS bytes, stdout, CPU seconds) of one process and the children it waited for.
+
+    CPU time is printed next to wall time because this machine is shared: under load, wall time
+    measures the neighbours as much as polyprof."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     out = proc.stdout.read().decode() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"failed: {' '.join(argv)}")
-    return time.perf_counter() - start, usage.ru_maxrss * 1024, out
+    return time.perf_counter() - start, usage.ru_maxrss * 1024, out, usage.ru_utime + usage.ru_stime
 
 
 def generate(out: Path, profiles: int, samples: int) -> Path:
@@ -77,23 +80,24 @@ def generate(out: Path, profiles: int, samples: int) -> Path:
 def ingest(fleet: Path, store: Path, jobs: int) -> dict:
     if store.exists():
         shutil.rmtree(store)
-    totals = {"files": 0, "samples": 0, "seconds": 0.0, "decode_seconds": 0.0, "shred_seconds": 0.0,
+    totals = {"files": 0, "samples": 0, "seconds": 0.0, "cpu_seconds": 0.0, "decode_seconds": 0.0, "shred_seconds": 0.0,
               "write_seconds": 0.0, "publish_seconds": 0.0}
     for part in sorted(fleet.glob("version=*/region=*")):
         version, region = part.parent.name.split("=")[1], part.name.split("=")[1]
-        wall, _, out = _run([sys.executable, "-m", "polyprof", "store", "ingest", str(store), str(part),
+        wall, _, out, cpu = _run([sys.executable, "-m", "polyprof", "store", "ingest", str(store), str(part),
                              "--label", f"version={version}", "--label", f"region={region}",
                              "--jobs", str(jobs), "--format", "json"])
         r = json.loads(out)
         totals["files"] += r["ingested"]
         totals["samples"] += r["samples"]
         totals["seconds"] += wall
+        totals["cpu_seconds"] += cpu
         for key in ("decode_seconds", "shred_seconds", "write_seconds", "publish_seconds"):
             totals[key] += r[key]
         print(f"  ingested {part.relative_to(fleet)}: {r['ingested']} files in {wall:.1f} s", file=sys.stderr)
     totals["store_before_compact"] = _size(store)
     files_before = sum(1 for _ in store.rglob("*.parquet"))
-    wall, rss, _ = _run([sys.executable, "-m", "polyprof", "store", "compact", str(store)])
+    wall, rss, _, _ = _run([sys.executable, "-m", "polyprof", "store", "compact", str(store)])
     totals.update(compact_seconds=wall, compact_rss=rss, files_before_compact=files_before,
                   files_after_compact=sum(1 for _ in store.rglob("*.parquet")))
     return totals
@@ -113,18 +117,20 @@ def query_main(store: str, name: str, engine: str, repeat: int) -> None:
             jvm = time.perf_counter() - t
         else:
             jvm = 0.0
-        times = []
+        times, cpus = [], []
         for _ in range(repeat + 1):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             getattr(s, method)(**kw)
             times.append(time.perf_counter() - t)
-    print(json.dumps({"import": imported, "jvm": jvm, "cold": times[0], "warm": min(times[1:])}))
+            cpus.append(time.process_time() - c)  # this process only: DuckDB's threads, not Spark's JVM
+    print(json.dumps({"import": imported, "jvm": jvm, "cold": times[0], "warm": min(times[1:]),
+                      "cold_cpu": cpus[0], "warm_cpu": min(cpus[1:])}))
 
 
 def queries(store: Path, engine: str, repeat: int) -> dict:
     results = {}
     for name in QUERIES:
-        wall, rss, out = _run([sys.executable, __file__, "--query", name, "--engine", engine, "--store", str(store),
+        wall, rss, out, _ = _run([sys.executable, __file__, "--query", name, "--engine", engine, "--store", str(store),
                                "--repeat", str(repeat)])
         r = json.loads(out)
         r.update(process=wall, rss=rss)
@@ -142,10 +148,11 @@ def peer(out: Path, fleet: Path, store: Path) -> tuple[float, float, int] | None
     home = out / "gohome"
     home.mkdir(exist_ok=True)
     env = {**os.environ, "HOME": str(home), "PPROF_TMPDIR": str(home)}
-    go, _, _ = _run(["go", "tool", "pprof", "-top", "-symbolize=none", *map(str, files)], env)
+    go, _, _, go_cpu = _run(["go", "tool", "pprof", "-top", "-symbolize=none", *map(str, files)], env)
     names = ", ".join(f"'{os.path.abspath(f)}'" for f in files)
-    ours, _, _ = _run([sys.executable, "-m", "polyprof", "store", "top", str(store), "--where", f"source IN ({names})"])
-    return go, ours, len(files)
+    ours, _, _, ours_cpu = _run([sys.executable, "-m", "polyprof", "store", "top", str(store),
+                                 "--where", f"source IN ({names})"])
+    return go, ours, len(files), go_cpu, ours_cpu
 
 
 def report(args: argparse.Namespace, fleet: Path, store: Path, ing: dict, duck: dict, spark: dict | None,
@@ -159,13 +166,16 @@ def report(args: argparse.Namespace, fleet: Path, store: Path, ing: dict, duck: 
           f"{ing['samples'] / ing['seconds'] / 1e6:.2f}M samples/s; reading {ing['decode_seconds']:.0f} s, "
           f"rows {ing['shred_seconds']:.0f} s, Parquet {ing['write_seconds']:.0f} s (worker time), "
           f"publish {ing['publish_seconds']:.0f} s; once decoded: {decoded / 1e6:.2f}M samples/s")
+    if ing.get("cpu_seconds"):
+        print(f"ingest CPU time: {ing['cpu_seconds']:.0f} s = {ing['samples'] / ing['cpu_seconds'] / 1e6:.2f}M samples "
+              f"per CPU second (wall time on 2 cores would be about half of it on an idle machine)")
     print(f"compact: {ing['files_before_compact']} -> {ing['files_after_compact']} files, "
           f"{ing['store_before_compact'] / 2**30:.3f} GiB before, {ing['compact_seconds']:.0f} s, "
           f"peak {ing['compact_rss'] / 2**20:.0f} MiB")
-    print(f"{'query':<16} {'duckdb cold':>11} {'warm':>6} {'peak MiB':>8}"
+    print(f"{'query':<16} {'duckdb cold':>11} {'warm':>6} {'warm CPU':>8} {'peak MiB':>8}"
           + (f" {'spark cold':>10} {'warm':>6} {'spark/duckdb':>12}" if spark else ""))
     for name, r in duck.items():
-        line = f"{name:<16} {r['cold']:11.2f} {r['warm']:6.2f} {r['rss'] / 2**20:8.0f}"
+        line = f"{name:<16} {r['cold']:11.2f} {r['warm']:6.2f} {r['warm_cpu']:8.2f} {r['rss'] / 2**20:8.0f}"
         if spark:
             s = spark[name]
             line += f" {s['cold']:10.2f} {s['warm']:6.2f} {s['warm'] / r['warm']:11.1f}x"
@@ -173,9 +183,11 @@ def report(args: argparse.Namespace, fleet: Path, store: Path, ing: dict, duck: 
     print(f"(cold excludes Python imports: {duck['top']['import']:.2f} s"
           + (f"; Spark's JVM start: {spark['top']['jvm']:.1f} s" if spark else "") + ")")
     if versus:
-        go, ours, n = versus
-        print(f"peer: go tool pprof -top of {n} profiles {go:.2f} s, polyprof store top of them {ours:.2f} s "
-              f"({go / ours:.1f}x)")
+        go, ours, n, go_cpu, ours_cpu = versus
+        print(f"peer: go tool pprof -top of {n} profiles {go:.2f} s ({go_cpu:.2f} s CPU), polyprof store top of "
+              f"them {ours:.2f} s ({ours_cpu:.2f} s CPU): {go / ours:.1f}x by wall time, {go_cpu / ours_cpu:.1f}x by CPU")
+    load = os.getloadavg()
+    print(f"machine load average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores")
 
 
 def main() -> int:
