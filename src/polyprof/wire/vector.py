@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from typing import NoReturn
 
 import numpy as np
 
@@ -33,7 +34,7 @@ def as_buffer(data: bytes | memoryview) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)
 
 
-def _fail(message: str, offset: int) -> None:
+def _fail(message: str, offset: int) -> NoReturn:
     raise MalformedInputError(message, offset=int(offset))
 
 
@@ -203,7 +204,7 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
         bad = ~np.isin(wire, (VARINT, I64, LEN, I32)) | (field == 0)
         if bad.any():
             _fail(f"invalid field tag (wire type {int(wire[np.argmax(bad)])})", pos[np.argmax(bad)])
-        for wt, handler in ((VARINT, None), (LEN, None), (I64, 8), (I32, 4)):
+        for wt, width in ((VARINT, 0), (LEN, 0), (I64, 8), (I32, 4)):
             sel = np.nonzero(wire == wt)[0]
             if not sel.size:
                 continue
@@ -218,7 +219,6 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
                     _fail("length runs past the end of its message", p[np.argmax(over)])
                 start[sel], length[sel], pos[sel] = p2, ln, p2 + ln
             else:
-                width = handler
                 over = p + width > end[sel]
                 if over.any():
                     _fail("truncated fixed-width field", p[np.argmax(over)])
@@ -242,7 +242,7 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
         at = offset[step[0]] + k
         for col, part in zip(cols, step):
             col[at] = part
-    return Fields(*cols)
+    return Fields(cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
 
 
 def repeated_varints(buf: np.ndarray, fields: Fields, n_msgs: int) -> tuple[np.ndarray, np.ndarray]:

@@ -123,7 +123,7 @@ def frame_all(buf: bytes, base: int = 0) -> Chunk:
     return Chunk(buf, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), base, skipped)
 
 
-def chunks(fh: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Chunk]:
+def chunks(fh: BinaryIO | GunzipStream, chunk_size: int = CHUNK_SIZE) -> Iterator[Chunk]:
     """Stream ``fh`` as chunks of whole packets."""
     pending = b""
     base = 0
