@@ -17,7 +17,7 @@ pytest.importorskip("pyarrow")
 
 import polyprof  # noqa: E402
 import polyprof.store  # noqa: E402
-from conftest import PEER  # noqa: E402
+from helpers import PEER  # noqa: E402
 from polyprof.errors import StoreError  # noqa: E402
 from polyprof.store import layout  # noqa: E402
 from store_support import answers, write_fleet  # noqa: E402

@@ -13,7 +13,7 @@ pytest.importorskip("duckdb")
 
 import polyprof  # noqa: E402
 import polyprof.store  # noqa: E402
-from conftest import PEER  # noqa: E402
+from helpers import PEER  # noqa: E402
 from polyprof.analysis.diff import diff  # noqa: E402
 from polyprof.analysis.flame import flame_tree  # noqa: E402
 from polyprof.analysis.options import Options  # noqa: E402

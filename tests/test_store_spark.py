@@ -15,7 +15,7 @@ pytest.importorskip("duckdb")
 
 import polyprof  # noqa: E402
 import polyprof.store  # noqa: E402
-from conftest import PEER  # noqa: E402
+from helpers import PEER  # noqa: E402
 from store_support import top_rows, traces_answer, write_fleet  # noqa: E402
 
 pytestmark = pytest.mark.spark

@@ -87,14 +87,14 @@ class _ModelCache:
         self.strings: list[str] = [""]
         self._sid: dict[str, int] = {"": 0}
         i64, i32 = np.int64, np.int32
-        self.fn = {"id": np.zeros(0, i64), "name": np.zeros(0, i32), "system_name": np.zeros(0, i32),
+        self.fn: dict[str, np.ndarray] = {"id": np.zeros(0, i64), "name": np.zeros(0, i32), "system_name": np.zeros(0, i32),
                    "filename": np.zeros(0, i32), "start_line": np.zeros(0, i64)}
-        self.map = {"id": np.zeros(0, i64), "start": np.zeros(0, np.uint64), "limit": np.zeros(0, np.uint64),
+        self.map: dict[str, np.ndarray] = {"id": np.zeros(0, i64), "start": np.zeros(0, np.uint64), "limit": np.zeros(0, np.uint64),
                     "offset": np.zeros(0, np.uint64), "filename": np.zeros(0, i32), "build_id": np.zeros(0, i32),
                     "flags": np.zeros(0, np.uint8)}
-        self.loc = {"id": np.zeros(0, i64), "mapping": np.zeros(0, i32), "address": np.zeros(0, np.uint64),
+        self.loc: dict[str, np.ndarray] = {"id": np.zeros(0, i64), "mapping": np.zeros(0, i32), "address": np.zeros(0, np.uint64),
                     "folded": np.zeros(0, bool), "count": np.zeros(0, i64), "first": np.zeros(0, i64)}
-        self.line = {"function": np.zeros(0, i32), "line": np.zeros(0, i64), "column": np.zeros(0, i64)}
+        self.line: dict[str, np.ndarray] = {"function": np.zeros(0, i32), "line": np.zeros(0, i64), "column": np.zeros(0, i64)}
         self._sorted: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def intern(self, texts: list[str]) -> np.ndarray:
@@ -139,7 +139,7 @@ class Dictionaries:
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
-        self._callsites: tuple[np.ndarray, ...] | None = None
+        self._callsites: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.cache = {"labelsets": _Cached("labelsets")}
         self.model = _ModelCache()
         self._memo: dict[Any, Any] = {}

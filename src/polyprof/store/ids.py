@@ -44,7 +44,7 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def combine(h: np.ndarray | np.uint64, value: np.ndarray | int) -> np.ndarray:
+def combine(h: np.ndarray | np.uint64, value: np.ndarray | int | np.integer) -> np.ndarray:
     """Fold ``value`` (int64/uint64 array or scalar, reinterpreted as uint64) into hash ``h``.
 
     Works on arrays (at least one dimension): numpy wraps array arithmetic
@@ -55,7 +55,7 @@ def combine(h: np.ndarray | np.uint64, value: np.ndarray | int) -> np.ndarray:
     return _mix((np.atleast_1d(np.asarray(h, dtype=np.uint64)) * _K1) ^ v)
 
 
-def finish(h: np.ndarray) -> np.ndarray:
+def finish(h: np.ndarray | np.uint64) -> np.ndarray:
     """Hashes as store ids: int64 in [1, 2^63)."""
     out = (np.asarray(h, dtype=np.uint64) & _MASK63).astype(np.int64)
     out[out == 0] = 1

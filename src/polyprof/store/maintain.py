@@ -161,9 +161,9 @@ def remove(store: Any, where: str) -> int:
         m = Manifest.load(root)
         con = _duckdb()
         listed = "[" + ", ".join(str(int(i)) for i in ids) + "]"
-        m.files["profiles"] = [_rewrite(con, m, rel, listed) for rel in m.files["profiles"]]
-        m.files["samples"] = [_rewrite(con, m, rel, listed) for rel in m.files["samples"]]
-        m.files = {t: [f for f in files if f] for t, files in m.files.items()}
+        for table in ("profiles", "samples"):
+            kept = (_rewrite(con, m, rel, listed) for rel in m.files[table])
+            m.files[table] = [rel for rel in kept if rel]
         m.publish()
         m.collect_garbage()
         return int(ids.size)

@@ -51,7 +51,7 @@ def _pprof(p: Profile, m: ProfileMeta) -> None:
 
 
 def _perfetto(p: Profile, m: ProfileMeta) -> None:
-    labels = p.extras.get("profile_labels", {})
+    labels = p.extras.profile_labels
     name = labels.get("process_name")
     if name:
         m.process = m.app = str(name)
@@ -100,7 +100,7 @@ EXTRACTORS: dict[str, Callable[[Profile, ProfileMeta], None]] = {
 def extract(p: Profile, user_labels: dict[str, str]) -> ProfileMeta:
     """The store metadata of ``p``; ``user_labels`` (``--label``) win over format labels."""
     m = ProfileMeta()
-    for key, value in (p.extras.get("profile_labels") or {}).items():
+    for key, value in p.extras.profile_labels.items():
         m.labels[str(key)] = _text(value)
     fill = EXTRACTORS.get(p.source_format)
     if fill is not None:

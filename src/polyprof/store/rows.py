@@ -136,7 +136,7 @@ class Shredder:
         import pyarrow as pa
 
         m = p.mappings
-        h = TAGS["mapping"]
+        h: np.ndarray | np.uint64 = TAGS["mapping"]
         for col in (m.start, m.limit, m.offset, sh[m.filename], sh[m.build_id], m.flags.astype(_I64)):
             h = combine(h, col)
         mid = finish(h) if len(m) else np.zeros(0, _I64)
@@ -157,14 +157,14 @@ class Shredder:
         starts = loc.line_start[:-1].astype(_I64)
         counts = np.diff(loc.line_start).astype(_I64)
         mapping = np.where(loc.mapping >= 0, mid[np.maximum(loc.mapping, 0)] if mid.size else 0, 0)
-        h = TAGS["frame"]
+        h: np.ndarray | np.uint64 = TAGS["frame"]
         for col in (mapping, loc.address, loc.folded.astype(_I64), counts):
             h = combine(h, col)
-        h = np.array(h, dtype=np.uint64, copy=True).reshape(-1)
+        fh = np.array(h, dtype=np.uint64, copy=True).reshape(-1)
         for j in range(int(counts.max(initial=0))):  # fold the lines in, innermost first
             sel = np.flatnonzero(counts > j)
-            h[sel] = combine(h[sel], lh[starts[sel] + j])
-        lid = finish(h) if len(loc) else np.zeros(0, _I64)
+            fh[sel] = combine(fh[sel], lh[starts[sel] + j])
+        lid = finish(fh) if len(loc) else np.zeros(0, _I64)
         new = self._fresh("frames", lid)
         if new.size:
             batch.tables["frames"].append(_frame_rows(lid[new], mapping[new], loc.address[new], loc.folded[new],
@@ -179,10 +179,8 @@ class Shredder:
         cid = np.zeros(n, dtype=_I64)
         pid = np.zeros(n, dtype=_I64)
         depth = cs.depth()
-        order, bounds = cs.levels()
-        for d in range(len(bounds) - 1):  # parents before children: one vector step per depth
-            nodes = order[bounds[d]:bounds[d + 1]]
-            par = cs.parent[nodes]
+        for level in cs.levels():  # parents before children: one vector step per depth
+            nodes, par = level.nodes, level.parent
             pid[nodes] = np.where(par >= 0, cid[np.maximum(par, 0)], 0)
             cid[nodes] = finish(combine(combine(TAGS["callsite"], pid[nodes]), lid[cs.location[nodes]]))
         new = self._fresh("callsites", cid)
@@ -248,7 +246,7 @@ def function_ids(name: np.ndarray, system_name: np.ndarray, filename: np.ndarray
     """Store ids of functions given the hashes of their strings (see ids.hash_strings)."""
     if not len(name):
         return np.zeros(0, _I64)
-    h = TAGS["function"]
+    h: np.ndarray | np.uint64 = TAGS["function"]
     for col in (name, system_name, filename, start_line):
         h = combine(h, col)
     return finish(h)
@@ -313,7 +311,7 @@ def _meta_json(p: Profile) -> str:
 
 def _sample_columns(p: Profile, cid: np.ndarray, lsid: np.ndarray) -> dict[str, Any]:
     """Per-sample columns shared by every sample type of ``p``."""
-    from polyprof.formats.viewer import sample_threads
+    from polyprof.model.threads import sample_threads
 
     s = p.samples
     stack = s.stack.astype(_I64)
