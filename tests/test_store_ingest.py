@@ -95,14 +95,14 @@ def test_failures_are_reported_per_file_with_summary_and_exit_code(tmp_path: Pat
     (tmp_path / "in" / "notes.txt").write_text("not a profile\n")
     (tmp_path / "in" / "broken.pb.gz").write_bytes(good[0].read_bytes()[:60])
     r = cli("store", "ingest", tmp_path / "s", tmp_path / "in")
-    assert r.code == 2
+    assert r.code == 3  # both files are of no format polyprof reads: the exit code of that failure
     failed = [line for line in r.err.splitlines() if line.startswith("polyprof: skipped")]
     assert len(failed) == 2 and any("notes.txt" in line for line in failed)
     assert any("broken.pb.gz" in line for line in failed)
     assert "ingested 2 file(s)" in r.err and "2 failed" in r.err and "Traceback" not in r.err
     assert len(_profiles(tmp_path / "s")) == 4
     r = cli("store", "ingest", tmp_path / "t", tmp_path / "in", "--strict")
-    assert r.code == 2 and "nothing was published" in r.err
+    assert r.code == 3 and "nothing was published" in r.err  # the code of the failure that stopped it
     with polyprof.store.open(tmp_path / "t") as s:
         assert s.profiles().num_rows == 0  # --strict stopped before publishing anything
 
@@ -115,7 +115,7 @@ def test_globs_directories_and_missing_paths(tmp_path: Path, cli) -> None:  # no
     assert r.code == 0, r.err
     assert json.loads(r.out)["ingested"] == 3
     r = cli("store", "ingest", tmp_path / "s", tmp_path / "nowhere")
-    assert r.code == 6 and "nowhere: no such file" in r.err
+    assert r.code == 2 and "nowhere: no such file" in r.err
 
 
 def test_multi_profile_inputs_are_split_with_format_metadata(tmp_path: Path) -> None:
@@ -202,3 +202,15 @@ def test_killing_ingest_at_any_moment_keeps_a_readable_store(tmp_path: Path) -> 
         if now == after:
             break
     assert mid_ingest >= 1  # at least one kill landed while the ingest was staging
+
+
+def test_exit_code_is_the_failures_code_or_2_when_they_differ() -> None:
+    from polyprof.store.ingest import IngestReport
+
+    r = IngestReport()
+    assert r.exit_code == 0
+    r.fail("a.pb.gz", "a.pb.gz: truncated", 4)
+    r.fail("b.pb.gz", "b.pb.gz: truncated", 4)
+    assert r.exit_code == 4
+    r.fail("c.txt", "c.txt: not a profile format", 3)
+    assert r.exit_code == 2 and len(r.failed) == 3

@@ -19,7 +19,6 @@ from polyprof.errors import OptionsError
 
 __all__ = ["run"]
 
-EXIT_FAILED_FILES = 2
 EXIT_GROWTH = 8
 
 
@@ -232,7 +231,7 @@ def _ingest(args: argparse.Namespace, env) -> int:  # noqa: ANN001
                  f"in {report.seconds:.1f}s ({_per_second(rate)} samples/s); {len(report.skipped)} already "
                  f"in the store, {len(report.failed)} failed"
                  + ("" if report.published or not report.failed else "; nothing was published"))
-    return EXIT_FAILED_FILES if report.failed else 0
+    return report.exit_code
 
 
 def _per_second(rate: float) -> str:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from polyprof.errors import OptionsError, PolyprofError
+from polyprof.errors import InputError, PolyprofError
 from polyprof.store.layout import DICTIONARIES, Manifest, staging_dir, write_lock, write_parquet
 
 __all__ = ["FileResult", "IngestReport", "expand", "ingest"]
@@ -47,6 +47,7 @@ class FileResult:
     profiles: int = 0
     samples: int = 0
     error: str | None = None
+    exit_code: int = 0  # the exit code table's code for ``error`` (2 unreadable, 3 unknown format, ...)
     decode_seconds: float = 0.0
     shred_seconds: float = 0.0
 
@@ -67,10 +68,21 @@ class IngestReport:
     write_seconds: float = 0.0
     publish_seconds: float = 0.0
     published: bool = False
+    failure_codes: list[int] = field(default_factory=list)  # one per ``failed`` entry
+
+    @property
+    def exit_code(self) -> int:
+        """0 when no file failed; else the failures' exit code when they share one, or 2."""
+        codes = set(self.failure_codes)
+        return 0 if not codes else codes.pop() if len(codes) == 1 else 2
+
+    def fail(self, path: str, reason: str, code: int) -> None:
+        self.failed.append((path, reason))
+        self.failure_codes.append(code)
 
     def add(self, r: FileResult) -> None:
         if r.error is not None:
-            self.failed.append((r.path, r.error))
+            self.fail(r.path, r.error, r.exit_code or 1)
             return
         self.ingested += 1
         self.profiles += r.profiles
@@ -91,12 +103,12 @@ class IngestReport:
 
 def expand(paths: Iterable[str]) -> list[str]:
     """Files named by ``paths``: files, directories (recursively, hidden files skipped)
-    and glob patterns, in order, each once. OptionsError names a path that matches nothing."""
+    and glob patterns, in order, each once. InputError names a path that matches nothing."""
     out: dict[str, None] = {}
     for path in paths:
         matches = sorted(glob.glob(path, recursive=True)) if glob.has_magic(path) else [path]
         if not matches or not any(os.path.exists(m) for m in matches):
-            raise OptionsError(f"{path}: no such file or directory")
+            raise InputError("no such file or directory", path=path)  # exit 2, as every verb's missing input
         for m in matches:
             if os.path.isdir(m):
                 for dirpath, dirs, names in os.walk(m):
@@ -132,7 +144,7 @@ class _Worker:
         try:
             profiles = polyprof.read_all(path)
         except PolyprofError as exc:
-            result.error = str(exc)
+            result.error, result.exit_code = str(exc), exc.exit_code
             return result
         except MemoryError:
             result.error = f"{path}: out of memory while reading"
@@ -257,7 +269,7 @@ def _new_files(manifest: Manifest, files: list[str], digest: Callable[[str], byt
         try:
             d = digest(path)
         except OSError as exc:
-            report.failed.append((path, f"{path}: cannot read ({exc.strerror})"))
+            report.fail(path, f"{path}: cannot read ({exc.strerror})", 2)
             continue
         if d.hex() in known:
             report.skipped.append(path)
