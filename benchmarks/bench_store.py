@@ -13,8 +13,8 @@
    peak RSS from wait4;
 5. the same queries on Spark local[2] (--spark), with the ratio to DuckDB;
 6. the peer: `go tool pprof -top` merging 100 profiles vs `store top` of the
-   same 100 (--where on their file names);
-7. prints the paper estimate for 10^10 samples on a Spark cluster.
+   same 100 (--where on their file names).
+The estimate for 10^10 samples on a Spark cluster is in the README (Speed).
 
     python benchmarks/bench_store.py [--profiles 10000] [--samples 5000] [--spark] [--repeat 3]
 
