@@ -23,6 +23,7 @@ def _argv(verb: str, src: str, out: str) -> list[str]:
         "convert": [verb, src, "-o", out + ".pb.gz"], "symbolize": [verb, src, "-o", out + ".pb.gz", "--symbols", "/"],
         "flame": [verb, src, "-o", out + ".svg"],
         "graph": [verb, src, "-o", out + ".dot"], "formats": [verb],
+        "store": [verb, "ingest", out + ".store", src],  # the store verb reads inputs when it ingests them
     }.get(verb, [verb, src])
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "Profile",
     "ProfileBuilder",
     "ReadOptions",
+    "StoreError",
     "UnrecognizedFormatError",
     "UnsupportedFeatureError",
     "ValueType",
@@ -76,7 +77,7 @@ _LAZY = {
     "WriteOptions": ("polyprof.formats.options", "WriteOptions"),
     **{name: ("polyprof.errors", name) for name in (
         "DecompressionLimitError", "InputError", "MalformedInputError", "MissingDependencyError", "OptionsError",
-        "OutputError", "PolyprofError", "UnrecognizedFormatError", "UnsupportedFeatureError")},
+        "OutputError", "PolyprofError", "StoreError", "UnrecognizedFormatError", "UnsupportedFeatureError")},
     "Options": ("polyprof.analysis.options", "Options"),
     "diff": ("polyprof.analysis.diff", "diff"),
     "filter": ("polyprof.analysis.filters", "apply"),

@@ -10,7 +10,8 @@
     │   └── UnsupportedFeatureError   valid, but uses something we cannot read
     ├── OptionsError              a flag or option value does not make sense
     ├── MissingDependencyError    an optional extra (pandas, pyarrow) is not installed
-    └── OutputError               a result could not be written
+    ├── OutputError               a result could not be written
+    └── StoreError                a fleet store is missing, damaged, too new or busy
 
 Every error carries the context a user needs to act: the path (or
 ``<bytes>``), the format and, for malformed data, the byte offset. ``str()``
@@ -30,6 +31,7 @@ __all__ = [
     "OptionsError",
     "OutputError",
     "PolyprofError",
+    "StoreError",
     "UnrecognizedFormatError",
     "UnsupportedFeatureError",
 ]
@@ -159,3 +161,10 @@ class OutputError(PolyprofError):
     """A result could not be written."""
 
     exit_code = 7
+
+
+class StoreError(PolyprofError):
+    """A fleet store (``polyprof store``) cannot be used: not a store, damaged,
+    written by a newer polyprof, or locked by another writer."""
+
+    exit_code = 10

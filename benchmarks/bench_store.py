@@ -1,0 +1,224 @@
+"""Benchmark: the fleet store on >= 10,000 profiles and >= 50M samples, DuckDB and Spark.
+
+1. builds (once, cached in benchmarks/out/fleet) the fleet of
+   benchmarks/gen/fleet.py: 10,000 Go CPU pprof profiles x 5,000 samples,
+   real call-graph shapes, 5 versions, 3 regions, 7 days, sample labels;
+2. ingests it into benchmarks/out/store, one `polyprof store ingest` per
+   version and region (with --label version=.. --label region=.., as a team
+   would), reports files/s and samples/s end to end and once decoded, then
+   compacts the store (the queries run on the compacted store);
+3. compares the store's size with the inputs' gzip size;
+4. runs each query in a fresh process (`--query NAME`): cold = the first
+   call (engine start, views, dictionaries), warm = best of the next calls,
+   peak RSS from wait4;
+5. the same queries on Spark local[2] (--spark), with the ratio to DuckDB;
+6. the peer: `go tool pprof -top` merging 100 profiles vs `store top` of the
+   same 100 (--where on their file names).
+The estimate for 10^10 samples on a Spark cluster is in the README (Speed).
+
+    python benchmarks/bench_store.py [--profiles 10000] [--samples 5000] [--spark] [--repeat 3]
+
+Targets (issue #12, DuckDB, 2 cores): ingest >= 1M samples/s once decoded;
+top/diff/flame over all samples < 2 s warm, < 4 s cold; one version and one
+day < 0.5 s; peak memory < 2 GB; store size <= gzip size of the inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+SEED = HERE.parents[1] / "shared" / "peer-data" / "google__pprof" / "internal" / "proftest" / "testdata" / "large.cpu"
+
+#: name -> (store method, keyword arguments); every query covers all samples of the cpu type
+#: except one_version_day.
+QUERIES = {
+    "top": ("top", {}),
+    "diff": ("diff", {"base_where": "version = 'v4'", "where": "version = 'v5'", "normalize": "total",
+                      "stacks": False}),
+    "flame": ("flame", {}),
+    "one_version_day": ("top", {"where": "version = 'v3'", "time_from": "2024-05-03", "time_to": "2024-05-04"}),
+}
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _run(argv: list[str], env: dict | None = None) -> tuple[float, int, str, float]:
+    """(wall seconds, peak RSS bytes, stdout, CPU seconds) of one process and the children it waited for.
+
+    CPU time is printed next to wall time because this machine is shared: under load, wall time
+    measures the neighbours as much as polyprof."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(argv)}")
+    return time.perf_counter() - start, usage.ru_maxrss * 1024, out, usage.ru_utime + usage.ru_stime
+
+
+def generate(out: Path, profiles: int, samples: int) -> Path:
+    fleet = out / "fleet"
+    have = sum(1 for _ in fleet.rglob("*.pb.gz")) if fleet.exists() else 0
+    if have < profiles:
+        print(f"generating the fleet ({profiles} profiles; {have} already there)...", file=sys.stderr)
+        subprocess.run([sys.executable, str(HERE / "gen" / "fleet.py"), str(fleet), "--profiles", str(profiles),
+                        "--samples", str(samples)], check=True)
+    return fleet
+
+
+def ingest(fleet: Path, store: Path, jobs: int) -> dict:
+    if store.exists():
+        shutil.rmtree(store)
+    totals = {"files": 0, "samples": 0, "seconds": 0.0, "cpu_seconds": 0.0, "decode_seconds": 0.0, "shred_seconds": 0.0,
+              "write_seconds": 0.0, "publish_seconds": 0.0}
+    for part in sorted(fleet.glob("version=*/region=*")):
+        version, region = part.parent.name.split("=")[1], part.name.split("=")[1]
+        wall, _, out, cpu = _run([sys.executable, "-m", "polyprof", "store", "ingest", str(store), str(part),
+                             "--label", f"version={version}", "--label", f"region={region}",
+                             "--jobs", str(jobs), "--format", "json"])
+        r = json.loads(out)
+        totals["files"] += r["ingested"]
+        totals["samples"] += r["samples"]
+        totals["seconds"] += wall
+        totals["cpu_seconds"] += cpu
+        for key in ("decode_seconds", "shred_seconds", "write_seconds", "publish_seconds"):
+            totals[key] += r[key]
+        print(f"  ingested {part.relative_to(fleet)}: {r['ingested']} files in {wall:.1f} s", file=sys.stderr)
+    totals["store_before_compact"] = _size(store)
+    files_before = sum(1 for _ in store.rglob("*.parquet"))
+    wall, rss, _, _ = _run([sys.executable, "-m", "polyprof", "store", "compact", str(store)])
+    totals.update(compact_seconds=wall, compact_rss=rss, files_before_compact=files_before,
+                  files_after_compact=sum(1 for _ in store.rglob("*.parquet")))
+    return totals
+
+
+def query_main(store: str, name: str, engine: str, repeat: int) -> None:
+    """Child process: run one query cold then warm; print JSON timings."""
+    start = time.perf_counter()
+    import polyprof.store
+
+    imported = time.perf_counter() - start
+    method, kw = QUERIES[name]
+    with polyprof.store.open(store, engine=engine) as s:
+        if engine == "spark":
+            t = time.perf_counter()
+            _ = s.engine  # the JVM and the session start here
+            jvm = time.perf_counter() - t
+        else:
+            jvm = 0.0
+        times, cpus = [], []
+        for _ in range(repeat + 1):
+            t, c = time.perf_counter(), time.process_time()
+            getattr(s, method)(**kw)
+            times.append(time.perf_counter() - t)
+            cpus.append(time.process_time() - c)  # this process only: DuckDB's threads, not Spark's JVM
+    print(json.dumps({"import": imported, "jvm": jvm, "cold": times[0], "warm": min(times[1:]),
+                      "cold_cpu": cpus[0], "warm_cpu": min(cpus[1:])}))
+
+
+def queries(store: Path, engine: str, repeat: int) -> dict:
+    results = {}
+    for name in QUERIES:
+        wall, rss, out, _ = _run([sys.executable, __file__, "--query", name, "--engine", engine, "--store", str(store),
+                               "--repeat", str(repeat)])
+        r = json.loads(out)
+        r.update(process=wall, rss=rss)
+        results[name] = r
+        print(f"  {engine} {name}: cold {r['cold']:.2f} s, warm {r['warm']:.2f} s, "
+              f"peak {rss / 2**20:.0f} MiB", file=sys.stderr)
+    return results
+
+
+def peer(out: Path, fleet: Path, store: Path) -> tuple[float, float, int] | None:
+    """go tool pprof -top over 100 profiles vs store top of the same profiles (fresh processes)."""
+    if shutil.which("go") is None:
+        return None
+    files = sorted(fleet.glob("version=v1/region=us/*.pb.gz"))[:100]
+    home = out / "gohome"
+    home.mkdir(exist_ok=True)
+    env = {**os.environ, "HOME": str(home), "PPROF_TMPDIR": str(home)}
+    go, _, _, go_cpu = _run(["go", "tool", "pprof", "-top", "-symbolize=none", *map(str, files)], env)
+    names = ", ".join(f"'{os.path.abspath(f)}'" for f in files)
+    ours, _, _, ours_cpu = _run([sys.executable, "-m", "polyprof", "store", "top", str(store),
+                                 "--where", f"source IN ({names})"])
+    return go, ours, len(files), go_cpu, ours_cpu
+
+
+def report(args: argparse.Namespace, fleet: Path, store: Path, ing: dict, duck: dict, spark: dict | None,
+           versus: tuple | None) -> None:
+    inputs, stored = _size(fleet), _size(store)
+    jobs = args.jobs
+    decoded = ing["samples"] / ((ing["shred_seconds"] + ing["write_seconds"]) / jobs + ing["publish_seconds"])
+    print(f"fleet: {ing['files']} profiles, {ing['samples'] / 1e6:.1f}M samples, inputs {inputs / 2**30:.2f} GiB "
+          f"(gzip), store {stored / 2**30:.3f} GiB ({stored / inputs:.2f}x of the inputs)")
+    print(f"ingest (--jobs {jobs}): {ing['seconds']:.0f} s end to end = {ing['files'] / ing['seconds']:.1f} files/s, "
+          f"{ing['samples'] / ing['seconds'] / 1e6:.2f}M samples/s; reading {ing['decode_seconds']:.0f} s, "
+          f"rows {ing['shred_seconds']:.0f} s, Parquet {ing['write_seconds']:.0f} s (worker time), "
+          f"publish {ing['publish_seconds']:.0f} s; once decoded: {decoded / 1e6:.2f}M samples/s")
+    if ing.get("cpu_seconds"):
+        print(f"ingest CPU time: {ing['cpu_seconds']:.0f} s = {ing['samples'] / ing['cpu_seconds'] / 1e6:.2f}M samples "
+              f"per CPU second (wall time on 2 cores would be about half of it on an idle machine)")
+    print(f"compact: {ing['files_before_compact']} -> {ing['files_after_compact']} files, "
+          f"{ing['store_before_compact'] / 2**30:.3f} GiB before, {ing['compact_seconds']:.0f} s, "
+          f"peak {ing['compact_rss'] / 2**20:.0f} MiB")
+    print(f"{'query':<16} {'duckdb cold':>11} {'warm':>6} {'warm CPU':>8} {'peak MiB':>8}"
+          + (f" {'spark cold':>10} {'warm':>6} {'spark/duckdb':>12}" if spark else ""))
+    for name, r in duck.items():
+        line = f"{name:<16} {r['cold']:11.2f} {r['warm']:6.2f} {r['warm_cpu']:8.2f} {r['rss'] / 2**20:8.0f}"
+        if spark:
+            s = spark[name]
+            line += f" {s['cold']:10.2f} {s['warm']:6.2f} {s['warm'] / r['warm']:11.1f}x"
+        print(line)
+    print(f"(cold excludes Python imports: {duck['top']['import']:.2f} s"
+          + (f"; Spark's JVM start: {spark['top']['jvm']:.1f} s" if spark else "") + ")")
+    if versus:
+        go, ours, n, go_cpu, ours_cpu = versus
+        print(f"peer: go tool pprof -top of {n} profiles {go:.2f} s ({go_cpu:.2f} s CPU), polyprof store top of "
+              f"them {ours:.2f} s ({ours_cpu:.2f} s CPU): {go / ours:.1f}x by wall time, {go_cpu / ours_cpu:.1f}x by CPU")
+    load = os.getloadavg()
+    print(f"machine load average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profiles", type=int, default=10_000)
+    ap.add_argument("--samples", type=int, default=5_000)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--spark", action="store_true", help="also run the queries on Spark local[2]")
+    ap.add_argument("--skip-ingest", action="store_true", help="reuse the store of the last run")
+    ap.add_argument("--out", type=Path, default=OUT, help="where the fleet and the store live (default %(default)s)")
+    ap.add_argument("--query", choices=sorted(QUERIES), help=argparse.SUPPRESS)
+    ap.add_argument("--engine", default="duckdb", help=argparse.SUPPRESS)
+    ap.add_argument("--store", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.query:
+        query_main(args.store, args.query, args.engine, args.repeat)
+        return 0
+    fleet = generate(args.out, args.profiles, args.samples)
+    store = args.out / "store"
+    summary = args.out / "ingest.json"
+    if args.skip_ingest and summary.exists():
+        ing = json.loads(summary.read_text())
+    else:
+        ing = ingest(fleet, store, args.jobs)
+        summary.write_text(json.dumps(ing))
+    duck = queries(store, "duckdb", args.repeat)
+    spark = queries(store, "spark", args.repeat) if args.spark else None
+    report(args, fleet, store, ing, duck, spark, peer(args.out, fleet, store))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

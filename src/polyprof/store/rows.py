@@ -1,0 +1,368 @@
+"""Profile -> store rows: the one place a model Profile becomes Parquet-ready columns.
+
+:class:`Shredder` hashes every table of a profile into content ids (see
+:mod:`polyprof.store.ids`) with numpy, emits the dictionary rows it has not
+emitted before (it remembers ids across the files one worker ingests, so a
+fleet's shared functions and stacks are written once per worker), and one
+``profiles`` row and one ``samples`` row per sample type whose value is not
+zero (zero rows carry no weight; every analysis of the store ignores them).
+
+Identity (what makes two rows one):
+
+- function: name, system name, file name, start line;
+- mapping: start, limit, offset, file name, build id, flags;
+- frame: mapping id, address, folded, and its lines (function id, line,
+  column; innermost first), so frames without addresses (symbolized-only
+  formats) stay distinct;
+- callsite: parent callsite id and frame id (a stack is its leaf callsite);
+- label set: its labels in order;
+- profile: the source file's content hash, the profile's index in the file
+  and the sample type's index.
+
+Kept per profile: every sample column (time, pid, tid, cpu, labels, and the
+thread name the model derives), metadata, ``extras`` (JSON). Lost: the order
+of samples within a profile, and samples whose values are all zero.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from polyprof.model.profile import Profile
+from polyprof.store import ids
+from polyprof.store.ids import TAGS, combine, finish
+from polyprof.store.layout import DICTIONARIES, schema
+from polyprof.store.meta import extract
+
+__all__ = ["Batch", "Shredder", "Source", "day_of", "file_digest", "function_ids"]
+
+_I64 = np.int64
+
+
+@dataclass
+class Source:
+    """Where a profile came from: the file, its content hash and its place in the file."""
+
+    path: str
+    digest: bytes
+    index: int
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def file_hash(self) -> str:
+        return self.digest.hex()
+
+
+def file_digest(path: str, chunk: int = 1 << 20) -> bytes:
+    """BLAKE2b-128 of a file's bytes (what makes re-ingesting it a no-op)."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.digest()
+
+
+def day_of(time_nanos: int) -> str:
+    """The ``day=`` partition of a profile starting at ``time_nanos`` (1970-01-01 when unknown)."""
+    return _dt.datetime.fromtimestamp(max(time_nanos, 0) / 1e9, _dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+@dataclass
+class Batch:
+    """Rows of several profiles, ready to write: tables by name, samples by (day, sample type)."""
+
+    tables: dict[str, list] = field(default_factory=lambda: {t: [] for t in ("profiles", *DICTIONARIES)})
+    samples: dict[tuple[str, str], list] = field(default_factory=dict)
+    sample_rows: int = 0
+
+    def add_samples(self, day: str, sample_type: str, table: Any) -> None:
+        self.samples.setdefault((day, sample_type), []).append(table)
+        self.sample_rows += table.num_rows
+
+
+class Shredder:
+    """Turns profiles into store rows, remembering which dictionary ids it already emitted."""
+
+    def __init__(self) -> None:
+        self.string_cache: dict[str, int] = {}
+        self.labelset_cache: dict[tuple, int] = {}
+        self.seen: dict[str, _SeenIds] = {t: _SeenIds() for t in DICTIONARIES}
+
+    def shred(self, p: Profile, source: Source, batch: Batch) -> int:
+        """Append the rows of ``p`` to ``batch``; returns how many samples it has."""
+        sh = ids.hash_strings(p.strings, self.string_cache)
+        fid = self._functions(p, sh, batch)
+        mid = self._mappings(p, sh, batch)
+        lid = self._frames(p, fid, mid, batch)
+        cid = self._callsites(p, lid, batch)
+        lsid = self._labelsets(p, batch)
+        self._samples(p, source, cid, lsid, batch)
+        return len(p.samples)
+
+    # ---- dictionaries ------------------------------------------------------
+
+    def _fresh(self, table: str, row_ids: np.ndarray) -> np.ndarray:
+        """Rows (first occurrence per id) whose id this shredder has not emitted yet."""
+        seen = self.seen[table]
+        cand = np.flatnonzero(~seen.contains(row_ids))  # usually few once a worker has warmed up
+        if not cand.size:
+            return cand.astype(_I64)
+        uniq, first = np.unique(row_ids[cand], return_index=True)
+        seen.add(uniq)
+        return np.sort(cand[first]).astype(_I64)
+
+    def _functions(self, p: Profile, sh: np.ndarray, batch: Batch) -> np.ndarray:
+        import pyarrow as pa
+
+        f = p.functions
+        fid = function_ids(sh[f.name], sh[f.system_name], sh[f.filename], f.start_line)
+        new = self._fresh("functions", fid)
+        if new.size:
+            strs = p.strings
+            batch.tables["functions"].append(pa.table({
+                "id": fid[new], "name": [strs[i] for i in f.name[new].tolist()],
+                "system_name": [strs[i] for i in f.system_name[new].tolist()],
+                "filename": [strs[i] for i in f.filename[new].tolist()], "start_line": f.start_line[new]},
+                schema=schema("functions")))
+        return fid
+
+    def _mappings(self, p: Profile, sh: np.ndarray, batch: Batch) -> np.ndarray:
+        import pyarrow as pa
+
+        m = p.mappings
+        h: np.ndarray | np.uint64 = TAGS["mapping"]
+        for col in (m.start, m.limit, m.offset, sh[m.filename], sh[m.build_id], m.flags.astype(_I64)):
+            h = combine(h, col)
+        mid = finish(h) if len(m) else np.zeros(0, _I64)
+        new = self._fresh("mappings", mid)
+        if new.size:
+            strs = p.strings
+            batch.tables["mappings"].append(pa.table({
+                "id": mid[new], "start": m.start[new].view(_I64), "limit": m.limit[new].view(_I64),
+                "offset": m.offset[new].view(_I64), "filename": [strs[i] for i in m.filename[new].tolist()],
+                "build_id": [strs[i] for i in m.build_id[new].tolist()], "flags": m.flags[new].astype(np.int32)},
+                schema=schema("mappings")))
+        return mid
+
+    def _frames(self, p: Profile, fid: np.ndarray, mid: np.ndarray, batch: Batch) -> np.ndarray:
+        loc, ln = p.locations, p.lines
+        line_fn = np.where(ln.function >= 0, fid[np.maximum(ln.function, 0)] if fid.size else 0, 0)
+        lh = combine(combine(combine(TAGS["line"], line_fn), ln.line), ln.column)
+        starts = loc.line_start[:-1].astype(_I64)
+        counts = np.diff(loc.line_start).astype(_I64)
+        mapping = np.where(loc.mapping >= 0, mid[np.maximum(loc.mapping, 0)] if mid.size else 0, 0)
+        h: np.ndarray | np.uint64 = TAGS["frame"]
+        for col in (mapping, loc.address, loc.folded.astype(_I64), counts):
+            h = combine(h, col)
+        fh = np.array(h, dtype=np.uint64, copy=True).reshape(-1)
+        for j in range(int(counts.max(initial=0))):  # fold the lines in, innermost first
+            sel = np.flatnonzero(counts > j)
+            fh[sel] = combine(fh[sel], lh[starts[sel] + j])
+        lid = finish(fh) if len(loc) else np.zeros(0, _I64)
+        new = self._fresh("frames", lid)
+        if new.size:
+            batch.tables["frames"].append(_frame_rows(lid[new], mapping[new], loc.address[new], loc.folded[new],
+                                                      starts[new], counts[new], line_fn, ln))
+        return lid
+
+    def _callsites(self, p: Profile, lid: np.ndarray, batch: Batch) -> np.ndarray:
+        import pyarrow as pa
+
+        cs = p.callsites
+        n = len(cs)
+        cid = np.zeros(n, dtype=_I64)
+        pid = np.zeros(n, dtype=_I64)
+        depth = cs.depth()
+        for level in cs.levels():  # parents before children: one vector step per depth
+            nodes, par = level.nodes, level.parent
+            pid[nodes] = np.where(par >= 0, cid[np.maximum(par, 0)], 0)
+            cid[nodes] = finish(combine(combine(TAGS["callsite"], pid[nodes]), lid[cs.location[nodes]]))
+        new = self._fresh("callsites", cid)
+        if new.size:
+            batch.tables["callsites"].append(pa.table({
+                "id": cid[new], "parent": pid[new], "frame": lid[cs.location[new]],
+                "depth": depth[new].astype(np.int32)}, schema=schema("callsites")))
+        return cid
+
+    def _labelsets(self, p: Profile, batch: Batch) -> np.ndarray:
+        import pyarrow as pa
+
+        sets = p.labelsets
+        cache = self.labelset_cache  # label tuples repeat across a fleet's files
+        lsid = np.zeros(len(sets), dtype=_I64)
+        for i, labels in enumerate(sets):
+            if labels:
+                got = cache.get(labels)
+                if got is None:
+                    got = cache[labels] = _labelset_id(labels)
+                lsid[i] = got
+        new = self._fresh("labelsets", lsid)
+        new = new[lsid[new] != 0]
+        if new.size:
+            batch.tables["labelsets"].append(pa.table({
+                "id": lsid[new], "labels": [[{"key": lab.key, "str": lab.str, "num": lab.num, "unit": lab.unit}
+                                             for lab in sets[i]] for i in new.tolist()]},
+                schema=schema("labelsets")))
+        return lsid
+
+    # ---- profiles and samples ------------------------------------------------
+
+    def _samples(self, p: Profile, source: Source, cid: np.ndarray, lsid: np.ndarray, batch: Batch) -> None:
+        s = p.samples
+        meta = extract(p, source.labels)
+        day = day_of(p.time_nanos)
+        common = _sample_columns(p, cid, lsid)
+        key = int.from_bytes(source.digest[:8], "little")
+        default = p.default_index()
+        rows = []
+        for k, vt in enumerate(p.sample_types):
+            values = s.values[:, k]
+            nz = np.flatnonzero(values)
+            profile_id = _profile_id(key, source.index, k)
+            rows.append(_profile_row(p, source, meta, vt, k, k == default, profile_id, nz.size,
+                                     int(values.sum()), day))
+            if nz.size:
+                batch.add_samples(day, vt.type, _sample_table(vt.type, profile_id, values, nz, common))
+        import pyarrow as pa
+
+        batch.tables["profiles"].append(pa.Table.from_pylist(rows, schema=schema("profiles")))
+
+
+def _labelset_id(labels: tuple) -> int:
+    """Store id of a label set: a hash of its labels, in order, each with kind and unit."""
+    text = "\x01".join("\x00".join((lab.key, "" if lab.str is None else "s" + lab.str,
+                                     "" if lab.num is None else f"n{lab.num}", lab.unit)) for lab in labels)
+    return int(finish(combine(TAGS["labelset"], np.uint64(ids.hash_text(text))))[0])
+
+
+def function_ids(name: np.ndarray, system_name: np.ndarray, filename: np.ndarray,
+                 start_line: np.ndarray) -> np.ndarray:
+    """Store ids of functions given the hashes of their strings (see ids.hash_strings)."""
+    if not len(name):
+        return np.zeros(0, _I64)
+    h: np.ndarray | np.uint64 = TAGS["function"]
+    for col in (name, system_name, filename, start_line):
+        h = combine(h, col)
+    return finish(h)
+
+
+class _SeenIds:
+    """A set of int64 ids as a few sorted arrays (merged like a binary counter):
+    membership for a whole array at once, no Python loop per id."""
+
+    def __init__(self) -> None:
+        self.chunks: list[np.ndarray] = []
+
+    def contains(self, values: np.ndarray) -> np.ndarray:
+        if not self.chunks:
+            return np.zeros(values.size, dtype=bool)
+        order = np.argsort(values, kind="stable")  # sorted probes walk each chunk in order
+        probe = values[order]
+        hit = np.zeros(values.size, dtype=bool)
+        for chunk in self.chunks:
+            pos = np.minimum(np.searchsorted(chunk, probe), chunk.size - 1)
+            hit |= chunk[pos] == probe
+        out = np.empty_like(hit)
+        out[order] = hit
+        return out
+
+    def add(self, sorted_new: np.ndarray) -> None:
+        if not sorted_new.size:
+            return
+        self.chunks.append(sorted_new)
+        while len(self.chunks) > 1 and self.chunks[-1].size * 2 >= self.chunks[-2].size:
+            last = self.chunks.pop()
+            self.chunks[-1] = np.union1d(self.chunks[-1], last)
+
+
+def _profile_id(file_key: int, index: int, type_index: int) -> int:
+    h = combine(combine(combine(TAGS["profile"], np.array([file_key], dtype=np.uint64)), index), type_index)
+    return int(finish(h)[0])
+
+
+def _profile_row(p: Profile, source: Source, meta: Any, vt: Any, k: int, is_default: bool,  # noqa: PLR0913
+                 profile_id: int, n: int, total: int, day: str) -> dict[str, Any]:
+    stamp = _dt.datetime.fromtimestamp(p.time_nanos / 1e9, _dt.timezone.utc) if p.time_nanos else None
+    pt = p.period_type
+    return {
+        "profile_id": profile_id, "source": source.path, "source_index": source.index,
+        "file_hash": source.file_hash, "format": p.source_format, "time": stamp,
+        "time_nanos": p.time_nanos or None, "duration": p.duration_nanos or None, "period": p.period or None,
+        "period_type": pt.type if pt else None, "period_unit": pt.unit if pt else None,
+        "sample_type": vt.type, "sample_unit": vt.unit, "type_index": k, "is_default": is_default,
+        "app": meta.app, "version": meta.version, "build_ids": meta.build_ids, "process": meta.process,
+        "platform": meta.platform, "labels": list(meta.labels.items()), "n_samples": n, "total": total,
+        "day": day, "ingested": _dt.datetime.now(_dt.timezone.utc), "meta": _meta_json(p),
+    }
+
+
+def _meta_json(p: Profile) -> str:
+    return json.dumps({"comments": p.comments, "drop_frames": p.drop_frames, "keep_frames": p.keep_frames,
+                       "doc_url": p.doc_url, "default_sample_type": p.default_sample_type,
+                       "sample_types": [[vt.type, vt.unit] for vt in p.sample_types],
+                       "warnings": p.warnings, "extras": p.extras}, default=str, sort_keys=True)
+
+
+def _sample_columns(p: Profile, cid: np.ndarray, lsid: np.ndarray) -> dict[str, Any]:
+    """Per-sample columns shared by every sample type of ``p``."""
+    from polyprof.model.threads import sample_threads
+
+    s = p.samples
+    stack = s.stack.astype(_I64)
+    out: dict[str, Any] = {
+        "callsite_id": np.where(stack >= 0, cid[np.maximum(stack, 0)] if cid.size else 0, 0),
+        "labelset_id": lsid[s.labelset],
+    }
+    for name, col in (("ts", s.time), ("pid", s.pid), ("tid", s.tid), ("cpu", s.cpu)):
+        out[name] = None if col is None else np.asarray(col, dtype=_I64)
+    thread_of, threads = sample_threads(p)
+    names = [t.name for t in threads]
+    out["thread"] = None if all(n is None for n in names) else (thread_of, names)
+    return out
+
+
+def _sample_table(sample_type: str, profile_id: int, values: np.ndarray, rows: np.ndarray,
+                  common: dict[str, Any]) -> Any:
+    import pyarrow as pa
+
+    n = rows.size
+    cols: dict[str, Any] = {
+        "sample_type": pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), [sample_type]),
+        "profile_id": np.full(n, profile_id, dtype=_I64),
+        "callsite_id": common["callsite_id"][rows],
+        "value": values[rows].astype(_I64),
+        "labelset_id": common["labelset_id"][rows],
+    }
+    for name in ("ts", "pid", "tid", "cpu"):
+        col = common[name]
+        cols[name] = pa.nulls(n, pa.int64()) if col is None else col[rows]
+    thread = common["thread"]
+    if thread is None:
+        cols["thread"] = pa.nulls(n, pa.string())
+    else:
+        index, names = thread
+        idx = index[rows].astype(np.int32)
+        valid = np.array([x is not None for x in names], dtype=bool)[idx]
+        cols["thread"] = pa.DictionaryArray.from_arrays(pa.array(idx, mask=~valid),
+                                                        [x or "" for x in names])
+    return pa.table(cols)
+
+
+def _frame_rows(frame_id: np.ndarray, mapping: np.ndarray, address: np.ndarray, folded: np.ndarray,
+                starts: np.ndarray, counts: np.ndarray, line_fn: np.ndarray, ln: Any) -> Any:
+    import pyarrow as pa
+
+    take = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()), dtype=_I64)
+    line = pa.StructArray.from_arrays([pa.array(line_fn[take]), pa.array(ln.line[take].astype(_I64)),
+                                       pa.array(ln.column[take].astype(_I64))], names=["function", "line", "column"])
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    lines = pa.ListArray.from_arrays(pa.array(offsets), line)
+    return pa.table({"id": frame_id, "mapping": mapping.astype(_I64), "address": address.view(_I64)
+                     if address.dtype == np.uint64 else address.astype(_I64),
+                     "folded": folded.astype(bool), "lines": lines}, schema=schema("frames"))
