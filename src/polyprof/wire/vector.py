@@ -426,3 +426,60 @@ def span_column(fields: Fields, field: int, n_msgs: int) -> tuple[np.ndarray, np
     start[sel.msg] = sel.start
     length[sel.msg] = sel.length
     return start, length
+
+
+def varints_at(buf: np.ndarray, pos: np.ndarray, width: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """A varint of at most ``width`` bytes at each ``pos``, never raising: (values, byte lengths).
+
+    A varint that runs past the buffer or past ``width`` bytes has length 0
+    (for callers that probe many positions, most of them not varints).
+    """
+    pos = np.asarray(pos, dtype=np.int64)
+    vals = np.zeros(pos.size, dtype=np.int64)
+    length = np.zeros(pos.size, dtype=np.int64)
+    going = np.ones(pos.size, dtype=bool)
+    for k in range(width):
+        at = pos + k
+        inside = going & (at < buf.size)
+        b = np.where(inside, buf[np.minimum(at, buf.size - 1)], 0x80).astype(np.int64)
+        vals = np.where(going, vals | ((b & 0x7F) << (7 * k)), vals)
+        ends = going & inside & (b < 0x80)
+        length[ends] = k + 1
+        going &= inside & (b >= 0x80)
+        if not going.any():
+            break
+    return vals, length
+
+
+def follow_chain(cand: np.ndarray, nxt: np.ndarray, valid: np.ndarray, start: int) -> tuple[np.ndarray, int]:
+    """Walk a chain of records whose starts are among ``cand`` (ascending), all at once.
+
+    Record ``i`` starts at ``cand[i]`` and the next one at ``nxt[i]`` (>
+    ``cand[i]``) when ``valid[i]``. From ``start`` the chain goes on while it
+    lands on valid candidates. Returns the candidate indices on the chain, in
+    order, and where it stopped (the first position that is not a valid
+    candidate). Pointer doubling: log2(chain length) gathers of all
+    candidates instead of one step per record, so false candidates (bytes
+    that only look like a record start) cost nothing but their share of the
+    gathers.
+    """
+    m = cand.size
+    at = int(np.searchsorted(cand, start))
+    if at >= m or cand[at] != start or not valid[at]:
+        return np.zeros(0, dtype=np.int64), start
+    j = np.searchsorted(cand, nxt)
+    jc = np.minimum(j, m - 1)
+    hit = (j < m) & (cand[jc] == nxt) & valid[jc] & valid
+    jump = np.append(np.where(hit, jc, m), m)  # m: the chain ends after this record
+    path = np.array([at], dtype=np.int64)
+    while True:
+        ahead = jump[path]
+        ahead = ahead[ahead < m]
+        if not ahead.size:
+            break
+        path = np.concatenate([path, ahead])
+        if ahead.size < path.size - ahead.size:  # the chain ended inside this doubling
+            break
+        jump = jump[jump]
+    last = int(path[-1])
+    return path, int(nxt[last])
