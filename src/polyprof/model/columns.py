@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["factorize_rows"]
+__all__ = ["factorize_rows", "unique_inverse"]
 
 
 def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -35,3 +35,18 @@ def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[n
         rank[order] = np.arange(order.size)
         return rank[ids], first[order]
     return ids, first
+
+
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` for non-negative integer ids, without a sort when
+    the ids are dense enough (a presence table: three passes instead of an O(n log n) sort)."""
+    values = np.asarray(values)
+    if values.size and values.dtype.kind in "iu":
+        top, low = int(values.max()), int(values.min())
+        if low >= 0 and top < max(4 * values.size, 1 << 16):
+            present = np.zeros(top + 1, dtype=bool)
+            present[values] = True
+            code = np.cumsum(present, dtype=np.int64) - 1
+            return np.flatnonzero(present).astype(values.dtype), code[values]
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return uniq, inverse.reshape(-1)

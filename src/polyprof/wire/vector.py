@@ -9,12 +9,21 @@ replace; readers only see the :class:`Fields` result.
 
 All kernels check bounds and raise :class:`polyprof.errors.MalformedInputError`
 with the byte offset of the first problem; they never read past a span.
+
+Compiled twins (:mod:`polyprof.wire._compiled`, numba) replace the kernels
+whose numpy form needs many passes (the field walker, multi-byte packed
+varints, packet framing) once a process has decoded enough bytes for
+loading them to pay off (``_kernels``); results are identical, so when it
+switches over does not matter. ``POLYPROF_KERNELS=numpy`` keeps numpy only,
+``=compiled`` switches at once (tests compare the two).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from types import ModuleType
 
 import numpy as np
 
@@ -25,6 +34,34 @@ __all__ = ["Fields", "as_buffer", "gather_spans", "packed_varints", "ranges", "r
 
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
+
+#: Bytes decoded by a process before the compiled kernels are loaded (numba's import and the
+#: cached machine code cost about half a second; below this much work numpy is as quick).
+COMPILED_AFTER = 24 << 20
+_compiled: ModuleType | None | bool = None  # the module once loaded; False: not available or disabled
+_work = 0
+
+
+def compiled() -> bool:
+    """Whether the compiled kernels are in use (readers may then skip numpy-only shortcuts)."""
+    return _kernels(0) is not None
+
+
+def _kernels(work: int) -> ModuleType | None:
+    """The compiled kernels if they are (or now become) worth using, else None."""
+    global _compiled, _work
+    if _compiled is None:
+        _work += work
+        mode = os.environ.get("POLYPROF_KERNELS", "auto")
+        if mode == "numpy" or (mode != "compiled" and _work < COMPILED_AFTER):
+            return None
+        try:
+            from polyprof.wire import _compiled as module
+        except ImportError:  # numba missing (or not built for this platform): numpy it is
+            _compiled = False
+            return None
+        _compiled = module
+    return _compiled or None
 
 
 def as_buffer(data: bytes | memoryview) -> np.ndarray:
@@ -129,6 +166,11 @@ def packed_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     lens = term_at - group_start + 1
     if lens.max() > 10:
         _fail("over-long varint", int(starts[0]))
+    fast = _kernels(b.size)
+    if fast is not None:
+        got = fast.packed_varints(b, lengths)
+        if got is not None:
+            return got
     vals = (b[group_start] & 0x7F).astype(np.uint64)
     for k in range(1, int(lens.max())):  # one pass per byte position, over varints that long
         more = np.flatnonzero(lens > k)
@@ -243,6 +285,11 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
     """
     starts = starts.astype(np.int64)
     ends = ends.astype(np.int64)
+    fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
+    if fast is not None:
+        got = fast.walk_fields(buf, starts, ends)
+        if got is not None:
+            return Fields(*got)
     msg = np.arange(starts.size, dtype=np.int64)
     pos = starts.copy()
     live = pos < ends
@@ -379,6 +426,8 @@ def repeated_varints(buf: np.ndarray, fields: Fields, n_msgs: int) -> tuple[np.n
     if is_packed.all():  # the usual encoding: one packed record per message
         values, counts = packed_varints(buf, fields.start, fields.length)
         return values, _per_message(fields.msg, counts, n_msgs)
+    if not is_packed.any() and (fields.wire == VARINT).all():  # all unpacked (Perfetto's callstacks)
+        return fields.value, np.bincount(fields.msg, minlength=n_msgs).astype(np.int64)
     per_record = np.ones(len(fields), dtype=np.int64)
     packed_vals = np.zeros(0, dtype=np.uint64)
     if is_packed.any():
@@ -483,3 +532,122 @@ def follow_chain(cand: np.ndarray, nxt: np.ndarray, valid: np.ndarray, start: in
         jump = jump[jump]
     last = int(path[-1])
     return path, int(nxt[last])
+
+
+def split_varints(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every varint of a byte run that is only varints: (start, value, byte length).
+
+    Varints end at each byte below 0x80; values of over-long varints (more
+    than ten bytes) are not decoded (callers check the lengths).
+    """
+    ends = np.flatnonzero(b < 0x80) + 1
+    starts = np.empty_like(ends)
+    if ends.size:
+        starts[0] = 0
+        starts[1:] = ends[:-1]
+    length = ends - starts
+    values = (b[starts] & 0x7F).astype(np.uint64)
+    live = np.flatnonzero(length > 1)
+    for k in range(1, 10):
+        if not live.size:
+            break
+        values[live] |= (b[starts[live] + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        live = live[length[live] > k + 1]
+    return starts, values, length
+
+
+def walk_varint_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
+    """:func:`walk_fields` for messages that are mostly varint fields only (heap samples,
+    interned frames, unpacked id lists): those are read as one run of (key, value)
+    varint pairs, in a few passes over their bytes whatever their field count; the
+    other messages go through :func:`walk_fields`. Same result."""
+    starts = np.asarray(starts, dtype=np.int64)
+    lengths = np.asarray(ends, dtype=np.int64) - starts
+    n = starts.size
+    if _kernels(0) is not None:  # the compiled walker is quicker than this path
+        return walk_fields(buf, starts, starts + lengths)
+    b = gather_spans(buf, starts, lengths)
+    if not b.size:
+        return walk_fields(buf, starts, starts + lengths)
+    vstart, value, vlen = split_varints(b)
+    msg_end = np.cumsum(lengths)
+    first = np.searchsorted(vstart, msg_end - lengths)  # first varint of each message
+    count = np.diff(np.append(first, vstart.size))
+    ok = (count % 2 == 0) & ((lengths == 0) | (b[np.maximum(msg_end - 1, 0)] < 0x80))
+    ok[lengths > 0] &= vstart[np.minimum(first[lengths > 0], vstart.size - 1)] == (msg_end - lengths)[lengths > 0]
+    owner = np.repeat(np.arange(n), count)
+    bad = (vlen > 10) | ((np.arange(vstart.size) - np.repeat(first, count)) % 2 == 0) & \
+        (((value & np.uint64(7)) != 0) | (value < np.uint64(8)))  # keys: varint wire type, field > 0
+    ok[owner[bad]] = False
+    keep = np.repeat(ok, count)
+    keys, vals = value[keep][0::2], value[keep][1::2]
+    msg = owner[keep][0::2]
+    z = np.zeros(msg.size, dtype=np.int64)
+    fast = Fields(msg, (keys >> np.uint64(3)).astype(np.int64), np.zeros(msg.size, dtype=np.int8), vals, z, z)
+    if ok.all():
+        return fast
+    rest = np.flatnonzero(~ok)
+    slow = walk_fields(buf, starts[rest], starts[rest] + lengths[rest])
+    cols = [np.concatenate([getattr(fast, c), getattr(slow, c) if c != "msg" else rest[slow.msg]])
+            for c in ("msg", "field", "wire", "value", "start", "length")]
+    order = np.argsort(cols[0], kind="stable")  # message-major, wire order kept within each
+    return Fields(*(c[order] for c in cols))
+
+
+def tagged_records(buf: np.ndarray, pos: int, end: int, max_len: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The run of records ``0A <length> <payload>`` (field 1, LEN: a repeated message at
+    the top level, as a Perfetto trace's packets) from ``pos``, while they are complete
+    (within ``end``) and no longer than ``max_len``: (payload starts, payload ends, where the
+    run stopped). The caller handles whatever stops the run (another record, a cut one)."""
+    fast = _kernels(end - pos)
+    if fast is not None:
+        return fast.frame_packets(buf, pos, end, max_len)
+    cand = np.flatnonzero(buf[pos:end] == 0x0A) + pos
+    length, width = varints_at(buf, cand + 1)
+    nxt = cand + 1 + width + length
+    valid = (width > 0) & (nxt <= end) & (length <= max_len)
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    while True:
+        path, stop = follow_chain(cand, nxt, valid, pos)
+        if not path.size:
+            break
+        starts.append(nxt[path] - length[path])
+        ends.append(nxt[path])
+        pos = stop
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
+    return cat(starts), cat(ends), pos
+
+
+_HASH_MIX = np.uint64(0x9E3779B97F4A7C15)
+_HASH_BASE = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def hash_runs(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each non-empty run ``values[offsets[i]:offsets[i+1]]`` (non-negative
+    ints), order-sensitive: sum over k of mix(v_k) * B**k, modulo 2**64, where
+    mix(x) = y ^ (y >> 31) with y = (x + 1) * M. Equal runs, equal hashes; callers
+    confirm equality of runs whose hashes match."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    fast = _kernels(values.size * 8)
+    if fast is not None:
+        return fast.hash_runs(values, offsets, _HASH_MIX, _HASH_BASE)
+    lengths = np.diff(offsets)
+    place = np.arange(values.size, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    x = (values.astype(np.uint64) + np.uint64(1)) * _HASH_MIX
+    x ^= x >> np.uint64(31)
+    powers = np.full(max(int(lengths.max()), 1), _HASH_BASE, dtype=np.uint64)
+    powers[0] = 1
+    x *= np.multiply.accumulate(powers)[place]  # wraps modulo 2**64
+    return np.add.reduceat(x, offsets[:-1])
+
+
+def gather_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``values[starts[i]:starts[i]+lengths[i]]`` for every i, end to end
+    (``values[ranges(starts, lengths)]`` without building the index array when compiled)."""
+    fast = _kernels(int(lengths.sum()) * values.itemsize if lengths.size else 0)
+    if fast is not None and values.ndim == 1:
+        return fast.gather_runs(values, np.ascontiguousarray(starts, dtype=np.int64),
+                                np.ascontiguousarray(lengths, dtype=np.int64))
+    return values[ranges(starts, lengths)]

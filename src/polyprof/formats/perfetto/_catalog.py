@@ -5,7 +5,7 @@ the reader resolves them right away into this catalog, whose ids are stable
 for the whole read: a mapping is its content, a frame is (mapping, rel_pc,
 function name, source file, line), a stack is its sequence of frames, root
 first. Frames and stacks are interned many at a time (numpy columns; stacks
-found again by a 128-bit hash of their frames, confirmed frame by frame).
+found again by a hash of their frames, confirmed frame by frame).
 Symbols (``ModuleSymbols``) may come after the samples, so frames are turned
 into model locations only when profiles are built, with the symbols known by
 then; the stacks a profile uses go to the builder's level-wise interning in
@@ -23,17 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.columns import factorize_rows
-from polyprof.wire.vector import ranges
+from polyprof.model.columns import factorize_rows, unique_inverse
+from polyprof.wire.vector import gather_runs, hash_runs, ranges
 
 __all__ = ["Catalog", "Emitter", "build_id_text"]
 
 MappingKey = tuple[str, str, int, int, int, int, int]  # path, build id, start, end, exact_offset, start_offset, load_bias
 LineSpec = tuple[str, str, int]  # function name, source file, line
 _FRAME_COLUMNS = ("mapping", "rel_pc", "name", "source", "line")
-# Odd 64-bit multipliers of the two stack hashes (arbitrary constants).
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-_BASES = (np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
 
 
 def build_id_text(raw: bytes) -> str:
@@ -80,7 +77,7 @@ class Catalog:
         self.frames = _Growing(_FRAME_COLUMNS, (np.int64, np.uint64, np.int64, np.int64, np.int64))
         self.stacks = _Growing(("start", "length"), (np.int64, np.int64))
         self._stack_frames = _Growing(("frame",), (np.int64,))
-        self._index = _Growing(("h1", "h2", "id"), (np.uint64, np.uint64, np.int64))  # sorted by h1 when joined
+        self._index = _Growing(("h", "id"), (np.uint64, np.int64))  # stack hashes, sorted
         # (path, build id or None) -> {address: lines innermost first}
         self.symbols: dict[tuple[str, str | None], dict[int, tuple[LineSpec, ...]]] = {}
         self.frame_kinds = 0
@@ -143,34 +140,39 @@ class Catalog:
         return int(self.stacks_bulk(np.array(frames_root_first), np.array([0, len(frames_root_first)]))[0])
 
     def stacks_bulk(self, frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Ids of many non-empty stacks: ``frames[offsets[i]:offsets[i+1]]`` root first."""
+        """Ids of many non-empty stacks: ``frames[offsets[i]:offsets[i+1]]`` root first.
+
+        A stack is found again by its hash (:func:`polyprof.wire.vector.hash_runs`)
+        and length, confirmed frame by frame; stacks whose hashes collide but
+        differ simply stay distinct.
+        """
         frames = np.asarray(frames, dtype=np.int64)
         lengths = np.diff(offsets)
-        n = lengths.size
-        if not n:
+        if not lengths.size:
             return np.zeros(0, dtype=np.int64)
-        h1, h2 = _hash(frames, offsets)
-        ids = self._find(h1, h2, frames, offsets)
+        h = hash_runs(frames, offsets)
+        ids = self._find(h, frames, offsets)
         todo = np.flatnonzero(ids < 0)
         if todo.size:
-            group, first = factorize_rows([h1[todo], h2[todo], lengths[todo]])
+            group, first = factorize_rows([h[todo], lengths[todo]])
             lead = todo[first[group]]  # a stack equal to an earlier one of this batch takes its id
-            same = _equal(frames, offsets, todo, frames, offsets, lead)
+            same = lead == todo
+            other = np.flatnonzero(~same)
+            same[other] = _equal(frames, offsets, todo[other], frames, offsets, lead[other])
             leaders = np.unique(np.where(same, lead, todo))
-            base = self.stacks.size
-            ids[leaders] = base + np.arange(leaders.size)
-            ids[todo] = np.where(same, ids[lead], ids[todo])
-            self._add(frames, offsets, leaders, h1[leaders], h2[leaders], ids[leaders])
+            ids[leaders] = self.stacks.size + np.arange(leaders.size)
+            ids[todo] = ids[np.where(same, lead, todo)]
+            self._add(frames, offsets, leaders, h[leaders], ids[leaders])
         return ids
 
-    def _find(self, h1: np.ndarray, h2: np.ndarray, frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    def _find(self, h: np.ndarray, frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Ids of stacks already in the catalog (-1 for the others)."""
-        ids = np.full(h1.size, -1, dtype=np.int64)
-        keys = self._index["h1"]
+        ids = np.full(h.size, -1, dtype=np.int64)
+        keys = self._index["h"]
         if not keys.size:
             return ids
-        at = np.minimum(np.searchsorted(keys, h1), keys.size - 1)
-        cand = np.flatnonzero((keys[at] == h1) & (self._index["h2"][at] == h2))
+        at = np.minimum(np.searchsorted(keys, h), keys.size - 1)
+        cand = np.flatnonzero(keys[at] == h)
         if cand.size:
             sid = self._index["id"][at[cand]]
             start, length = self.stacks["start"], self.stacks["length"]
@@ -180,14 +182,15 @@ class Catalog:
             ids[cand[same]] = sid[same]
         return ids
 
-    def _add(self, frames: np.ndarray, offsets: np.ndarray, rows: np.ndarray, h1: np.ndarray, h2: np.ndarray,
+    def _add(self, frames: np.ndarray, offsets: np.ndarray, rows: np.ndarray, h: np.ndarray,
              ids: np.ndarray) -> None:
         lengths = np.diff(offsets)[rows]
         self.stacks.append(start=self._stack_frames.size + np.cumsum(lengths) - lengths, length=lengths)
-        self._stack_frames.append(frame=frames[ranges(offsets[rows], lengths)])
-        order = np.argsort(np.concatenate([self._index["h1"], h1]), kind="stable")
-        joined = {k: np.concatenate([self._index[k], v])[order] for k, v in (("h1", h1), ("h2", h2), ("id", ids))}
-        self._index = _Growing(("h1", "h2", "id"), (np.uint64, np.uint64, np.int64))
+        every = rows.size == offsets.size - 1  # all of them (rows are sorted): no gather
+        self._stack_frames.append(frame=frames if every else gather_runs(frames, offsets[rows], lengths))
+        order = np.argsort(np.concatenate([self._index["h"], h]), kind="stable")
+        joined = {k: np.concatenate([self._index[k], v])[order] for k, v in (("h", h), ("id", ids))}
+        self._index = _Growing(("h", "id"), (np.uint64, np.int64))
         self._index.append(**joined)
 
     def stack_frames(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -195,7 +198,9 @@ class Catalog:
         start, length = self.stacks["start"][ids], self.stacks["length"][ids]
         offsets = np.zeros(ids.size + 1, dtype=np.int64)
         np.cumsum(length, out=offsets[1:])
-        return self._stack_frames["frame"][ranges(start, length)], offsets
+        if ids.size == self.stacks.size and (ids.size == 0 or int(ids[-1]) == ids.size - 1):
+            return self._stack_frames["frame"], offsets  # every stack, in order (ids are sorted)
+        return gather_runs(self._stack_frames["frame"], start, length), offsets
 
     # ---------------------------------------------------------------- symbols
 
@@ -211,22 +216,6 @@ class Catalog:
             if table is not None and address in table:
                 return table[address]
         return None
-
-
-def _powers(base: np.uint64, n: int) -> np.ndarray:
-    out = np.full(max(n, 1), base, dtype=np.uint64)
-    out[0] = 1
-    return np.multiply.accumulate(out)  # wraps modulo 2**64
-
-
-def _hash(frames: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Two polynomial hashes (mod 2**64) of each stack's frame sequence."""
-    lengths = np.diff(offsets)
-    place = np.arange(frames.size, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
-    x = (frames.astype(np.uint64) + np.uint64(1)) * _MIX
-    x ^= x >> np.uint64(31)
-    top = int(lengths.max())
-    return tuple(np.add.reduceat(x * _powers(b, top)[place], offsets[:-1]) for b in _BASES)  # type: ignore[return-value]
 
 
 def _equal(fa: np.ndarray, oa: np.ndarray, ia: np.ndarray, fb: np.ndarray, ob: np.ndarray,
@@ -273,8 +262,9 @@ class Emitter:
         leaf = np.full(uniq.size, -1, dtype=np.int32)
         if used.size:
             flat, offsets = self.cat.stack_frames(used)
-            frames, at = np.unique(flat, return_inverse=True)
-            locs = self._locations(frames)[at.reshape(-1)]
+            frames, at = unique_inverse(flat)
+            locs = self._locations(frames)
+            locs = locs.astype(np.min_scalar_type(max(int(locs.max()), 0)))[at]  # narrow: cheaper interning
             leaf[uniq >= 0] = self.b.stacks_from_csr(locs, offsets, leaf_first=False)
         return leaf[inverse.reshape(-1)]
 

@@ -59,23 +59,19 @@ def _frame(buf: bytes, pos: int, end: int, base: int) -> tuple[np.ndarray, np.nd
     Returns (packet starts, packet ends, where framing stopped, bytes the
     incomplete record needs in total or 0 if unknown, count of skipped
     non-packet records). Runs of packets are framed all at once
-    (:func:`polyprof.wire.vector.follow_chain` over every ``0A`` byte);
-    anything else -- another record, a packet cut by the end, a corrupt
-    length -- is handled one record at a time.
+    (:func:`polyprof.wire.vector.tagged_records`); anything else -- another
+    record, a packet cut by the end, a corrupt length -- is handled one
+    record at a time.
     """
     arr = np.frombuffer(buf, dtype=np.uint8)
-    cand = np.flatnonzero(arr[pos:end] == 0x0A) + pos
-    length, width = V.varints_at(arr, cand + 1)
-    nxt = cand + 1 + width + length
-    valid = (width > 0) & (nxt <= end) & (length <= MAX_PACKET)
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
     skipped = 0
     while pos < end:
-        path, stop = V.follow_chain(cand, nxt, valid, pos)
-        if path.size:
-            starts.append(nxt[path] - length[path])
-            ends.append(nxt[path])
+        run_starts, run_ends, stop = V.tagged_records(arr, pos, end, MAX_PACKET)
+        if run_starts.size:
+            starts.append(run_starts)
+            ends.append(run_ends)
             pos = stop
             continue
         if buf[pos] == 0x0A:

@@ -45,9 +45,8 @@ __all__ = ["Dump", "HeapCollector", "HEAP_TYPES"]
 HEAP_TYPES = [("alloc_objects", "count"), ("alloc_space", "bytes"), ("inuse_objects", "count"),
               ("inuse_space", "bytes"), ("freed_objects", "count"), ("freed_space", "bytes")]
 ART_HEAP = "com.android.art"
-# ProcessHeapSamples fields: flags (by number), and the other scalars.
-_FLAGS = ((3, "from_startup"), (4, "rejected_concurrent"), (6, "disconnected"), (7, "buffer_overran"),
-          (8, "buffer_corrupted"), (10, "hit_guardrail"))
+_FLAGS = ("from_startup", "rejected_concurrent", "disconnected", "buffer_overran", "buffer_corrupted",
+          "hit_guardrail")
 _STATS = ("unwinding_errors", "heap_samples", "map_reparses", "total_unwinding_time_us",
           "client_spinlock_blocked_us")
 # HeapSample fields: callstack_id, then the values of a plain sample and of a dump-at-max sample.
@@ -146,46 +145,29 @@ class HeapCollector:
         self.dumps: list[Dump] = []
         self._series: dict[tuple[int, str], _Series] = {}
 
-    def packet(self, buf: np.ndarray, start: int, end: int, s: Sequence) -> None:
-        """Take the ProfilePacket ``buf[start:end]`` of sequence ``s``."""
+    def packet(self, data: bytes, s: Sequence) -> None:
+        """Take the ProfilePacket ``data`` of sequence ``s``."""
         st = s.heap = s.heap or _SeqHeap()
-        f = V.walk_fields(buf, np.array([start]), np.array([end]))
-        index = int(V.scalar_column(f, 7, 1)[0])
-        if st.prev_index is None and index != 0 or st.prev_index is not None and index != st.prev_index + 1:
+        pp = S.messages()["ProfilePacketEntries"].FromString(data)  # entries stay bytes: decoded together
+        if st.prev_index is None and pp.index != 0 or st.prev_index is not None and pp.index != st.prev_index + 1:
             self.ctx.stats["heapprofd packets missing (index gap)"] += 1
-        st.prev_index = index
-        st.tables.tables.add(buf, np.array([start]), np.array([end]), PROFILE_PACKET)
-        dumps = f.select(5, V.LEN)
-        if len(dumps):
-            self._dumps(buf, dumps, st)
-        if not V.scalar_column(f, 6, 1)[0]:
-            self.finalize(s)
-
-    def _dumps(self, buf: np.ndarray, rec: V.Fields, st: _SeqHeap) -> None:
-        n = len(rec)
-        f = V.walk_fields(buf, rec.start, rec.start + rec.length)
-        col = lambda k: V.scalar_column(f, k, n)  # noqa: E731
-        pid, ts, start_ts = col(1), col(9), col(15)
-        has_start = np.zeros(n, dtype=bool)
-        has_start[f.msg[(f.field == 15) & (f.wire != V.LEN)]] = True
-        iids, values, owner, at_max = _samples(buf, f.select(2, V.LEN), n, col(13) > 0)
-        names = f.select(11, V.LEN)
-        raw = {int(m): buf[a:a + ln].tobytes() for m, a, ln in zip(names.msg, names.start, names.length)}
+        st.prev_index = pp.index
+        st.tables.tables.add_entries(pp, PROFILE_PACKET)
         wanted, wanted_heap = self.ctx.options.pid, self.ctx.options.heap
-        bounds = np.searchsorted(owner, np.arange(n + 1))
-        for k in range(n):  # one step per dump
-            d_pid = int(pid[k])
-            heap = text(raw[k], self.ctx.stats) if raw.get(k) else "unknown"
-            if wanted is not None and d_pid not in wanted or wanted_heap and heap != wanted_heap:
+        for d in pp.process_dumps:  # one step per dump
+            heap = text(d.heap_name, self.ctx.stats) if d.heap_name else "unknown"
+            if wanted is not None and d.pid not in wanted or wanted_heap and heap != wanted_heap:
                 continue
-            key = (d_pid, heap, int(ts[k]))
+            iids, values, at_max = _samples(list(d.samples), d.orig_sampling_interval_bytes > 0)
+            key = (d.pid, heap, d.timestamp)
             entry = st.pending.get(key)
             if entry is None:
-                dump = Dump(d_pid, heap, wrap64(int(ts[k])), wrap64(int(start_ts[k])) if has_start[k] else None,
-                            _facts(buf, f, k, col, bool(at_max[k])))
+                dump = Dump(d.pid, heap, wrap64(d.timestamp),
+                            wrap64(d.start_timestamp) if d.HasField("start_timestamp") else None, _facts(d, at_max))
                 entry = st.pending[key] = (dump, [])
-            lo, hi = bounds[k], bounds[k + 1]
-            entry[1].append((iids[lo:hi], values[lo:hi]))
+            entry[1].append((iids, values))
+        if not pp.continued:
+            self.finalize(s)
 
     def finalize(self, s: Sequence) -> None:
         st = s.heap
@@ -197,7 +179,7 @@ class HeapCollector:
     def _commit(self, dump: Dump, samples: list[tuple[np.ndarray, np.ndarray]], st: _SeqHeap, s: Sequence) -> None:
         iids = np.concatenate([i for i, _ in samples]) if samples else np.zeros(0, dtype=np.uint64)
         values = np.concatenate([v for _, v in samples]) if samples else np.zeros((0, 4), dtype=np.int64)
-        own = st.tables.tables.callstack_rows(iids)[0] >= 0  # the dump's own tables first
+        own = st.tables.tables.callstacks(iids)[0]  # the dump's own tables first
         node = np.empty(iids.size, dtype=np.int64)
         node[own] = self.ctx.resolver.stacks(st.tables, iids[own])
         node[~own] = self.ctx.resolver.stacks(s.gen, iids[~own])
@@ -224,48 +206,39 @@ class HeapCollector:
                 self.finalize(s)
 
 
-def _samples(buf: np.ndarray, rec: V.Fields, n_dumps: int,
-             trusted_count: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(callstack iid, [alloc count, alloc size, free count, free size], owning dump) of every
-    HeapSample, and whether each dump holds dump-at-max samples."""
-    n = len(rec)
-    f = V.walk_fields(buf, rec.start, rec.start + rec.length)
+def _samples(entries: list[bytes], trusted_count: bool) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(callstack iid, [alloc count, alloc size, free count, free size]) of every HeapSample,
+    and whether any is a dump-at-max sample."""
+    n = len(entries)
+    lengths = np.fromiter(map(len, entries), dtype=np.int64, count=n)
+    buf = V.as_buffer(b"".join(entries))
+    f = V.walk_varint_fields(buf, np.cumsum(lengths) - lengths, np.cumsum(lengths))
     col = lambda k: V.scalar_column(f, k, n).view(np.int64)  # noqa: E731
     at_max = np.zeros(n, dtype=bool)
     at_max[f.msg[(f.field == _MAX) & (f.wire != V.LEN)]] = True
-    values = np.stack([col(k) for k in _PLAIN], axis=1)
+    values = np.stack([col(k) for k in _PLAIN], axis=1) if n else np.zeros((0, 4), dtype=np.int64)
     if at_max.any():
         count, size = (col(k)[at_max] for k in _AT_MAX)
-        trusted = trusted_count[rec.msg[at_max]]
-        values[at_max] = np.stack([np.where(trusted, count, 0), size, np.zeros_like(size), np.zeros_like(size)],
-                                  axis=1)
-    dump_at_max = np.zeros(n_dumps, dtype=bool)
-    dump_at_max[rec.msg[at_max]] = True
-    return V.scalar_column(f, _CALLSTACK, n), values, rec.msg, dump_at_max
+        values[at_max] = np.stack([count if trusted_count else np.zeros_like(count), size, np.zeros_like(size),
+                                   np.zeros_like(size)], axis=1)
+    return V.scalar_column(f, _CALLSTACK, n), values, bool(at_max.any())
 
 
-def _facts(buf: np.ndarray, f: V.Fields, k: int, col: Any, at_max: bool) -> dict[str, Any]:
+def _facts(d: Any, at_max: bool) -> dict[str, Any]:
     facts: dict[str, Any] = {}
-    for number, name in _FLAGS:
-        if col(number)[k]:
+    for name in _FLAGS:
+        if getattr(d, name):
             facts[name] = True
-    error = int(np.uint64(col(14)[k]).astype(np.int64)) & 0xFFFFFFFF
-    error = error - (1 << 32) if error >= 1 << 31 else error  # int32
-    if error:
-        facts["client_error"] = S.CLIENT_ERRORS[error] if 0 <= error < len(S.CLIENT_ERRORS) else f"error_{error}"
-    for number, name in ((12, "sampling_interval_bytes"), (13, "orig_sampling_interval_bytes")):
-        if col(number)[k]:
-            facts[name] = int(col(number)[k])
+    if d.client_error:
+        facts["client_error"] = S.CLIENT_ERRORS[d.client_error] if 0 <= d.client_error < len(S.CLIENT_ERRORS) \
+            else f"error_{d.client_error}"
+    for name in ("sampling_interval_bytes", "orig_sampling_interval_bytes"):
+        if getattr(d, name):
+            facts[name] = getattr(d, name)
     if at_max:
         facts["dump_at_max"] = True
-    stats = f.select(5, V.LEN)
-    mine = np.flatnonzero(stats.msg == k)
-    if mine.size:
-        msg = S.messages()["ProfilePacket.ProcessStats"]()
-        for j in mine.tolist():  # a repeated message field merges, as protobuf does
-            a = int(stats.start[j])
-            msg.MergeFromString(buf[a:a + int(stats.length[j])].tobytes())
-        found = {name: getattr(msg, name) for name in _STATS if getattr(msg, name)}
-        if found:
-            facts["process_stats"] = found
+    if d.HasField("stats"):
+        stats = {name: getattr(d.stats, name) for name in _STATS if getattr(d.stats, name)}
+        if stats:
+            facts["process_stats"] = stats
     return facts

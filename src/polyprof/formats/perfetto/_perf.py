@@ -19,8 +19,8 @@ is in ``perf_event`` (name, unit, frequency or period, followers).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np

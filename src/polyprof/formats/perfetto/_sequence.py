@@ -23,8 +23,15 @@ from typing import Any
 import numpy as np
 
 from polyprof.formats.perfetto._catalog import Catalog, build_id_text
-from polyprof.formats.perfetto._tables import BUILD_IDS, FUNCTION_NAMES, INTERNED, MAPPING_PATHS, SOURCE_PATHS, Tables
-from polyprof.wire.vector import ranges
+from polyprof.formats.perfetto._tables import (
+    BUILD_IDS,
+    FUNCTION_NAMES,
+    INTERNED,
+    MAPPING_PATHS,
+    SOURCE_PATHS,
+    Tables,
+)
+from polyprof.model.columns import unique_inverse
 
 __all__ = ["Generation", "Resolver", "Sequence", "Stats", "text"]
 
@@ -60,7 +67,7 @@ class _Resolved:
 
     def get(self, iids: np.ndarray, make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Catalog id of each iid; ``make(new iids)`` resolves the ones not seen before."""
-        uniq, inverse = np.unique(iids, return_inverse=True)
+        uniq, inverse = unique_inverse(iids)
         known = self.lookup(uniq)
         todo = np.flatnonzero(known == -2)
         if todo.size:
@@ -68,7 +75,7 @@ class _Resolved:
             order = np.argsort(np.concatenate([self.iid, uniq[todo]]), kind="stable")
             self.iid = np.concatenate([self.iid, uniq[todo]])[order]
             self.cat = np.concatenate([self.cat, known[todo]])[order]
-        return known[inverse.reshape(-1)]
+        return known[inverse]
 
 
 class Generation:
@@ -167,23 +174,12 @@ class Resolver:
         return gen.stacks.get(np.asarray(iids, dtype=np.uint64), lambda new: self._new_stacks(gen, new))
 
     def _new_stacks(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
-        batch, row = gen.tables.callstack_rows(iids)
-        self._count("interning: missing callstack iid (sample kept with an empty stack)", int((batch < 0).sum()))
-        counts = np.zeros(iids.size, dtype=np.int64)
-        parts: list[tuple[np.ndarray, np.ndarray]] = []
-        for k in np.unique(batch[batch >= 0]).tolist():
-            mine = np.flatnonzero(batch == k)
-            cs = gen.tables.callstacks[k]
-            counts[mine] = cs.offsets[row[mine] + 1] - cs.offsets[row[mine]]
-            parts.append((mine, cs.frames[ranges(cs.offsets[row[mine]], counts[mine])]))
-        self._count("empty callstacks", int(((batch >= 0) & (counts == 0)).sum()))
-        out = np.full(iids.size, -1, dtype=np.int64)
-        if not parts:
-            return out
-        order = np.concatenate([mine for mine, _ in parts])
-        order = order[counts[order] > 0]  # empty stacks stay -1
+        found, counts, flat, order = gen.tables.callstacks(iids)
+        self._count("interning: missing callstack iid (sample kept with an empty stack)", int((~found).sum()))
+        self._count("empty callstacks", int((found & (counts == 0)).sum()))
+        out = np.full(iids.size, -1, dtype=np.int64)  # missing and empty stacks stay -1
+        order = order[counts[order] > 0]  # empty stacks add no frames: ``flat`` is still in this order
         if order.size:
-            flat = np.concatenate([f for _, f in parts])  # empty stacks add no frames: still in order
             offsets = np.zeros(order.size + 1, dtype=np.int64)
             np.cumsum(counts[order], out=offsets[1:])
             out[order] = self.cat.stacks_bulk(self.frames(gen, flat), offsets)
