@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["frame_packets", "gather_runs", "hash_runs", "packed_varints", "walk_fields"]
+__all__ = ["frame_packets", "gather_runs", "hash_runs", "le32_records", "packed_varints", "walk_fields"]
 
 _OK, _BAD = 0, 1
 
@@ -178,3 +178,26 @@ def gather_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     out = np.empty(int(lengths.sum()), dtype=values.dtype)
     _gather(np.ascontiguousarray(values), starts, lengths, out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _le32(buf, pos, end, starts, ends):  # noqa: ANN001, ANN202
+    k = 0
+    while pos + 4 <= end:
+        size = np.int64(buf[pos]) | (np.int64(buf[pos + 1]) << 8) | (np.int64(buf[pos + 2]) << 16) | \
+            (np.int64(buf[pos + 3]) << 24)
+        if size == 0 or pos + 4 + size > end:
+            break
+        starts[k] = pos + 4
+        pos += 4 + size
+        ends[k] = pos
+        k += 1
+    return k, pos
+
+
+def le32_records(buf: np.ndarray, pos: int, end: int) -> tuple[np.ndarray, np.ndarray, int]:
+    room = max((end - pos) // 5, 0)
+    starts = np.empty(room, dtype=np.int64)
+    ends = np.empty(room, dtype=np.int64)
+    k, stop = _le32(buf, pos, end, starts, ends)
+    return starts[:k].copy(), ends[:k].copy(), int(stop)

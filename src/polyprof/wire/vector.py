@@ -651,3 +651,35 @@ def gather_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
         return fast.gather_runs(values, np.ascontiguousarray(starts, dtype=np.int64),
                                 np.ascontiguousarray(lengths, dtype=np.int64))
     return values[ranges(starts, lengths)]
+
+
+def le32_records(buf: np.ndarray, pos: int, end: int, first_bytes: bytes) -> tuple[np.ndarray, np.ndarray, int]:
+    """The run of records ``<uint32 LE size> <body>`` from ``pos`` (a simpleperf file's), while
+    they are complete within ``end`` and not empty: (body starts, body ends, where the run
+    stopped). Bodies start with one of ``first_bytes`` (the protobuf tags they may begin
+    with): numpy looks for record starts among the bytes such a body could follow; a record
+    whose body starts otherwise, or is 16 MB or more, ends the run there. The caller
+    handles whatever stops a run (the zero end marker, a cut or odd record)."""
+    fast = _kernels(end - pos)
+    if fast is not None:
+        return fast.le32_records(buf, pos, end)
+    region = buf[pos:end]
+    if region.size < 5:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), pos
+    tag = np.zeros(256, dtype=bool)
+    tag[list(first_bytes)] = True
+    cand = np.flatnonzero(tag[region[4:]] & (region[3:-1] == 0)) + pos
+    size = buf[cand].astype(np.int64) | (buf[cand + 1].astype(np.int64) << 8) | (buf[cand + 2].astype(np.int64) << 16)
+    nxt = cand + 4 + size
+    valid = (size > 0) & (nxt <= end)
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    while True:
+        path, stop = follow_chain(cand, nxt, valid, pos)
+        if not path.size:
+            break
+        starts.append(cand[path] + 4)
+        ends.append(nxt[path])
+        pos = stop
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
+    return cat(starts), cat(ends), pos
