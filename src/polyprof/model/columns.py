@@ -21,7 +21,7 @@ def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[n
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     combined = np.zeros(n, dtype=np.int64)
     for col in cols:
-        uniq, code = np.unique(col, return_inverse=True)
+        uniq, code = unique_inverse(col)
         if uniq.size > 1:
             if int(combined.max()) >= (2**62) // uniq.size:
                 _, combined = np.unique(combined, return_inverse=True)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["frame_packets", "gather_runs", "hash_runs", "le32_records", "packed_varints", "walk_fields"]
+__all__ = ["frame_packets", "gather_runs", "hash_runs", "le32_records", "nested_scalars", "packed_varints", "scalar_fields",
+           "walk_fields"]
 
 _OK, _BAD = 0, 1
 
@@ -201,3 +202,109 @@ def le32_records(buf: np.ndarray, pos: int, end: int) -> tuple[np.ndarray, np.nd
     ends = np.empty(room, dtype=np.int64)
     k, stop = _le32(buf, pos, end, starts, ends)
     return starts[:k].copy(), ends[:k].copy(), int(stop)
+
+
+@njit(cache=True, nogil=True)
+def _scalars_one(buf, p, end, slot, values, present, row):  # noqa: ANN001, ANN202
+    """The wanted varint fields of the message ``buf[p:end]`` into ``values[row]``."""
+    while p < end:
+        tag, p = _varint(buf, p, end)
+        if p < 0:
+            return _BAD
+        wt = np.int64(tag & np.uint64(7))
+        number = np.int64(tag >> np.uint64(3))
+        if number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
+            return _BAD
+        if wt == 0:
+            val, p = _varint(buf, p, end)
+            if p < 0:
+                return _BAD
+            if number < slot.size and slot[number] >= 0:
+                values[row, slot[number]] = val
+                present[row, slot[number]] = True
+        elif wt == 2:
+            raw, p = _varint(buf, p, end)
+            if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
+                return _BAD
+            p += np.int64(raw)
+        else:
+            p += 8 if wt == 1 else 4
+            if p > end:
+                return _BAD
+    return _OK
+
+
+@njit(cache=True, nogil=True)
+def _scalars(buf, starts, ends, slot, values, present):  # noqa: ANN001, ANN202
+    for m in range(starts.size):
+        if _scalars_one(buf, starts[m], ends[m], slot, values, present, m) != _OK:
+            return _BAD
+    return _OK
+
+
+def scalar_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                  numbers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
+        return None
+    slot = np.full(max(numbers) + 1, -1, dtype=np.int64)
+    slot[list(numbers)] = np.arange(len(numbers))
+    values = np.zeros((starts.size, len(numbers)), dtype=np.uint64)
+    present = np.zeros((starts.size, len(numbers)), dtype=bool)
+    if _scalars(buf, starts, ends, slot, values, present) != _OK:
+        return None
+    return values, present
+
+
+@njit(cache=True, nogil=True)
+def _nested(buf, starts, ends, field, slot, counts, values, present, fill):  # noqa: ANN001, ANN202
+    k = 0
+    for m in range(starts.size):
+        p, end = starts[m], ends[m]
+        n = 0
+        while p < end:
+            tag, p = _varint(buf, p, end)
+            if p < 0:
+                return _BAD
+            wt = np.int64(tag & np.uint64(7))
+            number = np.int64(tag >> np.uint64(3))
+            if number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
+                return _BAD
+            if wt == 0:
+                _, p = _varint(buf, p, end)
+                if p < 0:
+                    return _BAD
+            elif wt == 2:
+                raw, p = _varint(buf, p, end)
+                if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
+                    return _BAD
+                if number == field:
+                    if fill and _scalars_one(buf, p, p + np.int64(raw), slot, values, present, k) != _OK:
+                        return _BAD
+                    k += 1
+                    n += 1
+                p += np.int64(raw)
+            else:
+                p += 8 if wt == 1 else 4
+                if p > end:
+                    return _BAD
+        counts[m] = n
+    return _OK
+
+
+def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
+                   numbers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
+        return None
+    slot = np.full(max(numbers) + 1, -1, dtype=np.int64)
+    slot[list(numbers)] = np.arange(len(numbers))
+    counts = np.zeros(starts.size, dtype=np.int64)
+    none_v = np.zeros((0, len(numbers)), dtype=np.uint64)
+    none_p = np.zeros((0, len(numbers)), dtype=bool)
+    if _nested(buf, starts, ends, field, slot, counts, none_v, none_p, False) != _OK:
+        return None
+    total = int(counts.sum())
+    values = np.zeros((total, len(numbers)), dtype=np.uint64)
+    present = np.zeros((total, len(numbers)), dtype=bool)
+    if _nested(buf, starts, ends, field, slot, counts, values, present, True) != _OK:
+        return None
+    return counts, values, present

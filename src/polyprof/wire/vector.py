@@ -683,3 +683,46 @@ def le32_records(buf: np.ndarray, pos: int, end: int, first_bytes: bytes) -> tup
         pos = stop
     cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
     return cat(starts), cat(ends), pos
+
+
+def scalar_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                  numbers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Varint fields ``numbers`` of every message ``buf[starts[i]:ends[i]]``: (values, present),
+    each (messages x numbers); the last occurrence of a field wins and fields of other wire
+    types are skipped (as :func:`scalar_column` over ``select(number, VARINT)``). For many
+    small messages of a few scalars (callchain entries, heap samples) without materializing
+    every field."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
+    if fast is not None:
+        got = fast.scalar_fields(buf, starts, ends, numbers)
+        if got is not None:
+            return got
+    f = walk_varint_fields(buf, starts, ends)
+    values = np.zeros((starts.size, len(numbers)), dtype=np.uint64)
+    present = np.zeros((starts.size, len(numbers)), dtype=bool)
+    for j, number in enumerate(numbers):
+        sel = (f.field == number) & (f.wire == VARINT)
+        values[f.msg[sel], j] = f.value[sel]
+        present[f.msg[sel], j] = True
+    return values, present
+
+
+def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
+                   numbers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Varint fields ``numbers`` of every sub-message in field ``field`` (LEN records) of every
+    message ``buf[starts[i]:ends[i]]``: (sub-messages per message, values, present), values and
+    present being (sub-messages x numbers) in wire order; as :func:`scalar_fields` on the
+    sub-messages (a sample's callchain entries) without listing every field on the way."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
+    if fast is not None:
+        got = fast.nested_scalars(buf, starts, ends, field, numbers)
+        if got is not None:
+            return got
+    f = walk_fields(buf, starts, ends)
+    sub = f.select(field, LEN)
+    values, present = scalar_fields(buf, sub.start, sub.start + sub.length, numbers)
+    return np.bincount(sub.msg, minlength=starts.size).astype(np.int64), values, present

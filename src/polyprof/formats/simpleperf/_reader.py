@@ -14,7 +14,7 @@ from polyprof.formats.simpleperf._offcpu import offcpu_times
 from polyprof.formats.simpleperf._records import Records, Samples, collect
 from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES, OFFCPU_VIEWS
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.columns import factorize_rows
+from polyprof.model.columns import factorize_rows, unique_inverse
 from polyprof.model.profile import MAPPING_HAS_FUNCTIONS, Label, Profile
 
 __all__ = ["read_bytes"]
@@ -251,8 +251,7 @@ class _Frames:
 
     def stacks(self, s: Samples) -> np.ndarray:
         """Leaf callsite of every sample: locations interned by (file, symbol, address), all at once."""
-        fids, fi = np.unique(s.file_id, return_inverse=True)
-        fi = fi.reshape(-1)
+        fids, fi = unique_inverse(s.file_id)
         known = [self._file(f) for f in fids.tolist()]  # one step per file
         mapping = np.array([m for m, _ in known], dtype=np.int64)
         nsym = np.array([len(fns) for _, fns in known], dtype=np.int64)

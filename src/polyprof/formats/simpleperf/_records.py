@@ -156,35 +156,41 @@ def _kind_classes() -> dict[str, Any]:
 
 def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
     n = part.n
-    f = part.fields(buf)
-    col = lambda k: _scalar(f, k, n)  # noqa: E731
-    entries = f.select(3, V.LEN)
-    chain = np.bincount(entries.msg, minlength=n).astype(np.int64)
-    ef = V.walk_varint_fields(buf, entries.start, entries.start + entries.length)
-    m = len(entries)
-    ecol = lambda k: _scalar(ef, k, m)  # noqa: E731
-    unwind = f.select(6, V.LEN)
-    uf = V.walk_fields(buf, unwind.start, unwind.start + unwind.length)
-    uf.msg = unwind.msg[uf.msg]  # per sample (several records merge)
-    has = np.zeros(n, dtype=bool)
-    has[unwind.msg] = True
-    u: dict[str, np.ndarray] = {"has": has}
-    for name, number in (("code", 3), ("raw", 1), ("addr", 2)):
-        present = np.zeros(n, dtype=bool)
-        present[uf.msg[(uf.field == number) & (uf.wire == V.VARINT)]] = True
-        u[f"has_{name}"] = present
-        u[name] = _scalar(uf, number, n)
-    u["code"], u["raw"] = _u32(u["code"]), _u32(u["raw"])
-    return Samples(time=col(1), tid=_i32(col(2)), event_count=col(4), event_type=_u32(col(5)), chain=chain,
-                   vaddr=ecol(1), file_id=_u32(ecol(2)), symbol_id=_i32(ecol(3)), exec_type=_u32(ecol(4)),
-                   unwind=u)
+    vals, present = V.scalar_fields(buf, part.start, part.end, (1, 2, 4, 5))
+    chain, entries, _ = V.nested_scalars(buf, part.start, part.end, 3, (1, 2, 3, 4))
+    u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, (3, 1, 2))
+    if part.start.size != n:  # payloads repeated in a record merge: scalars by their last value
+        vals, present = _last_present(part.item, vals, present, n)
+        chain = np.bincount(part.item, weights=chain, minlength=n).astype(np.int64)
+        u_count = np.bincount(part.item, weights=u_count, minlength=n).astype(np.int64)
+    u_vals, u_present = _last_present(np.repeat(np.arange(n), u_count), u_vals, u_present, n)
+    u: dict[str, np.ndarray] = {"has": u_count > 0}
+    for j, name in enumerate(("code", "raw", "addr")):
+        u[f"has_{name}"] = u_present[:, j]
+        u[name] = u_vals[:, j] if name == "addr" else _u32(u_vals[:, j])
+    col = lambda j: vals[:, j]  # noqa: E731
+    return Samples(time=col(0).copy(), tid=_i32(col(1)), event_count=col(2).copy(), event_type=_u32(col(3)),
+                   chain=chain, vaddr=entries[:, 0].copy(), file_id=_u32(entries[:, 1]),
+                   symbol_id=_i32(entries[:, 2]), exec_type=_u32(entries[:, 3]), unwind=u)
+
+
+def _last_present(owner: np.ndarray, values: np.ndarray, present: np.ndarray,
+                  n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows merged by ``owner``: per column, the value of the last row where it is present."""
+    out = np.zeros((n, values.shape[1]), dtype=values.dtype)
+    has = np.zeros((n, values.shape[1]), dtype=bool)
+    for j in range(values.shape[1]):
+        sel = present[:, j]
+        out[owner[sel], j] = values[sel, j]  # later rows are written last: they win
+        has[owner[sel], j] = True
+    return out, has
 
 
 def _scalar(f: V.Fields, number: int, n: int) -> np.ndarray:
     """The last varint value of field ``number`` per message (0 when absent)."""
-    sel = f.select(number, V.VARINT)
+    sel = (f.field == number) & (f.wire == V.VARINT)  # masks: cheaper than grouping for a few fields
     out = np.zeros(n, dtype=np.uint64)
-    out[sel.msg] = sel.value
+    out[f.msg[sel]] = f.value[sel]
     return out
 
 
