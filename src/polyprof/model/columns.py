@@ -19,14 +19,17 @@ def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[n
     n = cols[0].size if cols else 0
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    combined = np.zeros(n, dtype=np.int64)
-    for col in cols:
-        uniq, code = unique_inverse(col)
-        if uniq.size > 1:
+    varying = [c for c in cols if c.min() != c.max()]  # a constant column adds nothing (and costs a sort)
+    if len(varying) <= 1:
+        combined = varying[0] if varying else np.zeros(n, dtype=np.int8)
+    else:
+        combined = np.zeros(n, dtype=np.int64)
+        for col in varying:
+            uniq, code = unique_inverse(col)
             if int(combined.max()) >= (2**62) // uniq.size:
                 _, combined = np.unique(combined, return_inverse=True)
                 combined = combined.reshape(-1).astype(np.int64)
-            combined = combined * uniq.size + code.reshape(-1)
+            combined = combined * uniq.size + code
     _, first, ids = np.unique(combined, return_index=True, return_inverse=True)
     ids = ids.reshape(-1).astype(np.int64)
     if in_order:

@@ -534,65 +534,19 @@ def follow_chain(cand: np.ndarray, nxt: np.ndarray, valid: np.ndarray, start: in
     return path, int(nxt[last])
 
 
-def split_varints(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every varint of a byte run that is only varints: (start, value, byte length).
-
-    Varints end at each byte below 0x80; values of over-long varints (more
-    than ten bytes) are not decoded (callers check the lengths).
-    """
-    ends = np.flatnonzero(b < 0x80) + 1
-    starts = np.empty_like(ends)
-    if ends.size:
-        starts[0] = 0
-        starts[1:] = ends[:-1]
-    length = ends - starts
-    values = (b[starts] & 0x7F).astype(np.uint64)
-    live = np.flatnonzero(length > 1)
-    for k in range(1, 10):
-        if not live.size:
-            break
-        values[live] |= (b[starts[live] + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
-        live = live[length[live] > k + 1]
-    return starts, values, length
-
-
 def walk_varint_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
-    """:func:`walk_fields` for messages that are mostly varint fields only (heap samples,
-    interned frames, unpacked id lists): those are read as one run of (key, value)
-    varint pairs, in a few passes over their bytes whatever their field count; the
-    other messages go through :func:`walk_fields`. Same result."""
+    """:func:`walk_fields` for messages that are usually varint fields only (heap samples,
+    interned frames, unpacked id lists): their bytes gathered end to end go through
+    :func:`varint_fields`, a few passes whatever their field count; when that declines
+    (or with the compiled walker, which is quicker), the field walker. Same result."""
     starts = np.asarray(starts, dtype=np.int64)
-    lengths = np.asarray(ends, dtype=np.int64) - starts
-    n = starts.size
-    if _kernels(0) is not None:  # the compiled walker is quicker than this path
-        return walk_fields(buf, starts, starts + lengths)
-    b = gather_spans(buf, starts, lengths)
-    if not b.size:
-        return walk_fields(buf, starts, starts + lengths)
-    vstart, value, vlen = split_varints(b)
-    msg_end = np.cumsum(lengths)
-    first = np.searchsorted(vstart, msg_end - lengths)  # first varint of each message
-    count = np.diff(np.append(first, vstart.size))
-    ok = (count % 2 == 0) & ((lengths == 0) | (b[np.maximum(msg_end - 1, 0)] < 0x80))
-    ok[lengths > 0] &= vstart[np.minimum(first[lengths > 0], vstart.size - 1)] == (msg_end - lengths)[lengths > 0]
-    owner = np.repeat(np.arange(n), count)
-    bad = (vlen > 10) | ((np.arange(vstart.size) - np.repeat(first, count)) % 2 == 0) & \
-        (((value & np.uint64(7)) != 0) | (value < np.uint64(8)))  # keys: varint wire type, field > 0
-    ok[owner[bad]] = False
-    keep = np.repeat(ok, count)
-    keys, vals = value[keep][0::2], value[keep][1::2]
-    msg = owner[keep][0::2]
-    z = np.zeros(msg.size, dtype=np.int64)
-    fast = Fields(msg, (keys >> np.uint64(3)).astype(np.int64), np.zeros(msg.size, dtype=np.int8), vals, z, z)
-    if ok.all():
-        return fast
-    rest = np.flatnonzero(~ok)
-    slow = walk_fields(buf, starts[rest], starts[rest] + lengths[rest])
-    cols = [np.concatenate([getattr(fast, c), getattr(slow, c) if c != "msg" else rest[slow.msg]])
-            for c in ("msg", "field", "wire", "value", "start", "length")]
-    order = np.argsort(cols[0], kind="stable")  # message-major, wire order kept within each
-    return Fields(*(c[order] for c in cols))
-
+    ends = np.asarray(ends, dtype=np.int64)
+    if _kernels(0) is None and starts.size:
+        lengths = ends - starts
+        fast = varint_fields(gather_spans(buf, starts, lengths), np.cumsum(lengths))
+        if fast is not None:
+            return fast
+    return walk_fields(buf, starts, ends)
 
 def tagged_records(buf: np.ndarray, pos: int, end: int, max_len: int) -> tuple[np.ndarray, np.ndarray, int]:
     """The run of records ``0A <length> <payload>`` (field 1, LEN: a repeated message at
@@ -726,3 +680,43 @@ def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field:
     sub = f.select(field, LEN)
     values, present = scalar_fields(buf, sub.start, sub.start + sub.length, numbers)
     return np.bincount(sub.msg, minlength=starts.size).astype(np.int64), values, present
+
+
+def varint_fields(buf: np.ndarray, ends: np.ndarray) -> Fields | None:
+    """:func:`walk_fields` for the usual small messages that hold only VARINT fields
+    with one-byte tags, packed back to back in ``buf`` (message i ends at
+    ``ends[i]``, the last at ``buf.size``); None when the data is not like that
+    (the caller then walks it field by field, which also reports any damage).
+
+    Every byte below 0x80 ends a varint, so all varints decode at once; a
+    message must then be an even run of (tag, value) varints.
+    """
+    ends = ends.astype(np.int64)
+    if not buf.size or ends.size == 0 or int(ends[-1]) != buf.size or (np.diff(ends) < 0).any():
+        return None
+    last = np.flatnonzero(buf < 0x80)  # the final byte of every varint
+    first = np.empty_like(last)
+    first[0], first[1:] = 0, last[:-1] + 1
+    size = last - first + 1
+    if not last.size or int(last[-1]) != buf.size - 1 or int(size.max()) > 10:
+        return None
+    shift = (7 * (np.arange(buf.size, dtype=np.int64) - np.repeat(first, size))).astype(np.uint64)
+    values = np.add.reduceat((buf & 0x7F).astype(np.uint64) << shift, first)
+    starts = np.empty_like(ends)
+    starts[0], starts[1:] = 0, ends[:-1]
+    starts = starts[ends > starts]  # empty messages hold no field
+    begins = np.zeros(buf.size, dtype=bool)
+    begins[first] = True
+    if not begins[starts].all():
+        return None  # a message boundary inside a varint
+    msg_start = np.zeros(buf.size, dtype=np.int64)
+    msg_start[starts] = 1
+    msg_of = (np.cumsum(msg_start) - 1)[first]  # among the non-empty messages
+    if (np.bincount(msg_of, minlength=starts.size) % 2).any():
+        return None  # an odd number of varints: not (tag, value) pairs
+    msg_of = np.flatnonzero(ends > np.append(0, ends[:-1]))[msg_of[0::2]]
+    tag, value = values[0::2], values[1::2]
+    if (size[0::2] != 1).any() or (tag & np.uint64(7)).any() or (tag < 8).any():
+        return None
+    zeros = np.zeros(tag.size, dtype=np.int64)
+    return Fields(msg_of, (tag >> np.uint64(3)).astype(np.int64), zeros.astype(np.int8), value, zeros, zeros)

@@ -102,8 +102,9 @@ def _write_heap(p: Profile, out: Out, report: LossReport) -> None:
     labels = p.extras.get("profile_labels", {})
     facts = p.extras.get("heapprofd", {})
     values = _heap_values(p, report)
-    if any(p.labelsets[i] for i in np.unique(p.samples.labelset).tolist()):
-        report.add("sample labels not kept in a heap dump")
+    keys = {lb.key for i in np.unique(p.samples.labelset).tolist() for lb in p.labelsets[i]}
+    if keys:
+        report.add(f"sample labels not kept in a heap dump: {', '.join(sorted(keys))}")
     stacks, first, inverse = np.unique(p.samples.stack, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")  # stacks in sample order (a dump lists them as first seen)
     rank = np.empty_like(order)

@@ -253,7 +253,9 @@ def _label_columns(buf: np.ndarray, owner: np.ndarray, length: np.ndarray, strin
     if not nl:
         return [np.zeros(0, np.int64)] * 5
     end = np.cumsum(length)
-    lf = V.walk_fields(buf, end - length, end)
+    lf = V.varint_fields(buf, end)  # the usual labels: key and str or num (and unit), all varints
+    if lf is None:
+        lf = V.walk_fields(buf, end - length, end)
     cols = [V.scalar_column(lf, k, nl).view(np.int64) for k in (1, 2, 3, 4)]
     for k, what in ((0, "label key"), (1, "label value"), (3, "label unit")):
         c = cols[k]
@@ -270,15 +272,17 @@ def _labelsets(b: ProfileBuilder, parts: list[list[np.ndarray]], n: int, strings
     if not nl:
         return out
     label_id, label_first = factorize_rows(cols)
-    first_of_owner = np.searchsorted(owner, owner, side="left")
-    rank = np.arange(nl) - first_of_owner
-    width = int(rank.max()) + 1
-    grid = np.full((n, width), -1, dtype=np.int64)
-    grid[owner, rank] = label_id
     has = np.zeros(n, dtype=bool)
     has[owner] = True
-    rows = grid[has]
-    set_id, set_first = factorize_rows([rows[:, j] for j in range(width)])
+    if (np.diff(owner) > 0).all():  # one label per labelled sample (the usual case): sets are labels
+        rows, set_id, set_first = label_id[:, None], label_id, label_first
+    else:
+        rank = np.arange(nl) - np.searchsorted(owner, owner, side="left")
+        width = int(rank.max()) + 1
+        grid = np.full((n, width), -1, dtype=np.int64)
+        grid[owner, rank] = label_id
+        rows = grid[has]
+        set_id, set_first = factorize_rows([rows[:, j] for j in range(width)])
     key, sval, num, unit = (c[label_first].tolist() for c in cols)
     label_objs = [Label(strings[key[i]], str=strings[sval[i]]) if sval[i]
                   else Label(strings[key[i]], num=num[i], unit=strings[unit[i]]) for i in range(len(key))]

@@ -9,7 +9,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError, OptionsError
 from polyprof.formats.options import ReadOptions
-from polyprof.formats.simpleperf._layout import Layout, event_unit
+from polyprof.formats.simpleperf._layout import Layout, event_type
 from polyprof.formats.simpleperf._offcpu import offcpu_times
 from polyprof.formats.simpleperf._records import Records, Samples, collect
 from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES, OFFCPU_VIEWS
@@ -78,7 +78,7 @@ def _layout(recs: Records, text: _Text, p: Profile) -> Layout:
     offcpu = bool(meta is not None and meta.trace_offcpu)
     if recs.switches[0].size and not offcpu:
         p.warnings.append(f"{recs.switches[0].size} ContextSwitch record(s) ignored: MetaInfo.trace_offcpu is not set")
-    if offcpu and (not events or event_unit(events[0]) != "nanoseconds"):
+    if offcpu and (not events or event_type(events[0]).unit != "nanoseconds"):
         p.warnings.append("trace_offcpu is set but the first event is not cpu-clock/task-clock; "
                           "no off-CPU columns were made")
         offcpu = False
@@ -106,7 +106,7 @@ def _default_type(layout: Layout, options: ReadOptions) -> str:
         return "samples"
     if layout.offcpu and view != "on":
         return layout.types[-1 if view != "off" else -2].type
-    return layout.events[0]
+    return event_type(layout.events[0]).type
 
 
 def _threads(recs: Records, text: _Text, p: Profile) -> dict[int, tuple[int, str | None]]:
