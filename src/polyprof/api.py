@@ -75,9 +75,13 @@ def read_all(src: PathOrBytes, *, format: str | None = None,
         # A reader bug or data no check anticipated; still one clear line.
         raise MalformedInputError(f"cannot decode ({type(exc).__name__}: {exc})",
                                   path=source.name, fmt=spec.name) from exc
-    if opts.symbols:  # symbolization is its own layer, applied to any format
-        from polyprof.symbolize import symbolize_all
-        profiles = symbolize_all(profiles, opts.symbols)
+    # Symbolization is its own layer, applied to any format: demangling and in-trace Java maps
+    # always, the rest when asked for (ReadOptions.symbols and its neighbours).
+    from polyprof.symbolize import after_read
+    try:
+        profiles = after_read(profiles, opts)
+    except InputError as exc:
+        raise exc.with_path(exc.path or source.name) from None
     from polyprof.model.validate import check
     for p in profiles:
         p.source_format = p.source_format or spec.name
