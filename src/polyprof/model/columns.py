@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["factorize_rows", "unique_inverse"]
+from polyprof.wire.vector import gather_runs, hash_runs
+
+__all__ = ["factorize_rows", "factorize_runs", "runs_equal", "unique_inverse"]
 
 
 def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -53,3 +55,43 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return np.flatnonzero(present).astype(values.dtype), code[values]
     uniq, inverse = np.unique(values, return_inverse=True)
     return uniq, inverse.reshape(-1)
+
+
+def runs_equal(fa: np.ndarray, oa: np.ndarray, ia: np.ndarray, fb: np.ndarray, ob: np.ndarray,
+               ib: np.ndarray) -> np.ndarray:
+    """Whether run ``ia[k]`` of (values ``fa``, offsets ``oa``) equals run ``ib[k]`` of (``fb``, ``ob``)."""
+    la, lb = oa[ia + 1] - oa[ia], ob[ib + 1] - ob[ib]
+    same = la == lb
+    check = np.flatnonzero(same & (la > 0))
+    if check.size:
+        ln = la[check]
+        differ = gather_runs(fa, oa[ia[check]], ln) != gather_runs(fb, ob[ib[check]], ln)
+        owner = np.repeat(np.arange(check.size), ln)
+        same[check[np.bincount(owner[differ], minlength=check.size) > 0]] = False
+    return same
+
+
+def factorize_runs(values: np.ndarray, offsets: np.ndarray,
+                   hashes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Dense id of each run ``values[offsets[i]:offsets[i+1]]`` by content, and each id's first
+    run (ids in order of first sight). Runs are grouped by hash and length, then compared
+    value by value: runs whose hashes collide but differ get ids of their own. ``hashes``:
+    the runs' :func:`polyprof.wire.vector.hash_runs`, when the caller has them."""
+    lengths = np.diff(offsets)
+    n = lengths.size
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    h = np.zeros(n, dtype=np.uint64) if hashes is None else hashes
+    some = np.flatnonzero(lengths > 0) if hashes is None else np.zeros(0, dtype=np.int64)
+    if some.size:
+        sub = np.concatenate([[0], np.cumsum(lengths[some])])
+        h[some] = hash_runs(gather_runs(values, offsets[some], lengths[some]), sub)
+    group, first = factorize_rows([h.view(np.int64), lengths], in_order=True)
+    lead = first[group]
+    same = lead == np.arange(n)
+    other = np.flatnonzero(~same)
+    same[other] = runs_equal(values, offsets, other, values, offsets, lead[other])
+    if same.all():
+        return group, first
+    key = np.where(same, lead, np.arange(n))  # a colliding run leads a group of its own
+    return factorize_rows([key], in_order=True)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from polyprof.formats.chromium import schema as S
 from polyprof.formats.chromium import names as N
+from polyprof.formats.chromium import schema as S
 from polyprof.formats.chromium.callstack import MS, CallStackEncoder, metadata_key_hash
 from polyprof.formats.chromium.reader import TIME_METADATA
 from polyprof.wire.encode import Encoder

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.columns import factorize_rows, unique_inverse
+from polyprof.model.columns import factorize_rows, factorize_runs, runs_equal, unique_inverse
 from polyprof.wire.vector import gather_runs, hash_runs, ranges
 
 __all__ = ["Catalog", "Emitter", "build_id_text"]
@@ -153,15 +153,14 @@ class Catalog:
         h = hash_runs(frames, offsets)
         ids = self._find(h, frames, offsets)
         todo = np.flatnonzero(ids < 0)
-        if todo.size:
-            group, first = factorize_rows([h[todo], lengths[todo]])
-            lead = todo[first[group]]  # a stack equal to an earlier one of this batch takes its id
-            same = lead == todo
-            other = np.flatnonzero(~same)
-            same[other] = _equal(frames, offsets, todo[other], frames, offsets, lead[other])
-            leaders = np.unique(np.where(same, lead, todo))
-            ids[leaders] = self.stacks.size + np.arange(leaders.size)
-            ids[todo] = ids[np.where(same, lead, todo)]
+        if todo.size:  # equal new stacks share an id, in order of first sight
+            if todo.size == lengths.size:
+                group, first = factorize_runs(frames, offsets, h)
+            else:
+                sub = np.concatenate([[0], np.cumsum(lengths[todo])])
+                group, first = factorize_runs(gather_runs(frames, offsets[todo], lengths[todo]), sub, h[todo])
+            ids[todo] = self.stacks.size + group
+            leaders = todo[first]
             self._add(frames, offsets, leaders, h[leaders], ids[leaders])
         return ids
 
@@ -177,7 +176,7 @@ class Catalog:
             sid = self._index["id"][at[cand]]
             start, length = self.stacks["start"], self.stacks["length"]
             stored = np.concatenate([[0], np.cumsum(length[sid])])
-            same = _equal(frames, offsets, cand, self._stack_frames["frame"][ranges(start[sid], length[sid])],
+            same = runs_equal(frames, offsets, cand, self._stack_frames["frame"][ranges(start[sid], length[sid])],
                           stored, np.arange(cand.size))
             ids[cand[same]] = sid[same]
         return ids
@@ -216,20 +215,6 @@ class Catalog:
             if table is not None and address in table:
                 return table[address]
         return None
-
-
-def _equal(fa: np.ndarray, oa: np.ndarray, ia: np.ndarray, fb: np.ndarray, ob: np.ndarray,
-           ib: np.ndarray) -> np.ndarray:
-    """Whether stack ``ia[k]`` of (fa, oa) has the same frames as stack ``ib[k]`` of (fb, ob)."""
-    la, lb = oa[ia + 1] - oa[ia], ob[ib + 1] - ob[ib]
-    same = la == lb
-    check = np.flatnonzero(same & (la > 0))
-    if check.size:
-        ln = la[check]
-        differ = fa[ranges(oa[ia[check]], ln)] != fb[ranges(ob[ib[check]], ln)]
-        owner = np.repeat(np.arange(check.size), ln)
-        same[check[np.bincount(owner[differ], minlength=check.size) > 0]] = False
-    return same
 
 
 class Emitter:
