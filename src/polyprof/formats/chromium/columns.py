@@ -77,7 +77,9 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
     raw = buf.tobytes()
     module = np.where(has_module, module, -1)
     if fill_names:
-        name = _filled(name, name_len == 0, module, address)
+        named = np.zeros(n, dtype=bool)
+        named[names.msg] = True  # an explicitly empty name stays empty
+        name = _filled(name, ~named, module, address)
     key, kfirst = factorize_rows([module, address.view(np.int64), name])  # the old reader's location key
     texts = [_decode(raw[a:a + ln]) for a, ln in zip(name_start[first].tolist(), name_len[first].tolist())]
     fn_of_name = np.array([b.function(t) if t else -1 for t, _ in texts], dtype=np.int64)
