@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import polyprof
-from conftest import PEER, peer_files, peer_id
+from conftest import peer_files, peer_id
 from polyprof.model.dump import dump
 
 _MAX_DUMP = 120_000  # characters: bigger dumps are not kept as goldens
