@@ -220,3 +220,21 @@ def test_real_files_read_the_same_with_both_kernels(peer, tmp_path):
                                          "PATH": "/usr/bin:/bin"}, check=True).stdout
     assert runs["numpy"].count("polyprof-dump") > 50
     assert runs["numpy"] == runs["compiled"]
+
+
+def test_small_inputs_do_not_load_the_compiled_kernels(tmp_path):
+    """numba's import (~0.5 s) is paid only by reads large enough to win it back."""
+    import polyprof
+
+    demo = REPO / "examples" / "demo.pb.gz"
+    files = [str(demo)]
+    for fmt in ("chromium", "perfetto", "simpleperf"):
+        out = tmp_path / f"demo.{fmt}"
+        polyprof.write(polyprof.read(demo), out, format=fmt)
+        files.append(str(out))
+    code = ("import sys; from polyprof.cli.main import main\n"
+            "for f in sys.argv[1:]: main(['top', f, '--nodecount', '3'])\n"
+            "print('numba loaded:', 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, *files], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"}).stdout
+    assert out.count("flat%") == 4 and out.strip().endswith("numba loaded: False")
