@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -79,7 +80,9 @@ def measure(path: str, aggregate: bool) -> None:
     from polyprof.formats.perfetto import read
     from polyprof.formats.source import Source
 
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # The RSS now, not ru_maxrss: that keeps the parent's high-water mark across fork and exec.
+    with open("/proc/self/statm") as statm:
+        base = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
     t0 = time.perf_counter()
     profiles = read(Source.of(path), ReadOptions(extra={"aggregate": aggregate}))
     seconds = time.perf_counter() - t0
@@ -99,10 +102,10 @@ def _doubled(path: str) -> str:
     """The trace written twice over (a longer recording of the same program)."""
     out = path.replace(".pftrace", "-x2.pftrace")
     if not os.path.exists(out):
-        with open(path, "rb") as src, open(out + ".tmp", "wb") as dst:
-            data = src.read()
-            dst.write(data)
-            dst.write(data)
+        with open(out + ".tmp", "wb") as dst:
+            for _ in range(2):
+                with open(path, "rb") as src:
+                    shutil.copyfileobj(src, dst, 16 << 20)
         os.replace(out + ".tmp", out)
     return out
 
