@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import PEER, REPO
+from helpers import PEER, REPO
 from polyprof.errors import MalformedInputError
 from polyprof.wire import vector as V
 

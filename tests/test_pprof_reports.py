@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import go_pprof_refs as refs
-from conftest import PEER
+from helpers import PEER
 
 HEAP = PEER / refs.HEAP
 RUNTIME_SRC = Path("/usr/lib/go-1.19/src")  # the sources the generated Go profiles were built from

@@ -14,7 +14,7 @@ import hashlib
 import pytest
 
 import polyprof
-from conftest import peer_files, peer_id
+from helpers import peer_files, peer_id
 from polyprof.model.dump import dump
 
 _MAX_DUMP = 120_000  # characters: bigger dumps are not kept as goldens

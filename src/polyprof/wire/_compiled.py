@@ -50,8 +50,7 @@ def _fields(buf, starts, ends, offsets, msg, field, wire, value, start, length, 
             if number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
                 return _BAD
             val = np.uint64(0)
-            s = 0
-            ln = 0
+            s = ln = np.int64(0)
             if wt == 0:
                 val, p = _varint(buf, p, end)
                 if p < 0:

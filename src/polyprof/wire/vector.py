@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from types import ModuleType
+from typing import NoReturn
 
 import numpy as np
 
@@ -61,14 +62,14 @@ def _kernels(work: int) -> ModuleType | None:
             _compiled = False
             return None
         _compiled = module
-    return _compiled or None
+    return _compiled if isinstance(_compiled, ModuleType) else None
 
 
 def as_buffer(data: bytes | memoryview) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)
 
 
-def _fail(message: str, offset: int) -> None:
+def _fail(message: str, offset: int) -> NoReturn:
     raise MalformedInputError(message, offset=int(offset))
 
 
@@ -321,7 +322,7 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
         at = offset[part[0]] + part[6]
         for col, values in zip(cols, part[:6]):
             col[at] = values
-    return Fields(*cols)
+    return Fields(cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
 
 
 def _tail(buf: np.ndarray, msg: np.ndarray, pos: np.ndarray, end: np.ndarray, step: int) -> tuple[np.ndarray, ...]:

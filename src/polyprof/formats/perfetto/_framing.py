@@ -137,7 +137,7 @@ def frame_all(buf: bytes, base: int = 0) -> Chunk:
     return Chunk(buf, starts, ends, base, skipped)
 
 
-def chunks(fh: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Chunk]:
+def chunks(fh: BinaryIO | GunzipStream, chunk_size: int = CHUNK_SIZE) -> Iterator[Chunk]:
     """Stream ``fh`` as chunks of whole packets."""
     pending = b""
     base = 0

@@ -133,7 +133,7 @@ class TraceReader:
                 p.extras["java_deobfuscation"] = self.deobfuscation
         return profiles
 
-    def _open(self, source: Source) -> BinaryIO:
+    def _open(self, source: Source) -> BinaryIO | GunzipStream:
         """The trace as a stream: a gzip file inflated on the fly (bounded), else the Source's stream."""
         if source.path is not None and source.raw is None:
             fh = source.open_raw()  # raises the right InputError; reports progress

@@ -11,7 +11,7 @@ classes; it decodes packets with the vectorized kernels.
 from __future__ import annotations
 
 from polyprof.formats.perfetto._sniff import VARINT_FIELDS  # noqa: F401  (defined by the sniffer)
-from polyprof.wire.schema import Schema
+from polyprof.wire.schema import MessageClass, Schema
 
 __all__ = ["BUILTIN_CLOCKS", "CPU_MODES", "PERF_COUNTERS", "SKIP_REASONS", "UNWIND_ERRORS", "messages"]
 
@@ -200,7 +200,7 @@ def _entries(s: Schema) -> None:
     s.message("ProfilePacketEntries", **{f"f{k}": (k, "bytes", "repeated") for k in (1, 2, 3, 4)},
               process_dumps=(5, "ProcessHeapSamplesEntries", "repeated"), continued=(6, "bool"),
               index=(7, "uint64"))
-    fields = {"samples": (2, "bytes", "repeated")}
+    fields: dict[str, tuple[object, ...]] = {"samples": (2, "bytes", "repeated")}
     for name, spec in (("pid", (1, "uint64")), ("from_startup", (3, "bool")), ("rejected_concurrent", (4, "bool")),
                        ("stats", (5, "ProfilePacket.ProcessStats")), ("disconnected", (6, "bool")),
                        ("buffer_overran", (7, "bool")), ("buffer_corrupted", (8, "bool")),
@@ -267,10 +267,10 @@ def _descriptors(s: Schema) -> None:
     s.message("ProcessTree.Thread", tid=(1, "int32"), name=(2, "bytes"), tgid=(3, "int32"))
 
 
-_MESSAGES: dict[str, type] | None = None
+_MESSAGES: dict[str, MessageClass] | None = None
 
 
-def messages() -> dict[str, type]:
+def messages() -> dict[str, MessageClass]:
     """The message classes, built once on first use."""
     global _MESSAGES
     if _MESSAGES is None:

@@ -39,10 +39,16 @@ def _decode_strings(raw: list[bytes], warnings: list[str]) -> list[str]:
 
 
 class _Ids:
-    """Maps wire ids of one table to row numbers (ids must be nonzero and unique)."""
+    """Maps wire ids of one table to row numbers (ids must be nonzero and unique).
 
-    def __init__(self, what: str, ids: np.ndarray) -> None:
+    ``model`` is the model row of every wire row (functions, mappings);
+    locations are appended in wire order, so their model row is ``first`` + wire row.
+    """
+
+    def __init__(self, what: str, ids: np.ndarray, *, model: np.ndarray | None = None, first: int = 0) -> None:
         self.what = what
+        self.model = np.zeros(0, dtype=np.int64) if model is None else model
+        self.first = first
         if ids.size and (ids == 0).any():
             raise MalformedInputError(f"found {what} with reserved id 0")
         self.order = np.argsort(ids, kind="stable")
@@ -144,9 +150,7 @@ def _functions(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: l
     _, f, n, ids = _table(raw)
     name, system, filename = (_string_ids(V.scalar_column(f, k, n), smap, "function") for k in (2, 3, 4))
     rows = b.functions_bulk(name, system, filename, V.scalar_column(f, 5, n).view(np.int64))
-    index = _Ids("function", ids)
-    index.model = rows  # type: ignore[attr-defined]
-    return index
+    return _Ids("function", ids, model=rows)
 
 
 def _mappings(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: list[str]) -> _Ids:
@@ -157,12 +161,10 @@ def _mappings(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: li
     flags = np.zeros(n, dtype=np.int64)
     for field, bit in _FLAG_FIELDS:
         flags |= np.where(V.scalar_column(f, field, n) != 0, bit, 0)
-    flags = flags.tolist()
+    flag_list = flags.tolist()
     rows = np.array([b.mapping(start[i], limit[i], offset[i], strings[filename[i]], strings[build_id[i]],
-                               flags[i]) for i in range(n)], dtype=np.int64)
-    index = _Ids("mapping", ids)
-    index.model = rows  # type: ignore[attr-defined]
-    return index
+                               flag_list[i]) for i in range(n)], dtype=np.int64)
+    return _Ids("mapping", ids, model=rows)
 
 
 def _locations(b: ProfileBuilder, raw: list[bytes], functions: _Ids, mappings: _Ids) -> _Ids:
@@ -182,9 +184,7 @@ def _locations(b: ProfileBuilder, raw: list[bytes], functions: _Ids, mappings: _
     line = V.scalar_column(lf, 2, nl).view(np.int64)
     column = V.scalar_column(lf, 3, nl).view(np.int64)
     first = b.add_locations_bulk(mapping, address, folded, counts, fn, line, column)
-    index = _Ids("location", ids)
-    index.first = first  # type: ignore[attr-defined]  # model row = first + wire row
-    return index
+    return _Ids("location", ids, first=first)
 
 
 _CHUNK = 1 << 17  # samples decoded at a time: bounds the decoder's working memory
@@ -231,13 +231,16 @@ def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], wi
         b.defer_labels(lambda: _decode_labels(b, labels, n, strings, name))
 
 
-def _label_spans(buf: np.ndarray, fields: V.Fields, first_sample: int) -> tuple[np.ndarray, ...]:
+_LabelChunk = tuple[np.ndarray, np.ndarray, np.ndarray]  # label bytes, owner sample, record length
+
+
+def _label_spans(buf: np.ndarray, fields: V.Fields, first_sample: int) -> _LabelChunk:
     """(bytes, owner sample, length) of one chunk's label records, copied out
     of the chunk's buffer so that it can be freed."""
     return V.gather_spans(buf, fields.start, fields.length), fields.msg + first_sample, fields.length
 
 
-def _decode_labels(b: ProfileBuilder, chunks: list[tuple[np.ndarray, ...]], n: int,
+def _decode_labels(b: ProfileBuilder, chunks: list[_LabelChunk], n: int,
                    strings: list[str], name: str) -> np.ndarray:
     try:
         return _labelsets(b, [_label_columns(*chunk, strings) for chunk in chunks], n, strings)

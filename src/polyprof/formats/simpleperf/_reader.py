@@ -15,6 +15,7 @@ from polyprof.formats.simpleperf._records import Records, Samples, collect
 from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES, OFFCPU_VIEWS
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import factorize_rows, unique_inverse
+from polyprof.model.extras import LostSituation, ThreadRecord
 from polyprof.model.profile import MAPPING_HAS_FUNCTIONS, Label, Profile
 
 __all__ = ["read_bytes"]
@@ -115,9 +116,9 @@ def _threads(recs: Records, text: _Text, p: Profile) -> dict[int, tuple[int, str
     for tid, t in recs.threads.items():
         name = text(t.thread_name) if t.HasField("thread_name") else None
         out[tid] = (t.process_id, name)
-        listed.append([tid, t.process_id, name])
+        listed.append(ThreadRecord(tid, t.process_id, name))
     if listed:
-        p.extras["threads"] = listed
+        p.extras.threads = listed
     if recs.threads:
         unknown = ~np.isin(recs.samples.tid, np.array(list(out), dtype=np.int64))
         if unknown.any():
@@ -133,7 +134,7 @@ def _lost(recs: Records, p: Profile) -> None:
         p.warnings.append(f"{len(recs.lost)} LostSituation records; their counts were added")
     kept = sum(r.sample_count for r in recs.lost)
     lost = sum(r.lost_count for r in recs.lost)
-    p.extras["lost_situation"] = {"sample_count": kept, "lost_count": lost}
+    p.extras.lost_situation = LostSituation(kept, lost)
     p.extras["lost_ratio"] = round(lost / (kept + lost), 6) if kept + lost else 0.0
 
 
@@ -190,7 +191,7 @@ def _labelsets(b: ProfileBuilder, s: Samples, threads: dict[int, tuple[int, str 
     failed = u["has"] & u["has_code"] & (u["code"] != 0)
     if failed.any():
         codes, counts = np.unique(u["code"][failed], return_counts=True)
-        p.extras["unwinding_failures"] = dict(sorted((_error_name(c), int(n)) for c, n in
+        p.extras.unwinding_failures = dict(sorted((_error_name(c), int(n)) for c, n in
                                                      zip(codes.tolist(), counts.tolist())))
     return np.array(model, dtype=np.int32)[combo] if len(s) else np.zeros(0, dtype=np.int32)
 

@@ -194,7 +194,8 @@ def _scalar(f: V.Fields, number: int, n: int) -> np.ndarray:
     return out
 
 
-def _switches(buf: np.ndarray, part: _Payloads, sample_records: np.ndarray) -> tuple[np.ndarray, ...]:
+def _switches(buf: np.ndarray, part: _Payloads,
+              sample_records: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(samples before, time, tid, switch_on) of every ContextSwitch, in file order."""
     n = part.n
     f = part.fields(buf)
