@@ -26,6 +26,7 @@ test: $(VENV)/.test-installed
 bench: $(VENV)/.test-installed
 	$(BIN)/python benchmarks/bench_pprof.py
 	@if [ -f benchmarks/bench_perfetto.py ]; then $(BIN)/python benchmarks/bench_perfetto.py; fi
+	$(BIN)/python benchmarks/bench_formats.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

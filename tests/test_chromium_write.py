@@ -323,3 +323,54 @@ def test_peer_pprof_profiles_keep_their_sample_counts(peer) -> None:  # noqa: AN
             assert q.totals()[0] == p.totals()[count_col], f
         checked += 1
     assert checked >= 3
+
+
+def _named_frames_profile(names: list[str]) -> polyprof.Profile:
+    """Stacks over one module whose frames at address 0x10 have ``names`` (one location each)."""
+    b = ProfileBuilder("test")
+    b.set_sample_types([("samples", "count"), ("wall", "nanoseconds")])
+    m = b.mapping(0, 0, 0, "libfoo.so", "AB")
+    root = b.location(m, 0x5, [(b.function("main"), 0, 0)])
+    for i, name in enumerate(names):
+        leaf = b.location(m, 0x10, [(b.function(name), 0, 0)] if name else [])
+        for k in range(3):  # several stacks through the shared address
+            mid = b.location(m, 0x100 + k, [(b.function(f"mid{k}"), 0, 0)])
+            b.add_sample(b.stack([leaf, mid, root]), [1, 0])
+    return b.finish()
+
+
+def test_function_names_are_written_once_per_address_and_read_back() -> None:
+    p = _named_frames_profile(["leaf"])
+    data, _ = write(p)
+    msg = parse("SampledProfile", data).call_stack_profile
+    named = [f.function_name for st in msg.stack for f in st.frame if f.function_name]
+    assert named.count(b"leaf") == 1 and named.count(b"main") == 1  # once each, not once per stack
+    back = reread(data)
+    names = {back.strings[back.functions.name[f]] for f in back.lines.function.tolist() if f >= 0}
+    assert names >= {"leaf", "main", "mid0", "mid1", "mid2"}
+    assert _leaf_names(back) == ["leaf"] * 3
+
+
+def _leaf_names(p: polyprof.Profile) -> list[str]:
+    """The function name of every sample's leaf frame ("" when it has none)."""
+    out = []
+    for loc in p.callsites.location[p.samples.stack].tolist():
+        lines = p.locations.lines_of(loc)
+        fn = int(p.lines.function[lines[0]]) if len(lines) else -1
+        out.append(p.strings[p.functions.name[fn]] if fn >= 0 else "")
+    return out
+
+
+def test_an_address_with_several_names_keeps_every_name_and_its_nameless_frames() -> None:
+    p = _named_frames_profile(["a", "", "b"])
+    data, _ = write(p)
+    msg = parse("SampledProfile", data).call_stack_profile
+    at = [(f.HasField("function_name"), f.function_name) for st in msg.stack for f in st.frame if f.address == 0x10]
+    assert (True, b"") in at  # the nameless frame says so: it must not take "a" or "b"
+    assert _leaf_names(reread(data)) == ["a"] * 3 + [""] * 3 + ["b"] * 3
+
+
+def test_profiles_from_other_writers_are_not_filled() -> None:
+    """Without polyprof's marker a nameless frame stays nameless (Chrome's own profiles)."""
+    msg = parse("CallStackProfile", fixture_bytes("modules.callstack.textproto"))
+    assert reread(msg.SerializeToString()).extras.get("profile_metadata", {}).get("polyprof.names") is None

@@ -4,31 +4,94 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["factorize_rows"]
+from polyprof.wire.vector import gather_runs, hash_runs
+
+__all__ = ["factorize_rows", "factorize_runs", "runs_equal", "unique_inverse"]
 
 
-def factorize_rows(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Dense id of each row's tuple across ``cols`` and the first row of each id.
 
     Each column is factorized on its own (1-D sorts are fast), then the codes
     are combined into one integer per row (re-densified before they could
     overflow); far cheaper than ``np.unique(axis=0)``. Ids follow the sorted
-    order of the tuples.
+    order of the tuples, or with ``in_order`` the order of their first row
+    (which does not depend on how the values themselves were numbered).
     """
     n = cols[0].size if cols else 0
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     varying = [c for c in cols if c.min() != c.max()]  # a constant column adds nothing (and costs a sort)
     if len(varying) <= 1:
-        col = varying[0] if varying else np.zeros(n, dtype=np.int8)
-        _, first, ids = np.unique(col, return_index=True, return_inverse=True)
-        return ids.reshape(-1).astype(np.int64), first
-    combined = np.zeros(n, dtype=np.int64)
-    for col in varying:
-        uniq, code = np.unique(col, return_inverse=True)
-        if int(combined.max()) >= (2**62) // uniq.size:
-            _, combined = np.unique(combined, return_inverse=True)
-            combined = combined.reshape(-1).astype(np.int64)
-        combined = combined * uniq.size + code.reshape(-1)
+        combined = varying[0] if varying else np.zeros(n, dtype=np.int8)
+    else:
+        combined = np.zeros(n, dtype=np.int64)
+        for col in varying:
+            uniq, code = unique_inverse(col)
+            if int(combined.max()) >= (2**62) // uniq.size:
+                _, combined = np.unique(combined, return_inverse=True)
+                combined = combined.reshape(-1).astype(np.int64)
+            combined = combined * uniq.size + code
     _, first, ids = np.unique(combined, return_index=True, return_inverse=True)
-    return ids.reshape(-1).astype(np.int64), first
+    ids = ids.reshape(-1).astype(np.int64)
+    if in_order:
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        return rank[ids], first[order]
+    return ids, first
+
+
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` for non-negative integer ids, without a sort when
+    the ids are dense enough (a presence table: three passes instead of an O(n log n) sort)."""
+    values = np.asarray(values)
+    if values.size and values.dtype.kind in "iu":
+        top, low = int(values.max()), int(values.min())
+        if low >= 0 and top < max(4 * values.size, 1 << 16):
+            present = np.zeros(top + 1, dtype=bool)
+            present[values] = True
+            code = np.cumsum(present, dtype=np.int64) - 1
+            return np.flatnonzero(present).astype(values.dtype), code[values]
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
+def runs_equal(fa: np.ndarray, oa: np.ndarray, ia: np.ndarray, fb: np.ndarray, ob: np.ndarray,
+               ib: np.ndarray) -> np.ndarray:
+    """Whether run ``ia[k]`` of (values ``fa``, offsets ``oa``) equals run ``ib[k]`` of (``fb``, ``ob``)."""
+    la, lb = oa[ia + 1] - oa[ia], ob[ib + 1] - ob[ib]
+    same = la == lb
+    check = np.flatnonzero(same & (la > 0))
+    if check.size:
+        ln = la[check]
+        differ = gather_runs(fa, oa[ia[check]], ln) != gather_runs(fb, ob[ib[check]], ln)
+        owner = np.repeat(np.arange(check.size), ln)
+        same[check[np.bincount(owner[differ], minlength=check.size) > 0]] = False
+    return same
+
+
+def factorize_runs(values: np.ndarray, offsets: np.ndarray,
+                   hashes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Dense id of each run ``values[offsets[i]:offsets[i+1]]`` by content, and each id's first
+    run (ids in order of first sight). Runs are grouped by hash and length, then compared
+    value by value: runs whose hashes collide but differ get ids of their own. ``hashes``:
+    the runs' :func:`polyprof.wire.vector.hash_runs`, when the caller has them."""
+    lengths = np.diff(offsets)
+    n = lengths.size
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    h = np.zeros(n, dtype=np.uint64) if hashes is None else hashes
+    some = np.flatnonzero(lengths > 0) if hashes is None else np.zeros(0, dtype=np.int64)
+    if some.size:
+        sub = np.concatenate([[0], np.cumsum(lengths[some])])
+        h[some] = hash_runs(gather_runs(values, offsets[some], lengths[some]), sub)
+    group, first = factorize_rows([h.view(np.int64), lengths], in_order=True)
+    lead = first[group]
+    same = lead == np.arange(n)
+    other = np.flatnonzero(~same)
+    same[other] = runs_equal(values, offsets, other, values, offsets, lead[other])
+    if same.all():
+        return group, first
+    key = np.where(same, lead, np.arange(n))  # a colliding run leads a group of its own
+    return factorize_rows([key], in_order=True)

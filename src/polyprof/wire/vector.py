@@ -9,12 +9,21 @@ replace; readers only see the :class:`Fields` result.
 
 All kernels check bounds and raise :class:`polyprof.errors.MalformedInputError`
 with the byte offset of the first problem; they never read past a span.
+
+Compiled twins (:mod:`polyprof.wire._compiled`, numba) replace the kernels
+whose numpy form needs many passes (the field walker, multi-byte packed
+varints, packet framing) once a process has decoded enough bytes for
+loading them to pay off (``_kernels``); results are identical, so when it
+switches over does not matter. ``POLYPROF_KERNELS=numpy`` keeps numpy only,
+``=compiled`` switches at once (tests compare the two).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from types import ModuleType
 from typing import NoReturn
 
 import numpy as np
@@ -24,10 +33,36 @@ from polyprof.errors import MalformedInputError
 __all__ = ["Fields", "as_buffer", "gather_spans", "packed_varints", "ranges", "read_varints", "repeated_varints",
            "scalar_column", "span_column", "walk_fields", "as_int64"]
 
-_SHIFTS = (7 * np.arange(10)).astype(np.uint64)
-_STEPS = np.arange(10, dtype=np.int64)
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
+
+#: Bytes decoded by a process before the compiled kernels are loaded (numba's import and the
+#: cached machine code cost about half a second; below this much work numpy is as quick).
+COMPILED_AFTER = 24 << 20
+_compiled: ModuleType | None | bool = None  # the module once loaded; False: not available or disabled
+_work = 0
+
+
+def compiled() -> bool:
+    """Whether the compiled kernels are in use (readers may then skip numpy-only shortcuts)."""
+    return _kernels(0) is not None
+
+
+def _kernels(work: int) -> ModuleType | None:
+    """The compiled kernels if they are (or now become) worth using, else None."""
+    global _compiled, _work
+    if _compiled is None:
+        _work += work
+        mode = os.environ.get("POLYPROF_KERNELS", "auto")
+        if mode == "numpy" or (mode != "compiled" and _work < COMPILED_AFTER):
+            return None
+        try:
+            from polyprof.wire import _compiled as module
+        except ImportError:  # numba missing (or not built for this platform): numpy it is
+            _compiled = False
+            return None
+        _compiled = module
+    return _compiled if isinstance(_compiled, ModuleType) else None
 
 
 def as_buffer(data: bytes | memoryview) -> np.ndarray:
@@ -52,22 +87,24 @@ def read_varints(buf: np.ndarray, pos: np.ndarray, limit: np.ndarray) -> tuple[n
     vals[:] = first
     if multi.size == 0:
         return vals, nxt
-    p = pos[multi]
-    lim = limit[multi]
-    idx = p[:, None] + _STEPS
-    inside = idx < lim[:, None]
-    b = np.where(inside, buf[np.minimum(idx, buf.size - 1)], 0x80).astype(np.uint64)
-    term = b < 0x80
-    has_term = term.any(axis=1)
-    length = term.argmax(axis=1)
-    if not has_term.all():
-        bad = np.argmin(has_term)
-        _fail("truncated or over-long varint", p[bad])
-    keep = _STEPS[None, :] <= length[:, None]
-    parts = np.where(keep, (b & np.uint64(0x7F)) << _SHIFTS, np.uint64(0))
-    vals[multi] = np.bitwise_or.reduce(parts, axis=1)
-    nxt[multi] = p + length + 1
-    return vals, nxt
+    # Continue only the varints still going, one byte position at a time
+    # (most are short, so this touches each byte once).
+    vals[multi] &= np.uint64(0x7F)
+    going = multi
+    for k in range(1, 10):
+        at = pos[going] + k
+        out = at >= limit[going]
+        if out.any():
+            _fail("truncated varint", pos[going[np.argmax(out)]])
+        byte = buf[at]
+        vals[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        more = byte >= 0x80
+        nxt[going[~more]] = at[~more] + 1
+        going = going[more]
+        if not going.size:
+            return vals, nxt
+    _fail("over-long varint (more than 10 bytes)", pos[going[0]])
+    raise AssertionError("unreachable")
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -130,6 +167,11 @@ def packed_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     lens = term_at - group_start + 1
     if lens.max() > 10:
         _fail("over-long varint", int(starts[0]))
+    fast = _kernels(b.size)
+    if fast is not None:
+        got = fast.packed_varints(b, lengths)
+        if got is not None:
+            return got
     vals = (b[group_start] & 0x7F).astype(np.uint64)
     for k in range(1, int(lens.max())):  # one pass per byte position, over varints that long
         more = np.flatnonzero(lens > k)
@@ -178,71 +220,201 @@ def _fixed(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     return np.ascontiguousarray(raw).view(dtype).reshape(-1).astype(np.uint64)
 
 
+#: Fields decoded in lockstep before the messages still going are handed to
+#: :func:`_field_starts` (few long messages: one numpy step per field would be slow).
+_LOCKSTEP = 64
+_LOCKSTEP_MANY = 1024  # ... unless this many messages are still going; then after this many steps
+_WINDOW = 1 << 20  # bytes examined at once by _field_starts (bounds its memory)
+
+
+def _decode_one(buf: np.ndarray, pos: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Decode the field starting at each ``pos`` (ending before ``end``).
+
+    Returns (field, wire, value, start, length, next position); raises
+    MalformedInputError at the first bad tag, truncation or overrun.
+    """
+    if (pos >= end).any():
+        _fail("truncated field tag", pos[np.argmax(pos >= end)])
+    tag_at = pos
+    first = buf[pos]
+    if (first < 0x80).all():  # the usual case: field numbers below 16
+        tag, pos = first.astype(np.uint64), pos + 1
+    else:
+        tag, pos = read_varints(buf, pos, end)
+    wire = (tag & np.uint64(7)).astype(np.int8)
+    field = (tag >> np.uint64(3)).astype(np.int64)
+    value = np.zeros(pos.size, dtype=np.uint64)
+    start = np.zeros(pos.size, dtype=np.int64)
+    length = np.zeros(pos.size, dtype=np.int64)
+    bad = ~np.isin(wire, (VARINT, I64, LEN, I32)) | (field == 0)
+    if bad.any():
+        _fail(f"invalid field tag (field {int(field[np.argmax(bad)])}, wire type {int(wire[np.argmax(bad)])})",
+              tag_at[np.argmax(bad)])
+    for wt in (VARINT, LEN, I64, I32):
+        sel = np.nonzero(wire == wt)[0]
+        if not sel.size:
+            continue
+        p = pos[sel]
+        if wt == VARINT:
+            value[sel], pos[sel] = read_varints(buf, p, end[sel])
+        elif wt == LEN:
+            ln, p2 = read_varints(buf, p, end[sel])
+            over = (ln > np.uint64(1 << 62)) | (p2 + np.minimum(ln, np.uint64(1 << 62)).astype(np.int64) > end[sel])
+            if over.any():
+                i = int(np.argmax(over))
+                _fail(f"length {int(ln[i])} of field {int(field[sel][i])} runs past the end of its message "
+                      f"({int(end[sel][i] - p2[i])} bytes left)", p[i])
+            ln = ln.astype(np.int64)
+            start[sel], length[sel], pos[sel] = p2, ln, p2 + ln
+        else:
+            width = 8 if wt == I64 else 4
+            over = p + width > end[sel]
+            if over.any():
+                _fail(f"truncated fixed-width field {int(field[sel][np.argmax(over)])}", p[np.argmax(over)])
+            value[sel] = _fixed(buf, p, width)
+            pos[sel] = p + width
+    return field, wire, value, start, length, pos
+
+
 def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
-    """Decode the top-level fields of every message ``buf[starts[i]:ends[i]]``."""
+    """Decode the top-level fields of every message ``buf[starts[i]:ends[i]]``.
+
+    The k-th fields of all messages are decoded together, one numpy step per
+    k; messages still going after many steps (a sample with a million
+    unpacked ids) have all their field positions found at once by
+    :func:`_field_starts`, so time stays linear in the bytes.
+    """
     starts = starts.astype(np.int64)
     ends = ends.astype(np.int64)
+    fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
+    if fast is not None:
+        got = fast.walk_fields(buf, starts, ends)
+        if got is not None:
+            return Fields(*got)
     msg = np.arange(starts.size, dtype=np.int64)
     pos = starts.copy()
     live = pos < ends
     msg, pos = msg[live], pos[live]
-    out: list[tuple[np.ndarray, ...]] = []
+    out: list[tuple[np.ndarray, ...]] = []  # (msg, field, wire, value, start, length, rank)
+    step = 0
     while msg.size:
+        if step >= _LOCKSTEP_MANY or (step >= _LOCKSTEP and msg.size <= _LOCKSTEP_MANY):
+            out.append(_tail(buf, msg, pos, ends[msg], step))
+            break
         end = ends[msg]
-        if (pos >= end).any():
-            _fail("truncated field tag", pos[np.argmax(pos >= end)])
-        first = buf[pos]
-        if (first < 0x80).all():  # the usual case: field numbers below 16
-            tag, pos = first.astype(np.uint64), pos + 1
-        else:
-            tag, pos = read_varints(buf, pos, end)
-        wire = (tag & np.uint64(7)).astype(np.int8)
-        field = (tag >> np.uint64(3)).astype(np.int64)
-        value = np.zeros(msg.size, dtype=np.uint64)
-        start = np.zeros(msg.size, dtype=np.int64)
-        length = np.zeros(msg.size, dtype=np.int64)
-        bad = ~np.isin(wire, (VARINT, I64, LEN, I32)) | (field == 0)
-        if bad.any():
-            _fail(f"invalid field tag (wire type {int(wire[np.argmax(bad)])})", pos[np.argmax(bad)])
-        for wt, width in ((VARINT, 0), (LEN, 0), (I64, 8), (I32, 4)):
-            sel = np.nonzero(wire == wt)[0]
-            if not sel.size:
-                continue
-            p = pos[sel]
-            if wt == VARINT:
-                value[sel], pos[sel] = read_varints(buf, p, end[sel])
-            elif wt == LEN:
-                ln, p2 = read_varints(buf, p, end[sel])
-                ln = ln.astype(np.int64)
-                over = (ln < 0) | (p2 + ln > end[sel])
-                if over.any():
-                    _fail("length runs past the end of its message", p[np.argmax(over)])
-                start[sel], length[sel], pos[sel] = p2, ln, p2 + ln
-            else:
-                over = p + width > end[sel]
-                if over.any():
-                    _fail("truncated fixed-width field", p[np.argmax(over)])
-                value[sel] = _fixed(buf, p, width)
-                pos[sel] = p + width
-        out.append((msg, field, wire, value, start, length))
+        *cols, pos = _decode_one(buf, pos, end)
+        out.append((msg, *cols, np.full(msg.size, step, dtype=np.int64)))
         live = pos < end
         msg, pos = msg[live], pos[live]
+        step += 1
     if not out:
         z = np.zeros(0, dtype=np.int64)
         return Fields(z, z, z.astype(np.int8), z.astype(np.uint64), z, z)
-    # Step k visited the k-th field of every message still going, so message m
-    # took part in steps 0 .. count[m]-1: its k-th field goes to offset[m] + k.
+    # A record of rank k of message m goes to offset[m] + k: records stay
+    # message-major and in wire order within a message.
     count = np.zeros(starts.size, dtype=np.int64)
-    for step in out:
-        count[step[0]] += 1
+    for part in out:
+        count += np.bincount(part[0], minlength=starts.size)
     offset = np.cumsum(count) - count
     total = int(count.sum())
-    cols = [np.empty(total, dtype=c.dtype) for c in out[0]]
-    for k, step in enumerate(out):
-        at = offset[step[0]] + k
-        for col, part in zip(cols, step):
-            col[at] = part
+    cols = [np.empty(total, dtype=c.dtype) for c in out[0][:6]]
+    for part in out:
+        at = offset[part[0]] + part[6]
+        for col, values in zip(cols, part[:6]):
+            col[at] = values
     return Fields(cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
+
+
+def _tail(buf: np.ndarray, msg: np.ndarray, pos: np.ndarray, end: np.ndarray, step: int) -> tuple[np.ndarray, ...]:
+    """The remaining fields of messages ``msg`` (now at ``pos``), ranked from ``step``."""
+    order = np.argsort(pos, kind="stable")
+    msg, pos, end = msg[order], pos[order], end[order]
+    if msg.size > 1 and (pos[1:] < end[:-1]).any():  # overlapping spans: one message at a time
+        parts = [_tail(buf, msg[i:i + 1], pos[i:i + 1], end[i:i + 1], step) for i in range(msg.size)]
+        return tuple(np.concatenate(c) for c in zip(*parts))
+    at = _field_starts(buf, pos, end)
+    owner = np.searchsorted(pos, at, side="right") - 1
+    field, wire, value, start, length, _ = _decode_one(buf, at, end[owner])
+    rank = np.arange(at.size, dtype=np.int64) - np.searchsorted(at, pos)[owner] + step
+    return msg[owner], field, wire, value, start, length, rank
+
+
+def _next_field(buf: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """For every position p in [lo, hi): where the field after one starting at p
+    would start (-1 where no valid field can start at p)."""
+    stop = min(hi + 32, buf.size)
+    b = buf[lo:stop]
+    n = stop - lo
+    idx = np.arange(n, dtype=np.int64)
+    # Length of the varint at every position: distance to the next byte < 0x80.
+    term = np.where(b < 0x80, idx, n + 64)
+    term = np.minimum.accumulate(term[::-1])[::-1]
+    vlen = term - idx + 1
+    w = hi - lo
+    tag_len = vlen[:w]
+    wire = b[:w] & 7
+    q = idx[:w] + tag_len  # where the payload starts (relative)
+    qc = np.minimum(q, n - 1)
+    nxt = np.full(w, -1, dtype=np.int64)
+    ok = (tag_len <= 10) & ~((tag_len == 1) & (b[:w] < 8)) & (q < n)
+    sel = ok & (wire == VARINT) & (vlen[qc] <= 10)
+    nxt[sel] = q[sel] + vlen[qc[sel]]
+    sel = ok & (wire == I64)
+    nxt[sel] = q[sel] + 8
+    sel = ok & (wire == I32)
+    nxt[sel] = q[sel] + 4
+    sel = np.flatnonzero(ok & (wire == LEN) & (vlen[qc] <= 10))
+    if sel.size:
+        at = q[sel] + lo
+        ln, after = read_varints(buf, at, np.full(sel.size, stop, dtype=np.int64))
+        nxt[sel] = after - lo + np.minimum(ln, np.uint64(1 << 40)).astype(np.int64)
+    return np.where(nxt >= 0, nxt + lo, -1)
+
+
+def _field_starts(buf: np.ndarray, pos: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Start of every field of the messages ``[pos[i], end[i])`` (sorted, disjoint), sorted.
+
+    Each position's successor (where the next field would start if one
+    started there) is computed for a window of bytes at once; the chains
+    from the messages' first fields are then followed by pointer doubling,
+    so a million-field message costs about twenty numpy passes over its
+    bytes. A field that is invalid or runs past its message ends its chain
+    (it is kept, so the decoder reports it).
+    """
+    found = []
+    heads, head_end = pos.copy(), end.copy()
+    while heads.size:
+        lo = int(heads.min())
+        hi = min(lo + _WINDOW, int(buf.size))
+        now = heads < hi
+        h, e = heads[now] - lo, head_end[now]
+        nxt = _next_field(buf, lo, hi)
+        # Each window position knows the end of the message it lies in.
+        region = np.searchsorted(heads[now], np.arange(lo, hi), side="right") - 1
+        limit = np.minimum(e[np.maximum(region, 0)], hi)
+        jump = np.arange(hi - lo, dtype=np.int64)
+        go = (nxt >= 0) & (nxt < limit) & (region >= 0)
+        jump[go] = nxt[go] - lo
+        on = np.zeros(hi - lo, dtype=bool)
+        on[h] = True
+        members = h.astype(np.int64)
+        while True:
+            targets = jump[members]
+            new = targets[~on[targets]]
+            if not new.size:
+                break
+            on[new] = True
+            members = np.concatenate([members, new])
+            jump = jump[jump]
+        found.append(np.flatnonzero(on) + lo)
+        last = jump[h] + lo
+        after = nxt[last - lo]
+        more = (after >= hi) & (after < e) & (nxt[last - lo] >= 0)
+        heads = np.concatenate([heads[~now], after[more]])
+        head_end = np.concatenate([head_end[~now], e[more]])
+        order = np.argsort(heads, kind="stable")
+        heads, head_end = heads[order], head_end[order]
+    return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
 
 
 def repeated_varints(buf: np.ndarray, fields: Fields, n_msgs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -255,6 +427,8 @@ def repeated_varints(buf: np.ndarray, fields: Fields, n_msgs: int) -> tuple[np.n
     if is_packed.all():  # the usual encoding: one packed record per message
         values, counts = packed_varints(buf, fields.start, fields.length)
         return values, _per_message(fields.msg, counts, n_msgs)
+    if not is_packed.any() and (fields.wire == VARINT).all():  # all unpacked (Perfetto's callstacks)
+        return fields.value, np.bincount(fields.msg, minlength=n_msgs).astype(np.int64)
     per_record = np.ones(len(fields), dtype=np.int64)
     packed_vals = np.zeros(0, dtype=np.uint64)
     if is_packed.any():
@@ -302,6 +476,211 @@ def span_column(fields: Fields, field: int, n_msgs: int) -> tuple[np.ndarray, np
     start[sel.msg] = sel.start
     length[sel.msg] = sel.length
     return start, length
+
+
+def varints_at(buf: np.ndarray, pos: np.ndarray, width: int = 5) -> tuple[np.ndarray, np.ndarray]:
+    """A varint of at most ``width`` bytes at each ``pos``, never raising: (values, byte lengths).
+
+    A varint that runs past the buffer or past ``width`` bytes has length 0
+    (for callers that probe many positions, most of them not varints).
+    """
+    pos = np.asarray(pos, dtype=np.int64)
+    vals = np.zeros(pos.size, dtype=np.int64)
+    length = np.zeros(pos.size, dtype=np.int64)
+    going = np.ones(pos.size, dtype=bool)
+    for k in range(width):
+        at = pos + k
+        inside = going & (at < buf.size)
+        b = np.where(inside, buf[np.minimum(at, buf.size - 1)], 0x80).astype(np.int64)
+        vals = np.where(going, vals | ((b & 0x7F) << (7 * k)), vals)
+        ends = going & inside & (b < 0x80)
+        length[ends] = k + 1
+        going &= inside & (b >= 0x80)
+        if not going.any():
+            break
+    return vals, length
+
+
+def follow_chain(cand: np.ndarray, nxt: np.ndarray, valid: np.ndarray, start: int) -> tuple[np.ndarray, int]:
+    """Walk a chain of records whose starts are among ``cand`` (ascending), all at once.
+
+    Record ``i`` starts at ``cand[i]`` and the next one at ``nxt[i]`` (>
+    ``cand[i]``) when ``valid[i]``. From ``start`` the chain goes on while it
+    lands on valid candidates. Returns the candidate indices on the chain, in
+    order, and where it stopped (the first position that is not a valid
+    candidate). Pointer doubling: log2(chain length) gathers of all
+    candidates instead of one step per record, so false candidates (bytes
+    that only look like a record start) cost nothing but their share of the
+    gathers.
+    """
+    m = cand.size
+    at = int(np.searchsorted(cand, start))
+    if at >= m or cand[at] != start or not valid[at]:
+        return np.zeros(0, dtype=np.int64), start
+    j = np.searchsorted(cand, nxt)
+    jc = np.minimum(j, m - 1)
+    hit = (j < m) & (cand[jc] == nxt) & valid[jc] & valid
+    jump = np.append(np.where(hit, jc, m), m)  # m: the chain ends after this record
+    path = np.array([at], dtype=np.int64)
+    while True:
+        ahead = jump[path]
+        ahead = ahead[ahead < m]
+        if not ahead.size:
+            break
+        path = np.concatenate([path, ahead])
+        if ahead.size < path.size - ahead.size:  # the chain ended inside this doubling
+            break
+        jump = jump[jump]
+    last = int(path[-1])
+    return path, int(nxt[last])
+
+
+def walk_varint_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
+    """:func:`walk_fields` for messages that are usually varint fields only (heap samples,
+    interned frames, unpacked id lists): their bytes gathered end to end go through
+    :func:`varint_fields`, a few passes whatever their field count; when that declines
+    (or with the compiled walker, which is quicker), the field walker. Same result."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    if _kernels(0) is None and starts.size:
+        lengths = ends - starts
+        fast = varint_fields(gather_spans(buf, starts, lengths), np.cumsum(lengths))
+        if fast is not None:
+            return fast
+    return walk_fields(buf, starts, ends)
+
+def tagged_records(buf: np.ndarray, pos: int, end: int, max_len: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The run of records ``0A <length> <payload>`` (field 1, LEN: a repeated message at
+    the top level, as a Perfetto trace's packets) from ``pos``, while they are complete
+    (within ``end``) and no longer than ``max_len``: (payload starts, payload ends, where the
+    run stopped). The caller handles whatever stops the run (another record, a cut one)."""
+    fast = _kernels(end - pos)
+    if fast is not None:
+        return fast.frame_packets(buf, pos, end, max_len)
+    cand = np.flatnonzero(buf[pos:end] == 0x0A) + pos
+    length, width = varints_at(buf, cand + 1)
+    nxt = cand + 1 + width + length
+    valid = (width > 0) & (nxt <= end) & (length <= max_len)
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    while True:
+        path, stop = follow_chain(cand, nxt, valid, pos)
+        if not path.size:
+            break
+        starts.append(nxt[path] - length[path])
+        ends.append(nxt[path])
+        pos = stop
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
+    return cat(starts), cat(ends), pos
+
+
+_HASH_MIX = np.uint64(0x9E3779B97F4A7C15)
+_HASH_BASE = np.uint64(0xC2B2AE3D27D4EB4F)
+
+
+def hash_runs(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each non-empty run ``values[offsets[i]:offsets[i+1]]`` (non-negative
+    ints), order-sensitive: sum over k of mix(v_k) * B**k, modulo 2**64, where
+    mix(x) = y ^ (y >> 31) with y = (x + 1) * M. Equal runs, equal hashes; callers
+    confirm equality of runs whose hashes match."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    fast = _kernels(values.size * 8)
+    if fast is not None:
+        return fast.hash_runs(values, offsets, _HASH_MIX, _HASH_BASE)
+    lengths = np.diff(offsets)
+    place = np.arange(values.size, dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    x = (values.astype(np.uint64) + np.uint64(1)) * _HASH_MIX
+    x ^= x >> np.uint64(31)
+    powers = np.full(max(int(lengths.max()), 1), _HASH_BASE, dtype=np.uint64)
+    powers[0] = 1
+    x *= np.multiply.accumulate(powers)[place]  # wraps modulo 2**64
+    return np.add.reduceat(x, offsets[:-1])
+
+
+def gather_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``values[starts[i]:starts[i]+lengths[i]]`` for every i, end to end
+    (``values[ranges(starts, lengths)]`` without building the index array when compiled)."""
+    fast = _kernels(int(lengths.sum()) * values.itemsize if lengths.size else 0)
+    if fast is not None and values.ndim == 1:
+        return fast.gather_runs(values, np.ascontiguousarray(starts, dtype=np.int64),
+                                np.ascontiguousarray(lengths, dtype=np.int64))
+    return values[ranges(starts, lengths)]
+
+
+def le32_records(buf: np.ndarray, pos: int, end: int, first_bytes: bytes) -> tuple[np.ndarray, np.ndarray, int]:
+    """The run of records ``<uint32 LE size> <body>`` from ``pos`` (a simpleperf file's), while
+    they are complete within ``end`` and not empty: (body starts, body ends, where the run
+    stopped). Bodies start with one of ``first_bytes`` (the protobuf tags they may begin
+    with): numpy looks for record starts among the bytes such a body could follow; a record
+    whose body starts otherwise, or is 16 MB or more, ends the run there. The caller
+    handles whatever stops a run (the zero end marker, a cut or odd record)."""
+    fast = _kernels(end - pos)
+    if fast is not None:
+        return fast.le32_records(buf, pos, end)
+    region = buf[pos:end]
+    if region.size < 5:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), pos
+    tag = np.zeros(256, dtype=bool)
+    tag[list(first_bytes)] = True
+    cand = np.flatnonzero(tag[region[4:]] & (region[3:-1] == 0)) + pos
+    size = buf[cand].astype(np.int64) | (buf[cand + 1].astype(np.int64) << 8) | (buf[cand + 2].astype(np.int64) << 16)
+    nxt = cand + 4 + size
+    valid = (size > 0) & (nxt <= end)
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    while True:
+        path, stop = follow_chain(cand, nxt, valid, pos)
+        if not path.size:
+            break
+        starts.append(cand[path] + 4)
+        ends.append(nxt[path])
+        pos = stop
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
+    return cat(starts), cat(ends), pos
+
+
+def scalar_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                  numbers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Varint fields ``numbers`` of every message ``buf[starts[i]:ends[i]]``: (values, present),
+    each (messages x numbers); the last occurrence of a field wins and fields of other wire
+    types are skipped (as :func:`scalar_column` over ``select(number, VARINT)``). For many
+    small messages of a few scalars (callchain entries, heap samples) without materializing
+    every field."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
+    if fast is not None:
+        got = fast.scalar_fields(buf, starts, ends, numbers)
+        if got is not None:
+            return got
+    f = walk_varint_fields(buf, starts, ends)
+    values = np.zeros((starts.size, len(numbers)), dtype=np.uint64)
+    present = np.zeros((starts.size, len(numbers)), dtype=bool)
+    for j, number in enumerate(numbers):
+        sel = (f.field == number) & (f.wire == VARINT)
+        values[f.msg[sel], j] = f.value[sel]
+        present[f.msg[sel], j] = True
+    return values, present
+
+
+def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
+                   numbers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Varint fields ``numbers`` of every sub-message in field ``field`` (LEN records) of every
+    message ``buf[starts[i]:ends[i]]``: (sub-messages per message, values, present), values and
+    present being (sub-messages x numbers) in wire order; as :func:`scalar_fields` on the
+    sub-messages (a sample's callchain entries) without listing every field on the way."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
+    if fast is not None:
+        got = fast.nested_scalars(buf, starts, ends, field, numbers)
+        if got is not None:
+            return got
+    f = walk_fields(buf, starts, ends)
+    sub = f.select(field, LEN)
+    values, present = scalar_fields(buf, sub.start, sub.start + sub.length, numbers)
+    return np.bincount(sub.msg, minlength=starts.size).astype(np.int64), values, present
 
 
 def varint_fields(buf: np.ndarray, ends: np.ndarray) -> Fields | None:

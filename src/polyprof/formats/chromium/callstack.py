@@ -29,6 +29,8 @@ import json
 import re
 from typing import Any
 
+import numpy as np
+
 from polyprof.formats.chromium import names as N
 from polyprof.formats.chromium import schema as S
 from polyprof.formats.chromium.reader import CPU_TYPES, HEAP_TYPES
@@ -161,7 +163,11 @@ class CallStackEncoder:
                 report.rename(p.sample_types[col], ValueType(*as_type))
         self.modules: dict[tuple[str, str], int] = {}
         self.module_msgs: list[bytes] = []
-        self.loc_cache: dict[int, list[bytes]] = {}
+        self.loc_cache: dict[int, list[tuple[tuple[int, int], bytes, str]]] = {}
+        self._shared: dict[tuple[int, int], str] = {}  # (module, address) -> its one name, written once
+        self._explicit: set[tuple[int, int]] = set()  # addresses also named elsewhere: "" written out
+        self._named: set[tuple[int, int]] = set()
+        self.shared_names = False
         self.hashes: dict[int, int] = {}
         self.label_cache: dict[int, _Labels] = {}
         self.backtraces: dict[str, int] = {}
@@ -194,31 +200,62 @@ class CallStackEncoder:
 
     def location(self, row: int) -> list[bytes]:
         """The Locations of model location ``row``: one per inlined function, innermost first."""
+        return [head + (Encoder().string_field(3, name).getvalue() if name else b"")
+                for _, head, name in self._parts(row)]
+
+    def _parts(self, row: int) -> list[tuple[tuple[int, int], bytes, str]]:
+        """(module and address, Location without its name, function name) of each frame of ``row``."""
         data = self.loc_cache.get(row)
         if data is None:
             data = self.loc_cache[row] = self._location(row)
         return data
 
-    def _location(self, row: int) -> list[bytes]:
+    def _location(self, row: int) -> list[tuple[tuple[int, int], bytes, str]]:
         p, e = self.p, Encoder()
         loc, ms = p.locations, p.mappings
         m = int(loc.mapping[row])
         address = int(loc.address[row])
+        module = -1
         if m >= 0:
             start, offset = int(ms.start[m]), int(ms.offset[m])
             if start and address >= start:
                 address = address - start + offset
                 self.report.add("location addresses rebased to module offsets")
+            module = self.module_index(p.strings[ms.filename[m]], p.strings[ms.build_id[m]])
             e.varint_field(1, address, always=True)
-            e.varint_field(2, self.module_index(p.strings[ms.filename[m]], p.strings[ms.build_id[m]]),
-                           always=True)
+            e.varint_field(2, module, always=True)
         else:
             e.varint_field(1, address)
         if loc.folded[row]:
             self.report.add("'folded' flag of locations")
         head = e.getvalue()
-        names = self._function_names(row)
-        return [head + Encoder().string_field(3, name).getvalue() for name in names] or [head]
+        return [((module, address), head, name) for name in self._function_names(row) or [""]]
+
+    def share_names(self, rows: np.ndarray) -> None:
+        """Plan the stack table's names: a (module, address) whose frames all have one name
+        carries it on its first frame only (the reader's ``polyprof.names`` rule gives it to the
+        others): a CallStackProfile has no function table, and names repeated in every stack
+        were most of its size."""
+        names: dict[tuple[int, int], set[str]] = {}
+        for row in rows.tolist():
+            for key, _, name in self._parts(row):
+                names.setdefault(key, set()).add(name)
+        self._shared = {key: next(iter(got)) for key, got in names.items() if len(got) == 1 and "" not in got}
+        self._explicit = {key for key, got in names.items() if "" in got and len(got) > 1}
+
+    def stack_frames(self, node: int) -> list[bytes]:
+        """The Locations of a stack in the stack table, names shared as planned by ``share_names``."""
+        out = []
+        for loc in self.p.callsites.path(node):
+            for key, head, name in self._parts(loc):
+                if key in self._shared and key in self._named:
+                    self.shared_names = True
+                    out.append(head)
+                    continue
+                self._named.add(key)
+                out.append(head + Encoder().string_field(3, name, always=key in self._explicit).getvalue()
+                           if name or key in self._explicit else head)
+        return out
 
     def _function_names(self, row: int) -> list[str]:
         """Function name of each line of a location, innermost first ("" when it has none)."""

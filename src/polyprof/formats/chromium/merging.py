@@ -11,8 +11,6 @@ the extras all its inputs agree on, plus ``merged_profiles``.
 
 from __future__ import annotations
 
-
-
 from polyprof.model.extras import Extras
 from polyprof.model.merge import merge, union_sample_types
 from polyprof.model.profile import Label, Profile

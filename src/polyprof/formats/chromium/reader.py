@@ -42,15 +42,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 from google.protobuf.message import DecodeError
 
 from polyprof.errors import MalformedInputError, UnsupportedFeatureError
 from polyprof.formats.chromium import names as N
 from polyprof.formats.chromium import schema as S
-from polyprof.formats.chromium.shape import CALLSTACK, SAMPLED, UMA, decode_base64, detect, is_base64
+from polyprof.formats.chromium.columns import (
+    StackSamples,
+    metadata_states,
+    stack_samples,
+    stack_table,
+)
+from polyprof.formats.chromium.shape import (
+    CALLSTACK,
+    SAMPLED,
+    UMA,
+    decode_base64,
+    detect,
+    is_base64,
+)
 from polyprof.formats.options import ReadOptions
 from polyprof.formats.source import Source
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.columns import factorize_rows
 from polyprof.model.extras import Extras
 from polyprof.model.profile import Label, Profile, ValueType
 
@@ -61,6 +76,10 @@ CPU_TYPES = (("samples", "count"), ("wall", "nanoseconds"))
 #: value -> (time sample type name, the time is in StackSample.weight rather than count x period).
 TIME_METADATA = "polyprof.time"
 TIME_MODES = {1: ("cpu", False), 2: ("cpu", True), 3: ("wall", True)}
+#: Profile metadata item set by polyprof's writer when a frame's function name is written only on
+#: the first frame at its (module, address); the reader gives it to the others (``NAMES_SHARED``).
+NAMES_METADATA = "polyprof.names"
+NAMES_SHARED = 1
 HEAP_TYPES = (("inuse_objects", "count"), ("inuse_space", "bytes"))
 MS = 1_000_000
 HEAP_TRIGGER = S.TRIGGERS.index("PERIODIC_HEAP_COLLECTION")
@@ -93,8 +112,8 @@ class _Context:
             return raw.decode("utf-8", errors="replace")
 
 
-def _parse(kind: str, data: bytes) -> Any:
-    msg = S.messages()[kind]()
+def _parse(kind: str, data: bytes, lazy: bool = False) -> Any:
+    msg = S.messages(lazy)[kind]()
     try:
         msg.ParseFromString(data)
     except DecodeError as exc:
@@ -118,13 +137,17 @@ def read(source: Source, options: ReadOptions) -> list[Profile]:
         raise MalformedInputError("not a Chromium CallStackProfile, SampledProfile or "
                                   "ChromeUserMetricsExtension (nor base64 text of one)")
     ctx = _Context(options)
-    msg = _parse(kind, data)
-    if kind == UMA:
-        profiles = _from_log(msg, ctx)
-    elif kind == SAMPLED:
-        profiles = _from_sampled_list([msg], ctx, {"container": SAMPLED})
-    else:
-        profiles = [_CallStack(msg, ctx, {"container": CALLSTACK}).build()]
+    msg = _parse(kind, data, lazy=True)  # stacks and samples stay bytes: decoded as columns
+    try:
+        if kind == UMA:
+            profiles = _from_log(msg, ctx)
+        elif kind == SAMPLED:
+            profiles = _from_sampled_list([msg], ctx, {"container": SAMPLED})
+        else:
+            profiles = [_CallStack(msg, ctx, {"container": CALLSTACK}).build()]
+    except MalformedInputError:
+        _parse(kind, data)  # a stack or sample upb rejects: its message, as before
+        raise
     if ctx.bad_utf8 and profiles:
         profiles[0].warnings.append(f"{ctx.bad_utf8} build id(s) or function name(s) were not valid "
                                     "UTF-8 and were decoded with replacement characters")
@@ -227,20 +250,6 @@ class _Metadata:
         text = self.texts[ident[0]]
         return text if ident[1] is None else f"{text}[{ident[1]}]"
 
-    def apply(self, items: Any) -> None:
-        for item in items:
-            ident = self.key_text(item)
-            if item.HasField("value"):
-                self.active[ident] = item.value
-            else:
-                self.active.pop(ident, None)
-
-    def labels(self) -> list[Label]:
-        for ident in self.active:
-            self.note(ident)
-        return sorted((Label(self.label_key(k), num=v) for k, v in self.active.items()),
-                      key=lambda lb: lb.key)
-
 
 class _CallStack:
     """Builds one Profile from one CallStackProfile message."""
@@ -249,8 +258,10 @@ class _CallStack:
         self.csp = csp
         self.ctx = ctx
         self.b = ProfileBuilder("chromium")
-        self.time_mode = _time_mode(csp)
-        self.heap = (heap or any(s.HasField("weight") for s in csp.stack_sample)) and not self.time_mode
+        self.time_mode = _marker(csp, TIME_METADATA)
+        self.time_mode = self.time_mode if self.time_mode in TIME_MODES else 0
+        self.samples = stack_samples(list(csp.stack_sample))
+        self.heap = (heap or bool(self.samples.has_weight.any())) and not self.time_mode
         self.b.meta.extras.update(extras)
         self.module_text = [self._module_text(m) for m in csp.module_id]
         self.modules = [self.b.mapping(0, 0, 0, name, build_id, 0) for name, build_id in self.module_text]
@@ -266,6 +277,7 @@ class _CallStack:
         return [name, build_id]
 
     def location(self, loc: Any) -> int:
+        """The location of a Location message (deprecated samples)."""
         has_module = loc.HasField("module_id_index")
         index = loc.module_id_index
         key = (has_module, index, loc.address, loc.function_name)
@@ -330,10 +342,10 @@ class _CallStack:
         if not len(self.csp.profile_metadata):
             return
         items: dict[str, int | None] = {}
-        marker = _time_metadata_index(self.csp)
+        marker, names_marker = _marker_index(self.csp, TIME_METADATA), _marker_index(self.csp, NAMES_METADATA)
         for item in self.csp.profile_metadata:
-            if item.name_hash_index == marker and self.time_mode:
-                continue  # read into the sample types
+            if item.name_hash_index == marker and self.time_mode or item.name_hash_index == names_marker:
+                continue  # polyprof's own markers: read into the sample types and frame names
             ident = names.key_text(item)
             names.note(ident)
             items[names.label_key(ident)] = item.value if item.HasField("value") else None
@@ -354,28 +366,59 @@ class _CallStack:
 
 
     def _stack_samples(self, names: _Metadata) -> None:
-        csp, b = self.csp, self.b
-        stacks = [b.stack([self.location(f) for f in st.frame]) for st in csp.stack]
+        csp, b, s = self.csp, self.b, self.samples
+        if not len(csp.stack) and not len(s):
+            return
+        leaf = stack_table(b, list(csp.stack), self.modules, self.ctx,
+                           _marker(csp, NAMES_METADATA) == NAMES_SHARED)
         backtraces = [json.dumps([self._frame_json(loc) for loc in bt.location], separators=(",", ":"),
                                  ensure_ascii=False) for bt in csp.async_backtrace]
-        timed = any(s.HasField("sample_time_offset_ms") for s in csp.stack_sample)
-        for i, s in enumerate(csp.stack_sample):
-            if not 0 <= s.stack_index < len(stacks):
-                raise MalformedInputError(f"stack sample {i} refers to stack {s.stack_index}, but the "
-                                          f"profile has {len(stacks)}")
-            names.apply(s.metadata)
-            labels = names.labels()
-            if s.continued_work:
+        self._check(s, leaf.size, len(names.texts), len(backtraces))
+        state, states = metadata_states(s.items, len(s))
+        meta_labels = []
+        for active in states:  # one step per distinct metadata state
+            idents = [(name, key) for name, key, _ in active]
+            for ident in idents:
+                names.note(ident)
+            meta_labels.append(sorted((Label(names.label_key(i), num=v) for i, (_, _, v) in zip(idents, active)),
+                                      key=lambda lb: lb.key))
+        backtrace = np.where(s.has_backtrace, s.backtrace, -1)
+        combo, first = factorize_rows([state, s.continued.astype(np.int64), backtrace])
+        sets = []
+        for st, cont, bt in zip(state[first].tolist(), s.continued[first].tolist(), backtrace[first].tolist()):
+            labels = list(meta_labels[st])
+            if cont:
                 labels.append(Label("continued_work", str="true"))
-            if s.HasField("async_backtrace_index"):
-                if not 0 <= s.async_backtrace_index < len(backtraces):
-                    raise MalformedInputError(f"stack sample {i} refers to async backtrace "
-                                              f"{s.async_backtrace_index}, but the profile has {len(backtraces)}")
-                labels.append(Label("async_backtrace", str=backtraces[s.async_backtrace_index]))
-            count = s.count if s.HasField("count") else 1
-            weight = s.weight if s.HasField("weight") else 1
-            b.add_sample(stacks[s.stack_index], self._values(count, weight), labels=labels,
-                         time=s.sample_time_offset_ms * MS if timed else None)
+            if bt >= 0:
+                labels.append(Label("async_backtrace", str=backtraces[bt]))
+            sets.append(b.labelset(labels) if labels else 0)
+        count = np.where(s.has_count, s.count, 1)
+        weight = np.where(s.has_weight, s.weight, 1)
+        in_weight = self.heap or TIME_MODES.get(self.time_mode, ("", False))[1]
+        values = np.stack([count, weight if in_weight else count * b.meta.period], axis=1)
+        time = s.time * MS if s.has_time.any() else None
+        b.add_samples_bulk(leaf[s.stack], values, np.array(sets, dtype=np.int32)[combo] if len(s) else None,
+                           time=time)
+
+    @staticmethod
+    def _check(s: StackSamples, n_stacks: int, n_names: int, n_backtraces: int) -> None:
+        """The first sample referring to what does not exist (stack, metadata name, backtrace)."""
+        owner, name = s.items[0], s.items[1]
+        bad = [np.flatnonzero((s.stack < 0) | (s.stack >= n_stacks)),
+               owner[(name < 0) | (name >= n_names)],
+               np.flatnonzero(s.has_backtrace & ((s.backtrace < 0) | (s.backtrace >= n_backtraces)))]
+        first = min((int(b[0]), k) for k, b in enumerate(bad) if b.size) if any(b.size for b in bad) else None
+        if first is None:
+            return
+        i, k = first
+        if k == 0:
+            raise MalformedInputError(f"stack sample {i} refers to stack {int(s.stack[i])}, but the "
+                                      f"profile has {n_stacks}")
+        if k == 1:
+            index = int(name[np.argmax((owner == i) & ((name < 0) | (name >= n_names)))])
+            raise MalformedInputError(f"metadata item refers to name hash {index}, but the profile has {n_names}")
+        raise MalformedInputError(f"stack sample {i} refers to async backtrace {int(s.backtrace[i])}, but the "
+                                  f"profile has {n_backtraces}")
 
     def _deprecated_samples(self) -> None:
         b = self.b
@@ -396,17 +439,17 @@ class _CallStack:
             b.meta.warnings.append(f"{no_count} deprecated Sample(s) had no count; taken as 1")
 
 
-def _time_metadata_index(csp: Any) -> int | None:
-    """Index of the ``polyprof.time`` name hash in the profile's metadata name table."""
-    h = N.hash_metric_name(TIME_METADATA.encode())
+def _marker_index(csp: Any, name: str) -> int | None:
+    """Index of polyprof's metadata name ``name`` in the profile's metadata name table."""
+    h = N.hash_metric_name(name.encode())
     table = list(csp.metadata_name_hash)
     return table.index(h) if h in table else None
 
 
-def _time_mode(csp: Any) -> int:
-    """The value of the ``polyprof.time`` profile metadata item (0 when absent or unknown)."""
-    index = _time_metadata_index(csp)
+def _marker(csp: Any, name: str) -> int:
+    """The value of polyprof's profile metadata item ``name`` (0 when absent)."""
+    index = _marker_index(csp, name)
     for item in csp.profile_metadata if index is not None else ():
-        if item.name_hash_index == index and item.value in TIME_MODES:
+        if item.name_hash_index == index and item.HasField("value"):
             return int(item.value)
     return 0

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from polyprof.formats.chromium import schema as S
+import numpy as np
+
 from polyprof.formats.chromium import names as N
+from polyprof.formats.chromium import schema as S
 from polyprof.formats.chromium.callstack import MS, CallStackEncoder, metadata_key_hash
-from polyprof.formats.chromium.reader import TIME_METADATA
+from polyprof.formats.chromium.reader import NAMES_METADATA, NAMES_SHARED, TIME_METADATA
+from polyprof.model.profile import Profile
 from polyprof.wire.encode import Encoder
 
 __all__ = ["encode_body"]
@@ -32,7 +35,7 @@ class _Stacks:
     def index(self, node: int) -> int:
         got = self._by_node.get(node)
         if got is None:
-            body = b"".join(Encoder().message(1, f).getvalue() for f in self.enc.frames(node))
+            body = b"".join(Encoder().message(1, f).getvalue() for f in self.enc.stack_frames(node))
             got = self._by_node[node] = self._by_body.setdefault(body, len(self.bodies))
             if got == len(self.bodies):
                 self.bodies.append(body)
@@ -112,6 +115,8 @@ def _profile_metadata(enc: CallStackEncoder) -> list[Encoder]:
     out = []
     if enc.time_mode:  # what the time column is (see reader.TIME_MODES)
         out.append(enc.metadata_item((N.hash_metric_name(TIME_METADATA.encode()), None), enc.time_mode))
+    if enc.shared_names:  # frames without a name take their address's (see reader.NAMES_METADATA)
+        out.append(enc.metadata_item((N.hash_metric_name(NAMES_METADATA.encode()), None), NAMES_SHARED))
     for key, value in (items.items() if isinstance(items, dict) else ()):
         if value is not None and not isinstance(value, int):
             enc.report.add(f"profile metadata {key!r} (not a number)")
@@ -122,12 +127,27 @@ def _profile_metadata(enc: CallStackEncoder) -> list[Encoder]:
     return out
 
 
+def _used_locations(p: Profile) -> np.ndarray:
+    """Every location on the stacks of the samples."""
+    parent, location = p.callsites.parent, p.callsites.location
+    seen = np.zeros(len(parent), dtype=bool)
+    frontier = np.unique(p.samples.stack[p.samples.stack >= 0])
+    while frontier.size:  # one step per stack depth
+        seen[frontier] = True
+        up = parent[frontier]
+        frontier = np.unique(up[up >= 0])
+        frontier = frontier[~seen[frontier]]
+    return np.unique(location[seen])
+
+
 def encode_body(enc: CallStackEncoder) -> bytes:
     """Assemble the CallStackProfile in field-number order (as Chrome's encoder does)."""
     p = enc.p
     deprecated = any(any(lb.key == "process_phases" for lb in p.labelsets[ls])
                      for ls in set(p.samples.labelset.tolist()))
     stacks = _Stacks(enc)
+    if not deprecated:
+        enc.share_names(_used_locations(p))
     samples = _deprecated_samples(enc) if deprecated else _stack_samples(enc, stacks)
     profile_meta = _profile_metadata(enc)
     e = Encoder()

@@ -61,7 +61,7 @@ def enum_value(table: tuple[str, ...], name: str) -> int | None:
     return None
 
 
-def _call_stack_profile(s: Schema) -> None:
+def _call_stack_profile(s: Schema, lazy: bool) -> None:
     s.message("CallStackProfile",
               DEPRECATED_sample=(1, "Sample", "repeated"),
               module_id=(2, "ModuleIdentifier", "repeated"),
@@ -69,7 +69,8 @@ def _call_stack_profile(s: Schema) -> None:
               metadata_name_hash=(5, "fixed64", "unpacked"),
               profile_metadata=(6, "MetadataItem", "repeated"),
               async_backtrace=(7, "AsyncBacktrace", "repeated"),
-              stack=(8, "Stack", "repeated"), stack_sample=(9, "StackSample", "repeated"),
+              stack=(8, "bytes" if lazy else "Stack", "repeated"),
+              stack_sample=(9, "bytes" if lazy else "StackSample", "repeated"),
               profile_time_offset_ms=(10, "int64"))
     s.message("CallStackProfile.ModuleIdentifier", build_id=(1, "bytes"), name_md5_prefix=(2, "fixed64"))
     s.message("CallStackProfile.Location", address=(1, "uint64"), module_id_index=(2, "int32"),
@@ -111,11 +112,12 @@ def _uma_log(s: Schema) -> None:
     s.message("SystemProfile.OS", name=(1, "bytes"), version=(2, "bytes"))
 
 
-@lru_cache(maxsize=1)
-def messages() -> dict[str, type]:
-    """Message classes by dotted name (built once, on first use)."""
-    s = Schema("polyprof.chromium")
-    _call_stack_profile(s)
+@lru_cache(maxsize=2)
+def messages(lazy: bool = False) -> dict[str, type]:
+    """Message classes by dotted name (built once, on first use). ``lazy``: the stack table and
+    the StackSamples of a CallStackProfile stay bytes, for the reader's column decoding."""
+    s = Schema("polyprof.chromium.lazy" if lazy else "polyprof.chromium")
+    _call_stack_profile(s, lazy)
     _sampled_profile(s)
     _uma_log(s)
     return s.build()

@@ -28,34 +28,19 @@ from polyprof.formats.perfetto._chrome import ALLOC_TYPES
 from polyprof.formats.perfetto._heap import HEAP_TYPES, Dump
 from polyprof.formats.perfetto._perf import PerfConfig
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.columns import factorize_rows
 from polyprof.model.profile import Label, Profile
 
 if TYPE_CHECKING:
     from polyprof.formats.perfetto._reader import TraceReader
 
-__all__ = ["build_profiles", "distinct_rows"]
+__all__ = ["build_profiles"]
 
 _OPTIONAL = ("time", "pid", "tid", "cpu")
 
 
-def distinct_rows(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct rows of equal-length int columns: (row number per element, the distinct rows)."""
-    n = columns[0].size
-    key = np.zeros(n, dtype=np.int64)
-    radix = 1
-    for c in columns:
-        uniq, inv = np.unique(c, return_inverse=True)
-        radix *= max(uniq.size, 1)
-        if radix >= 1 << 62:  # too many combinations for one key: the slow, general way
-            uniq_rows, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
-            return inverse.reshape(-1), uniq_rows
-        key = key * uniq.size + inv.reshape(-1)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    return inverse.reshape(-1), np.stack([c[first] for c in columns], axis=1)
-
-
 def build_profiles(r: "TraceReader") -> list[Profile]:
-    r.heap.finish()
+    r.heap.finish(list(r.seqs.values()))
     perf, chrome, allocs = r.perf.columns(), r.chrome.columns(), r.allocs.columns()
     stacks = r.stack_samples.columns()
     dumps = r.heap.dumps
@@ -177,7 +162,8 @@ def _finish(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], ro
 def _finish_aggregated(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], rows: np.ndarray,
                        labelsets: np.ndarray, present: tuple[str, ...]) -> Profile:
     keys = [cols["stack"][rows], labelsets[rows]] + [cols[k][rows] for k in ("pid", "tid", "cpu") if k in present]
-    inverse, uniq = distinct_rows(keys)
+    inverse, first = factorize_rows(keys, in_order=True)  # rows in order of first sight
+    uniq = np.stack([k[first] for k in keys], axis=1)
     values = np.zeros((uniq.shape[0], cols["values"].shape[1]), dtype=np.int64)
     np.add.at(values, inverse, cols["values"][rows])
     em = Emitter(r.catalog, b)
@@ -201,8 +187,8 @@ def _heap_profile(r: "TraceReader", d: Dump, end: int, start: int | None) -> Pro
     b = _new_builder(HEAP_TYPES, "inuse_space", labels)
     facts = dict(d.facts, dump_time=end)
     b.meta.extras["heapprofd"] = facts
-    nodes = np.array(list(d.values), dtype=np.int64)
-    cols = {"stack": nodes, "values": np.array(list(d.values.values()), dtype=np.int64).reshape(-1, 6),
+    nodes = d.nodes
+    cols = {"stack": nodes, "values": d.values,
             "time": np.full(nodes.size, end, dtype=np.int64), "pid": np.full(nodes.size, d.pid, dtype=np.int64)}
     p = _finish(r, b, cols, np.arange(nodes.size), np.zeros(nodes.size, dtype=np.int32), ("time", "pid"))
     p.time_nanos = _wall_clock(r, start if start is not None else end)
@@ -212,7 +198,7 @@ def _heap_profile(r: "TraceReader", d: Dump, end: int, start: int | None) -> Pro
 
 def _perf_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple) -> list[Profile]:
     keep = _select(r, cols, window)
-    combo, sets = r.perf.labels(cols)
+    combo, sets = r.perf.labels(cols, r.thread_names)
     out = []
     present = tuple(k for k in _OPTIONAL if cols[f"has_{'ts' if k == 'time' else k}"].any())
     pids = cols["pid"] if "pid" in present else np.zeros(cols["pid"].size, np.int64)
@@ -269,7 +255,8 @@ def _thread_combo(r: "TraceReader", cols: dict[str, np.ndarray], extra: list[np.
                   names: list[str]) -> tuple[np.ndarray, list[tuple[Label, ...]]]:
     """Label combinations of thread name (by tid) and extra numeric label columns."""
     tids = cols["tid"] if "tid" in cols else np.zeros(cols["pid"].size, np.int64)
-    inverse, uniq = distinct_rows([tids, *extra])
+    inverse, first = factorize_rows([tids, *extra])
+    uniq = np.stack([c[first] for c in (tids, *extra)], axis=1)
     sets = []
     for row in uniq.tolist():
         labels = []
@@ -313,7 +300,8 @@ def _alloc_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple
 
 def _stack_sample_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple) -> list[Profile]:
     keep = _select(r, cols, window)
-    inverse, uniq = distinct_rows([cols["labelset"], cols["tid"]])
+    inverse, first = factorize_rows([cols["labelset"], cols["tid"]])
+    uniq = np.stack([cols["labelset"][first], cols["tid"][first]], axis=1)
     sets = []
     for ls, tid in uniq.tolist():
         name = r.thread_names.get(tid) if tid >= 0 else None

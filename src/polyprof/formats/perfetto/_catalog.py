@@ -3,10 +3,13 @@
 Interning ids (iids) only mean something inside one sequence generation, so
 the reader resolves them right away into this catalog, whose ids are stable
 for the whole read: a mapping is its content, a frame is (mapping, rel_pc,
-function name, source file, line), a stack is a trie node (parent, frame)
-built root first. Symbols (``ModuleSymbols``) may come after the samples, so
-frames are turned into model locations only when profiles are built, with
-the symbols known by then.
+function name, source file, line), a stack is its sequence of frames, root
+first. Frames and stacks are interned many at a time (numpy columns; stacks
+found again by a hash of their frames, confirmed frame by frame).
+Symbols (``ModuleSymbols``) may come after the samples, so frames are turned
+into model locations only when profiles are built, with the symbols known by
+then; the stacks a profile uses go to the builder's level-wise interning in
+one call.
 
 What a frame becomes: a location at ``rel_pc`` (the ELF-relative pc Perfetto
 records) in its mapping, with one line per symbolized inline function
@@ -20,11 +23,14 @@ from __future__ import annotations
 import numpy as np
 
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.columns import factorize_rows, factorize_runs, runs_equal, unique_inverse
+from polyprof.wire.vector import gather_runs, hash_runs, ranges
 
 __all__ = ["Catalog", "Emitter", "build_id_text"]
 
 MappingKey = tuple[str, str, int, int, int, int, int]  # path, build id, start, end, exact_offset, start_offset, load_bias
 LineSpec = tuple[str, str, int]  # function name, source file, line
+_FRAME_COLUMNS = ("mapping", "rel_pc", "name", "source", "line")
 
 
 def build_id_text(raw: bytes) -> str:
@@ -41,20 +47,48 @@ def build_id_text(raw: bytes) -> str:
     return raw.hex()
 
 
+class _Growing:
+    """Columns appended in parts, joined on first read after an append."""
+
+    def __init__(self, names: tuple[str, ...], dtypes: tuple[type, ...]) -> None:
+        self._parts: dict[str, list[np.ndarray]] = {n: [np.zeros(0, dtype=d)] for n, d in zip(names, dtypes)}
+        self.size = 0
+
+    def append(self, **cols: np.ndarray) -> None:
+        for name, col in cols.items():
+            self._parts[name].append(col)
+        self.size += next(iter(cols.values())).size
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        parts = self._parts[name]
+        if len(parts) > 1:
+            parts[:] = [np.concatenate(parts)]
+        return parts[0]
+
+
 class Catalog:
-    """Content-interned mappings, frames and stack trie of a whole trace."""
+    """Content-interned strings, mappings, frames and stacks of a whole trace."""
 
     def __init__(self) -> None:
+        self.strings: list[str] = [""]
+        self._sid: dict[str, int] = {"": 0}
         self._mappings: dict[MappingKey, int] = {}
         self.mapping_rows: list[MappingKey] = []
-        self._frames: dict[tuple, int] = {}
-        self.frame_rows: list[tuple[int, int, str, str, int]] = []
-        self._nodes: dict[tuple[int, int], int] = {}
-        self.node_parent: list[int] = []
-        self.node_frame: list[int] = []
+        self.frames = _Growing(_FRAME_COLUMNS, (np.int64, np.uint64, np.int64, np.int64, np.int64))
+        self.stacks = _Growing(("start", "length"), (np.int64, np.int64))
+        self._stack_frames = _Growing(("frame",), (np.int64,))
+        self._index = _Growing(("h", "id"), (np.uint64, np.int64))  # stack hashes, sorted
         # (path, build id or None) -> {address: lines innermost first}
         self.symbols: dict[tuple[str, str | None], dict[int, tuple[LineSpec, ...]]] = {}
         self.frame_kinds = 0
+
+    def sid(self, text: str) -> int:
+        """The catalog id of a string."""
+        got = self._sid.get(text)
+        if got is None:
+            got = self._sid[text] = len(self.strings)
+            self.strings.append(text)
+        return got
 
     def mapping(self, key: MappingKey) -> int:
         mid = self._mappings.get(key)
@@ -63,27 +97,111 @@ class Catalog:
             self.mapping_rows.append(key)
         return mid
 
-    def frame(self, mapping: int, rel_pc: int, name: str, source: str = "", line: int = 0) -> int:
-        key = (mapping, rel_pc, name, source, line)
-        fid = self._frames.get(key)
-        if fid is None:
-            fid = self._frames[key] = len(self.frame_rows)
-            self.frame_rows.append(key)
-        return fid
+    # ---------------------------------------------------------------- frames
 
-    def stack(self, frames_root_first: list[int] | tuple[int, ...]) -> int:
-        """The trie node of a stack given root first; -1 for an empty stack."""
-        node = -1
-        nodes = self._nodes
-        for fid in frames_root_first:
-            key = (node, fid)
-            nxt = nodes.get(key)
-            if nxt is None:
-                nxt = nodes[key] = len(self.node_parent)
-                self.node_parent.append(node)
-                self.node_frame.append(fid)
-            node = nxt
-        return node
+    def frame(self, mapping: int, rel_pc: int, name: str, source: str = "", line: int = 0) -> int:
+        """The id of one frame (see :meth:`frames_bulk`)."""
+        one = lambda v, t: np.array([v], dtype=t)  # noqa: E731
+        return int(self.frames_bulk(one(mapping, np.int64), one(rel_pc, np.uint64), one(self.sid(name), np.int64),
+                                    one(self.sid(source), np.int64), one(line, np.int64))[0])
+
+    def frames_bulk(self, mapping: np.ndarray, rel_pc: np.ndarray, name: np.ndarray, source: np.ndarray,
+                    line: np.ndarray) -> np.ndarray:
+        """Ids of many frames given as columns (names and sources as catalog string ids)."""
+        new = [np.asarray(c, dtype=t) for c, t in zip((mapping, rel_pc, name, source, line),
+                                                        (np.int64, np.uint64, np.int64, np.int64, np.int64))]
+        n_old = self.frames.size
+        if not new[0].size:
+            return np.zeros(0, dtype=np.int64)
+        both = [np.concatenate([self.frames[c], col]) if n_old else col for c, col in zip(_FRAME_COLUMNS, new)]
+        group, first = factorize_rows(both)
+        group = group[n_old:]
+        at = first[group]  # existing rows are distinct: a group's first row is the existing one, if any
+        fresh = at >= n_old
+        ids = at.copy()
+        if fresh.any():
+            seen = np.zeros(first.size, dtype=bool)
+            seen[group[fresh]] = True
+            new_groups = np.flatnonzero(seen)
+            order = np.argsort(first[new_groups], kind="stable")  # new frames in order of first sight
+            number = np.empty(first.size, dtype=np.int64)
+            number[new_groups[order]] = n_old + np.arange(new_groups.size)
+            ids[fresh] = number[group[fresh]]
+            rows = first[new_groups[order]] - n_old
+            self.frames.append(**{c: col[rows] for c, col in zip(_FRAME_COLUMNS, new)})
+        return ids
+
+    # ---------------------------------------------------------------- stacks
+
+    def stack(self, frames_root_first: list[int]) -> int:
+        """The id of one stack given root first; -1 for an empty stack."""
+        if not frames_root_first:
+            return -1
+        return int(self.stacks_bulk(np.array(frames_root_first), np.array([0, len(frames_root_first)]))[0])
+
+    def stacks_bulk(self, frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Ids of many non-empty stacks: ``frames[offsets[i]:offsets[i+1]]`` root first.
+
+        A stack is found again by its hash (:func:`polyprof.wire.vector.hash_runs`)
+        and length, confirmed frame by frame; stacks whose hashes collide but
+        differ simply stay distinct.
+        """
+        frames = np.asarray(frames, dtype=np.int64)
+        lengths = np.diff(offsets)
+        if not lengths.size:
+            return np.zeros(0, dtype=np.int64)
+        h = hash_runs(frames, offsets)
+        ids = self._find(h, frames, offsets)
+        todo = np.flatnonzero(ids < 0)
+        if todo.size:  # equal new stacks share an id, in order of first sight
+            if todo.size == lengths.size:
+                group, first = factorize_runs(frames, offsets, h)
+            else:
+                sub = np.concatenate([[0], np.cumsum(lengths[todo])])
+                group, first = factorize_runs(gather_runs(frames, offsets[todo], lengths[todo]), sub, h[todo])
+            ids[todo] = self.stacks.size + group
+            leaders = todo[first]
+            self._add(frames, offsets, leaders, h[leaders], ids[leaders])
+        return ids
+
+    def _find(self, h: np.ndarray, frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Ids of stacks already in the catalog (-1 for the others)."""
+        ids = np.full(h.size, -1, dtype=np.int64)
+        keys = self._index["h"]
+        if not keys.size:
+            return ids
+        at = np.minimum(np.searchsorted(keys, h), keys.size - 1)
+        cand = np.flatnonzero(keys[at] == h)
+        if cand.size:
+            sid = self._index["id"][at[cand]]
+            start, length = self.stacks["start"], self.stacks["length"]
+            stored = np.concatenate([[0], np.cumsum(length[sid])])
+            same = runs_equal(frames, offsets, cand, self._stack_frames["frame"][ranges(start[sid], length[sid])],
+                          stored, np.arange(cand.size))
+            ids[cand[same]] = sid[same]
+        return ids
+
+    def _add(self, frames: np.ndarray, offsets: np.ndarray, rows: np.ndarray, h: np.ndarray,
+             ids: np.ndarray) -> None:
+        lengths = np.diff(offsets)[rows]
+        self.stacks.append(start=self._stack_frames.size + np.cumsum(lengths) - lengths, length=lengths)
+        every = rows.size == offsets.size - 1  # all of them (rows are sorted): no gather
+        self._stack_frames.append(frame=frames if every else gather_runs(frames, offsets[rows], lengths))
+        order = np.argsort(np.concatenate([self._index["h"], h]), kind="stable")
+        joined = {k: np.concatenate([self._index[k], v])[order] for k, v in (("h", h), ("id", ids))}
+        self._index = _Growing(("h", "id"), (np.uint64, np.int64))
+        self._index.append(**joined)
+
+    def stack_frames(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The frames of stacks ``ids`` (root first) as (flat, offsets)."""
+        start, length = self.stacks["start"][ids], self.stacks["length"][ids]
+        offsets = np.zeros(ids.size + 1, dtype=np.int64)
+        np.cumsum(length, out=offsets[1:])
+        if ids.size == self.stacks.size and (ids.size == 0 or int(ids[-1]) == ids.size - 1):
+            return self._stack_frames["frame"], offsets  # every stack, in order (ids are sorted)
+        return gather_runs(self._stack_frames["frame"], start, length), offsets
+
+    # ---------------------------------------------------------------- symbols
 
     def add_symbols(self, path: str, build_id: str, address: int, lines: tuple[LineSpec, ...]) -> None:
         self.symbols.setdefault((path, build_id or None), {}).setdefault(address, lines)
@@ -106,8 +224,6 @@ class Emitter:
         self.cat = catalog
         self.b = builder
         self._map: dict[int, int] = {}
-        self._loc: dict[int, int] = {}
-        self._node: dict[int, int] = {-1: -1}
 
     def _mapping(self, mid: int) -> int:
         m = self._map.get(mid)
@@ -121,41 +237,80 @@ class Emitter:
         rows = [self.cat.mapping_rows[mid] for mid in self._map]
         return sorted([path, build, start, so, lb] for path, build, start, _, _, so, lb in rows if so or lb)
 
-    def location(self, fid: int) -> int:
-        loc = self._loc.get(fid)
-        if loc is None:
-            mid, rel_pc, name, source, line = self.cat.frame_rows[fid]
-            b = self.b
-            symbols = self.cat.symbols_of(mid, rel_pc)
-            if symbols:
-                last = len(symbols) - 1
-                lines = [(b.function(fn, name if i == last and name != fn else "", file), ln, 0)
-                         for i, (fn, file, ln) in enumerate(symbols)]
-            elif name or source:
-                lines = [(b.function(name, "", source), line, 0)]
-            else:
-                lines = []
-            loc = self._loc[fid] = b.location(self._mapping(mid) if mid >= 0 else -1, rel_pc, lines)
-        return loc
-
-    def callsite(self, node: int) -> int:
-        """The model callsite of trie node ``node`` (creating its ancestors first)."""
-        done = self._node
-        if node in done:
-            return done[node]
-        chain = []
-        while node not in done:
-            chain.append(node)
-            node = self.cat.node_parent[node]
-        parent = done[node]
-        for n in reversed(chain):
-            parent = done[n] = self.b.callsite(parent, self.location(self.cat.node_frame[n]))
-        return parent
-
-    def callsites(self, nodes: np.ndarray) -> np.ndarray:
-        """Model callsite of every trie node in ``nodes`` (-1 stays -1)."""
-        if not nodes.size:
+    def callsites(self, stacks: np.ndarray) -> np.ndarray:
+        """Model callsite of every catalog stack in ``stacks`` (-1, the empty stack, stays -1)."""
+        stacks = np.asarray(stacks, dtype=np.int64)
+        if not stacks.size:
             return np.zeros(0, dtype=np.int32)
-        uniq, inverse = np.unique(nodes, return_inverse=True)
-        mapped = np.array([self.callsite(int(n)) for n in uniq], dtype=np.int32)
-        return mapped[inverse.reshape(-1)]
+        uniq, inverse = np.unique(stacks, return_inverse=True)
+        used = uniq[uniq >= 0]
+        leaf = np.full(uniq.size, -1, dtype=np.int32)
+        if used.size:
+            flat, offsets = self.cat.stack_frames(used)
+            frames, at = unique_inverse(flat)
+            locs = self._locations(frames)
+            locs = locs.astype(np.min_scalar_type(max(int(locs.max()), 0)))[at]  # narrow: cheaper interning
+            leaf[uniq >= 0] = self.b.stacks_from_csr(locs, offsets, leaf_first=False)
+        return leaf[inverse.reshape(-1)]
+
+    def _locations(self, fids: np.ndarray) -> np.ndarray:
+        """Model location of each catalog frame in ``fids`` (equal locations share a row)."""
+        cat, b = self.cat, self.b
+        mid, rel_pc = cat.frames["mapping"][fids], cat.frames["rel_pc"][fids]
+        name, source, line = cat.frames["name"][fids], cat.frames["source"][fids], cat.frames["line"][fids]
+        mids, m_at = np.unique(mid, return_inverse=True)
+        mapping = np.array([self._mapping(m) if m >= 0 else -1 for m in mids.tolist()], dtype=np.int64)[m_at]
+        symbols = self._symbolized(mid, rel_pc, name)
+        plain = (symbols < 0) & ((name != 0) | (source != 0))
+        sids, s_at = np.unique(np.concatenate([name, source]), return_inverse=True)
+        model_sid = np.array([b.string(cat.strings[s]) for s in sids.tolist()], dtype=np.int64)[s_at]
+        n = fids.size
+        fn = np.full(n, -1, dtype=np.int64)
+        if plain.any():
+            zeros = np.zeros(int(plain.sum()), dtype=np.int64)
+            fn[plain] = b.functions_bulk(model_sid[:n][plain], zeros, model_sid[n:][plain], zeros)
+        key_line = np.where(plain, line, 0)
+        key_fn = np.where(symbols >= 0, -2 - symbols, fn)  # symbolized frames: their lines' code
+        loc, first = factorize_rows([mapping, rel_pc.view(np.int64), key_fn, key_line])
+        counts, lf, ll = self._lines(first, plain, fn, line, symbols, name)
+        row0 = b.add_locations_bulk(mapping[first], rel_pc[first], np.zeros(first.size, dtype=bool), counts,
+                                    lf, ll, np.zeros(lf.size, dtype=np.int64))
+        return row0 + loc
+
+    def _symbolized(self, mid: np.ndarray, rel_pc: np.ndarray, name: np.ndarray) -> np.ndarray:
+        """Per frame, a code for its symbol lines and interned name (the system name of its
+        outermost function): equal code, equal lines. -1 for a frame without symbols."""
+        self._symbol_lines: list[tuple[LineSpec, ...]] = []
+        out = np.full(mid.size, -1, dtype=np.int64)
+        if not self.cat.symbols:
+            return out
+        codes: dict[tuple[tuple[LineSpec, ...], int], int] = {}
+        for i, (m, pc, nm) in enumerate(zip(mid.tolist(), rel_pc.tolist(), name.tolist())):  # symbolized only
+            lines = self.cat.symbols_of(m, pc)
+            if lines:
+                out[i] = codes.setdefault((lines, nm), len(codes))
+        self._symbol_lines = [lines for lines, _ in codes]
+        return out
+
+    def _lines(self, first: np.ndarray, plain: np.ndarray, fn: np.ndarray, line: np.ndarray, symbols: np.ndarray,
+               name: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Line counts, functions and line numbers of the locations whose first frame is ``first``."""
+        counts = plain[first].astype(np.int64)
+        lf, ll = [fn[first]], [line[first]]
+        sym = np.flatnonzero(symbols[first] >= 0)
+        if not sym.size:
+            return counts, fn[first][plain[first]], line[first][plain[first]]
+        b, strings = self.b, self.cat.strings
+        per_loc: list[tuple[list[int], list[int]]] = [([], []) for _ in range(first.size)]
+        for k in np.flatnonzero(plain[first]).tolist():
+            per_loc[k] = ([int(lf[0][k])], [int(ll[0][k])])
+        for k in sym.tolist():
+            row = int(first[k])
+            interned = strings[int(name[row])]
+            lines = self._symbol_lines[int(symbols[row])]
+            last = len(lines) - 1
+            per_loc[k] = ([b.function(f, interned if i == last and interned != f else "", file)
+                           for i, (f, file, _) in enumerate(lines)], [ln for _, _, ln in lines])
+            counts[k] = len(lines)
+        return (counts, np.array([f for fs, _ in per_loc for f in fs], dtype=np.int64),
+                np.array([x for _, ls in per_loc for x in ls], dtype=np.int64))

@@ -27,7 +27,7 @@ from polyprof.formats.perfetto._clock import wrap64
 from polyprof.formats.perfetto._sequence import Sequence
 
 if TYPE_CHECKING:
-    from polyprof.formats.perfetto._reader import TraceReader
+    from polyprof.formats.perfetto._context import Context
 
 __all__ = ["ALLOC_TYPES", "AllocCollector", "ChromeCollector"]
 
@@ -44,8 +44,8 @@ def _saturate(value: int) -> int:
 class ChromeCollector:
     """Resolves Chrome sample times and stacks as packets arrive."""
 
-    def __init__(self, reader: "TraceReader") -> None:
-        self.r = reader
+    def __init__(self, ctx: "Context") -> None:
+        self.ctx = ctx
         self._cols: dict[str, list[int]] = {k: [] for k in ("pid", "tid", "time", "stack", "priority")}
 
     @staticmethod
@@ -53,7 +53,7 @@ class ChromeCollector:
         return _saturate(us * 1000)
 
     def packet(self, sp: Any, s: Sequence) -> None:
-        stats = self.r.stats
+        stats = self.ctx.stats
         if s.chrome_ns is None:
             stats["Chrome samples without a ThreadDescriptor time base (times start at 0)"] += 1
             s.chrome_ns = 0
@@ -75,7 +75,7 @@ class ChromeCollector:
                 c["pid"].append(pid)
                 c["tid"].append(tid)
                 c["time"].append(t)
-                c["stack"].append(self.r.resolver.stack(s.gen, iids[k]))
+                c["stack"].append(self.ctx.resolver.stack(s.gen, iids[k]))
                 c["priority"].append(sp.process_priority)
         s.chrome_ns = t
 
@@ -85,8 +85,8 @@ class ChromeCollector:
             return None
         cols = {k: np.array(v, dtype=np.int64) for k, v in c.items()}
         n = cols["time"].size
-        clock = np.full(n, self.r.clock_index(S.MONOTONIC, 0), dtype=np.int32)
-        cols["time"] = self.r.trace_times(cols["time"], np.ones(n, dtype=bool), clock)
+        clock = np.full(n, self.ctx.times.clock_index(S.MONOTONIC, 0), dtype=np.int32)
+        cols["time"] = self.ctx.times.trace_times(cols["time"], np.ones(n, dtype=bool), clock)
         cols["values"] = np.ones((n, 1), dtype=np.int64)
         return cols
 
@@ -94,8 +94,8 @@ class ChromeCollector:
 class AllocCollector:
     """Streaming allocations and frees as samples without stacks."""
 
-    def __init__(self, reader: "TraceReader") -> None:
-        self.r = reader
+    def __init__(self, ctx: "Context") -> None:
+        self.ctx = ctx
         self._cols: dict[str, list[int]] = {k: [] for k in ("pid", "time", "has_time", "clock", "heap_id",
                                                              "address", "kind", "size", "sample_size")}
 
@@ -105,7 +105,7 @@ class AllocCollector:
         if pkt.HasField("streaming_allocation"):
             a = pkt.streaming_allocation
             n = len(a.address)
-            clock = self.r.clock_index(S.MONOTONIC_COARSE, 0)
+            clock = self.ctx.times.clock_index(S.MONOTONIC_COARSE, 0)
             for i in range(n):
                 c["pid"].append(pid)
                 has = i < len(a.clock_monotonic_coarse_timestamp)
@@ -119,7 +119,7 @@ class AllocCollector:
                 c["sample_size"].append(a.sample_size[i] if i < len(a.sample_size) else 0)
         if pkt.HasField("streaming_free"):
             fr = pkt.streaming_free
-            clock = self.r.clock_index(pkt.timestamp_clock_id or s.clock, s.id)
+            clock = self.ctx.times.clock_index(pkt.timestamp_clock_id or s.clock, s.id)
             for i in range(len(fr.address)):
                 c["pid"].append(pid)
                 c["time"].append(wrap64(pkt.timestamp))
@@ -136,7 +136,7 @@ class AllocCollector:
         if not c["pid"]:
             return None
         cols = {k: np.array(v, dtype=np.uint64 if k == "address" else np.int64) for k, v in c.items()}
-        cols["time"] = self.r.trace_times(cols["time"], cols["has_time"].astype(bool), cols["clock"])
+        cols["time"] = self.ctx.times.trace_times(cols["time"], cols["has_time"].astype(bool), cols["clock"])
         n = cols["pid"].size
         values = np.zeros((n, 4), dtype=np.int64)
         alloc = cols["kind"] == 0

@@ -15,14 +15,14 @@ ids 64-127.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Hashable
 
 import numpy as np
 
 from polyprof.formats.perfetto._schema import BOOTTIME
 
-__all__ = ["Clocks", "wrap64"]
+__all__ = ["Clocks", "TraceTimes", "wrap64"]
 
 
 def wrap64(value: int) -> int:
@@ -115,3 +115,42 @@ class Clocks:
         """Convert one trace-time value to clock ``target`` (e.g. REALTIME), if possible."""
         out = self._convert(self.trace_clock, target, np.array([value], dtype=np.int64))
         return None if out is None else int(out[0])
+
+
+class TraceTimes:
+    """Clock columns of a read: a small index per (clock, sequence) and the conversion of
+    timestamp columns to trace time at the end (unconvertible ones counted in ``stats``)."""
+
+    def __init__(self, stats: Counter) -> None:
+        self.clocks = Clocks()
+        self.stats = stats
+        self.keys: list[Hashable | None] = [None]
+        self._index: dict[Hashable | None, int] = {None: 0}
+
+    def clock_index(self, clock_id: int, seq: int) -> int:
+        key = self.clocks.key(clock_id, seq) if clock_id else None
+        idx = self._index.get(key)
+        if idx is None:
+            idx = self._index[key] = len(self.keys)
+            self.keys.append(key)
+        return idx
+
+    def trace_times(self, raw: np.ndarray, has: np.ndarray, clock: np.ndarray) -> np.ndarray:
+        """Trace time of every value (clock index per value); missing ones take the latest time before."""
+        out = raw.astype(np.int64).copy()
+        for c in np.unique(clock).tolist():
+            key = self.keys[c]
+            if key is None:
+                continue
+            sel = (clock == c) & has
+            if key in self.clocks.incremental:
+                self.stats["timestamps on incremental clocks (kept as deltas)"] += int(sel.sum())
+                continue
+            out[sel], ok = self.clocks.to_trace(key, raw[sel])
+            if not ok and sel.any():
+                self.stats[f"timestamps not convertible to trace time (clock {key!r}; kept raw)"] += int(sel.sum())
+        if not has.all():
+            low = np.iinfo(np.int64).min
+            latest = np.maximum.accumulate(np.where(has, out, low))
+            out = np.where(has, out, np.where(latest == low, 0, latest))
+        return out

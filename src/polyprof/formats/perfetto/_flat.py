@@ -26,9 +26,10 @@ import numpy as np
 
 from polyprof.wire.vector import ranges
 
-__all__ = ["Flat", "decode_flat"]
+__all__ = ["Flat", "decode_flat", "no_flat"]
 
 PERF_KEY = (66 << 3) | 2
+_MAX_FLAT = 2048  # bytes: a PerfSample packet is far smaller
 _SHIFTS = [np.uint64(7 * k) for k in range(10)]
 
 
@@ -59,8 +60,40 @@ def _varints(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     return starts, ends, values, live
 
 
+def no_flat(n: int) -> Flat:
+    """The result for ``n`` packets none of which is decoded by this path."""
+    z = np.zeros(0, dtype=np.uint64)
+    return Flat(np.zeros(n, dtype=bool), {}, {}, (z, np.zeros(n, dtype=np.int64)))
+
+
 def decode_flat(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
-    """Decode every packet ``buf[starts[i]:ends[i]]`` that has the flat shape."""
+    """Decode every packet ``buf[starts[i]:ends[i]]`` that has the flat shape.
+
+    Packets longer than a sample packet can be (heap dumps, interned data,
+    bundles) are not tried.
+    """
+    small = np.flatnonzero(ends - starts <= _MAX_FLAT)
+    if small.size == starts.size:
+        return _decode(buf, starts, ends)
+    part = _decode(buf, starts[small], ends[small])
+    n = starts.size
+    ok = np.zeros(n, dtype=bool)
+    ok[small] = part.ok
+
+    def spread(cols: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        out = {}
+        for k, (present, value) in cols.items():
+            p, v = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.uint64)
+            p[small], v[small] = present, value
+            out[k] = (p, v)
+        return out
+
+    counts = np.zeros(n, dtype=np.int64)
+    counts[small] = part.followers[1]
+    return Flat(ok, spread(part.top), spread(part.inner), (part.followers[0], counts))
+
+
+def _decode(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
     n = starts.size
     lengths = ends - starts
     b = buf[ranges(starts, lengths)]

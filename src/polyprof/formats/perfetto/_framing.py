@@ -18,6 +18,7 @@ from typing import BinaryIO
 import numpy as np
 
 from polyprof.errors import DecompressionLimitError, MalformedInputError
+from polyprof.wire import vector as V
 
 __all__ = ["CHUNK_SIZE", "Chunk", "GunzipStream", "MAX_PACKET", "chunks", "frame_all", "inflate_bundle"]
 
@@ -52,41 +53,56 @@ def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     return -1, pos
 
 
-def _frame(buf: bytes, pos: int, end: int, starts: list[int], ends: list[int],
-           base: int) -> tuple[int, int, int]:
+def _frame(buf: bytes, pos: int, end: int, base: int) -> tuple[np.ndarray, np.ndarray, int, int, int]:
     """Frame the complete records in ``buf[pos:end]``.
 
-    Returns (where framing stopped, bytes the incomplete record needs in total
-    or 0 if unknown, count of skipped non-packet records).
+    Returns (packet starts, packet ends, where framing stopped, bytes the
+    incomplete record needs in total or 0 if unknown, count of skipped
+    non-packet records). Runs of packets are framed all at once
+    (:func:`polyprof.wire.vector.tagged_records`); anything else -- another
+    record, a packet cut by the end, a corrupt length -- is handled one
+    record at a time.
     """
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
     skipped = 0
-    add_start, add_end = starts.append, ends.append
     while pos < end:
-        tag = buf[pos]
-        if tag == 0x0A:
-            p = pos + 1
-            if p < end and buf[p] < 0x80:
-                length = buf[p]
-                p += 1
-            else:
-                length, p = _varint(buf, p, end)
-                if length < 0:
-                    return pos, 0, skipped
-            if length > MAX_PACKET:
-                raise MalformedInputError(f"packet length {length} is implausibly large (corrupt trace?)",
-                                          offset=base + pos)
-            if p + length > end:
-                return pos, p + length - pos, skipped
-            add_start(p)
-            pos = p + length
-            add_end(pos)
+        run_starts, run_ends, stop = V.tagged_records(arr, pos, end, MAX_PACKET)
+        if run_starts.size:
+            starts.append(run_starts)
+            ends.append(run_ends)
+            pos = stop
             continue
-        new_pos, need = _skip_record(buf, pos, end, base)
+        if buf[pos] == 0x0A:
+            new_pos, need = _one_packet(buf, pos, end, base, starts, ends)
+        else:
+            new_pos, need = _skip_record(buf, pos, end, base)
+            skipped += new_pos >= 0
         if new_pos < 0:
-            return pos, need, skipped
+            return _cat(starts), _cat(ends), pos, need, skipped
         pos = new_pos
-        skipped += 1
-    return pos, 0, skipped
+    return _cat(starts), _cat(ends), pos, 0, skipped
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _one_packet(buf: bytes, pos: int, end: int, base: int, starts: list[np.ndarray],
+                ends: list[np.ndarray]) -> tuple[int, int]:
+    """Frame the packet at ``pos`` (added to starts/ends); (-1, need) when incomplete."""
+    length, p = _varint(buf, pos + 1, end)
+    if length < 0:
+        return -1, 0
+    if length > MAX_PACKET:
+        raise MalformedInputError(f"packet length {length} is implausibly large (corrupt trace?)",
+                                  offset=base + pos)
+    if p + length > end:
+        return -1, p + length - pos
+    starts.append(np.array([p], dtype=np.int64))
+    ends.append(np.array([p + length], dtype=np.int64))
+    return p + length, 0
 
 
 def _skip_record(buf: bytes, pos: int, end: int, base: int) -> tuple[int, int]:
@@ -115,12 +131,10 @@ def _skip_record(buf: bytes, pos: int, end: int, base: int) -> tuple[int, int]:
 
 def frame_all(buf: bytes, base: int = 0) -> Chunk:
     """Frame a whole in-memory buffer (a decompressed bundle); it must end on a record boundary."""
-    starts: list[int] = []
-    ends: list[int] = []
-    stop, _, skipped = _frame(buf, 0, len(buf), starts, ends, base)
+    starts, ends, stop, _, skipped = _frame(buf, 0, len(buf), base)
     if stop != len(buf):
         raise MalformedInputError("truncated packet (the data ends inside a record)", offset=base + stop)
-    return Chunk(buf, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), base, skipped)
+    return Chunk(buf, starts, ends, base, skipped)
 
 
 def chunks(fh: BinaryIO | GunzipStream, chunk_size: int = CHUNK_SIZE) -> Iterator[Chunk]:
@@ -132,11 +146,9 @@ def chunks(fh: BinaryIO | GunzipStream, chunk_size: int = CHUNK_SIZE) -> Iterato
         data = fh.read(want)
         eof = not data
         buf = pending + data if pending else data
-        starts: list[int] = []
-        ends: list[int] = []
-        stop, need, skipped = _frame(buf, 0, len(buf), starts, ends, base)
-        if starts or skipped:
-            yield Chunk(buf, np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), base, skipped)
+        starts, ends, stop, need, skipped = _frame(buf, 0, len(buf), base)
+        if starts.size or skipped:
+            yield Chunk(buf, starts, ends, base, skipped)
         if eof:
             if stop != len(buf):
                 raise MalformedInputError("truncated packet (the trace ends inside a record)",

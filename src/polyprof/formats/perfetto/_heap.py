@@ -28,11 +28,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._clock import wrap64
 from polyprof.formats.perfetto._sequence import Generation, Sequence, text
+from polyprof.formats.perfetto._tables import PROFILE_PACKET
+from polyprof.model.columns import factorize_rows
+from polyprof.wire import vector as V
 
 if TYPE_CHECKING:
-    from polyprof.formats.perfetto._reader import TraceReader
+    from polyprof.formats.perfetto._context import Context
 
 __all__ = ["Dump", "HeapCollector", "HEAP_TYPES"]
 
@@ -43,18 +49,21 @@ _FLAGS = ("from_startup", "rejected_concurrent", "disconnected", "buffer_overran
           "hit_guardrail")
 _STATS = ("unwinding_errors", "heap_samples", "map_reparses", "total_unwinding_time_us",
           "client_spinlock_blocked_us")
+# HeapSample fields: callstack_id, then the values of a plain sample and of a dump-at-max sample.
+_CALLSTACK, _PLAIN, _AT_MAX, _MAX = 1, (5, 2, 6, 3), (9, 8), 8
 
 
 @dataclass
 class Dump:
-    """One (process, heap, dump): latest cumulative values per stack node."""
+    """One (process, heap, dump): latest cumulative values per stack (catalog stack, first-seen order)."""
 
     pid: int
     heap: str
     end_raw: int
     start_raw: int | None
     facts: dict[str, Any]
-    values: dict[int, list[int]] = field(default_factory=dict)
+    nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    values: np.ndarray = field(default_factory=lambda: np.zeros((0, 6), dtype=np.int64))
 
 
 class _SeqHeap:
@@ -62,38 +71,101 @@ class _SeqHeap:
 
     def __init__(self) -> None:
         self.tables = Generation(-1)
-        self.pending: dict[tuple[int, str, int], tuple[Dump, list[tuple]]] = {}
+        self.pending: dict[tuple[int, str, int], tuple[Dump, list[tuple[np.ndarray, np.ndarray]]]] = {}
         self.prev_index: int | None = None
+
+
+class _Series:
+    """Every series (sequence, callstack source, iid, stack) of one (process, heap): latest values."""
+
+    def __init__(self) -> None:
+        self.keys = [np.zeros(0, dtype=np.int64) for _ in range(4)]
+        self.values = np.zeros((0, 4), dtype=np.int64)
+        self.node_order = np.zeros(0, dtype=np.int64)  # stacks in the order first seen
+
+    def update(self, keys: list[np.ndarray], values: np.ndarray) -> int:
+        """Take samples in order (a value going down is ignored); returns how many were ignored."""
+        n_old = self.values.shape[0]
+        group, first = factorize_rows([np.concatenate([a, b]) for a, b in zip(self.keys, keys)])
+        group = group[n_old:]
+        at = first[group]
+        fresh = at >= n_old
+        if fresh.any():  # new series, in order of first sight
+            new_groups, where = np.unique(group[fresh], return_index=True)
+            order = np.argsort(where, kind="stable")
+            rows = np.empty(first.size, dtype=np.int64)
+            rows[new_groups[order]] = n_old + np.arange(new_groups.size)
+            at[fresh] = rows[group[fresh]]
+            firsts = np.flatnonzero(fresh)[where[order]]
+            self.keys = [np.concatenate([a, b[firsts]]) for a, b in zip(self.keys, keys)]
+            self.values = np.concatenate([self.values, np.full((firsts.size, 4), -1, dtype=np.int64)])
+            nodes = keys[3][firsts]
+            new_nodes = nodes[~np.isin(nodes, self.node_order)]
+            _, keep = np.unique(new_nodes, return_index=True)
+            self.node_order = np.concatenate([self.node_order, new_nodes[np.sort(keep)]])
+        ignored = 0
+        rank = _rank(at)
+        for r in range(int(rank.max()) + 1 if rank.size else 0):  # repeated series: one round per repeat
+            mine = np.flatnonzero(rank == r)
+            rows = at[mine]
+            prev = self.values[rows]
+            down = (prev[:, 0] >= 0) & (values[mine] < prev).any(axis=1)
+            ignored += int(down.sum())
+            self.values[rows[~down]] = values[mine[~down]]
+        return ignored
+
+    def totals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(stacks with any value, their [alloc count, alloc size, free count, free size]) in first-seen order."""
+        seen = self.values[:, 0] >= 0
+        nodes = self.keys[3][seen]
+        pos = np.searchsorted(np.sort(self.node_order), nodes)
+        rank_of = np.argsort(self.node_order, kind="stable")
+        total = np.zeros((self.node_order.size, 4), dtype=np.int64)
+        np.add.at(total, rank_of[pos], self.values[seen])
+        keep = total.any(axis=1)
+        return self.node_order[keep], total[keep]
+
+
+def _rank(at: np.ndarray) -> np.ndarray:
+    """How many earlier entries of ``at`` have the same value (0 for the first)."""
+    order = np.argsort(at, kind="stable")
+    sorted_at = at[order]
+    start = np.flatnonzero(np.concatenate([[True], sorted_at[1:] != sorted_at[:-1]]))
+    run = np.repeat(start, np.diff(np.append(start, at.size)))
+    rank = np.empty(at.size, dtype=np.int64)
+    rank[order] = np.arange(at.size) - run
+    return rank
 
 
 class HeapCollector:
     """Accumulates heap dumps; values per series and the finished dumps."""
 
-    def __init__(self, reader: "TraceReader") -> None:
-        self.r = reader
+    def __init__(self, ctx: "Context") -> None:
+        self.ctx = ctx
         self.dumps: list[Dump] = []
-        self._series: dict[tuple, list[int]] = {}  # series -> latest [ac, as, fc, fs]
-        self._by_heap: dict[tuple[int, str], dict[int, list[tuple]]] = {}  # (pid, heap) -> node -> series
+        self._series: dict[tuple[int, str], _Series] = {}
 
-    def packet(self, pp: Any, s: Sequence) -> None:
+    def packet(self, data: bytes, s: Sequence) -> None:
+        """Take the ProfilePacket ``data`` of sequence ``s``."""
         st = s.heap = s.heap or _SeqHeap()
+        pp = S.messages()["ProfilePacketEntries"].FromString(data)  # entries stay bytes: decoded together
         if st.prev_index is None and pp.index != 0 or st.prev_index is not None and pp.index != st.prev_index + 1:
-            self.r.stats["heapprofd packets missing (index gap)"] += 1
+            self.ctx.stats["heapprofd packets missing (index gap)"] += 1
         st.prev_index = pp.index
-        _take_tables(st.tables, pp)
-        wanted, wanted_heap = self.r.options.pid, self.r.options.heap
-        for d in pp.process_dumps:
-            heap = text(d.heap_name, self.r.stats) if d.heap_name else "unknown"
+        st.tables.tables.add_entries(pp, PROFILE_PACKET)
+        wanted, wanted_heap = self.ctx.options.pid, self.ctx.options.heap
+        for d in pp.process_dumps:  # one step per dump
+            heap = text(d.heap_name, self.ctx.stats) if d.heap_name else "unknown"
             if wanted is not None and d.pid not in wanted or wanted_heap and heap != wanted_heap:
                 continue
+            iids, values, at_max = _samples(list(d.samples), d.orig_sampling_interval_bytes > 0)
             key = (d.pid, heap, d.timestamp)
             entry = st.pending.get(key)
             if entry is None:
                 dump = Dump(d.pid, heap, wrap64(d.timestamp),
-                            wrap64(d.start_timestamp) if d.HasField("start_timestamp") else None, _facts(d))
+                            wrap64(d.start_timestamp) if d.HasField("start_timestamp") else None, _facts(d, at_max))
                 entry = st.pending[key] = (dump, [])
-            trusted_count = d.orig_sampling_interval_bytes > 0
-            entry[1].extend(_sample(h, trusted_count) for h in d.samples)
+            entry[1].append((iids, values))
         if not pp.continued:
             self.finalize(s)
 
@@ -104,73 +176,66 @@ class HeapCollector:
         st.pending = {}
         st.tables = Generation(-1)
 
-    def _commit(self, dump: Dump, samples: list[tuple], st: _SeqHeap, s: Sequence) -> None:
-        art = dump.heap == ART_HEAP
-        nodes = self._by_heap.setdefault((dump.pid, dump.heap), {})
-        for iid, values in samples:
-            node, source = self._stack(iid, st, s)
-            key = (dump.pid, dump.heap, s.id, source, iid, node)
-            prev = self._series.get(key)
-            if prev is not None and any(v < p for v, p in zip(values, prev)):
-                self.r.stats["heap samples whose cumulative values went down (ignored, as trace processor)"] += 1
-                continue
-            if prev is None:
-                nodes.setdefault(node, []).append(key)
-            self._series[key] = [values[0], values[1], 0 if art else values[2], 0 if art else values[3]]
-        for node, keys in nodes.items():
-            total = [0, 0, 0, 0]
-            for k in keys:
-                for j, v in enumerate(self._series[k]):
-                    total[j] += v
-            if any(total):
-                ac, asz, fc, fs = total
-                dump.values[node] = [ac, asz, ac - fc, asz - fs, fc, fs]
+    def _commit(self, dump: Dump, samples: list[tuple[np.ndarray, np.ndarray]], st: _SeqHeap, s: Sequence) -> None:
+        iids = np.concatenate([i for i, _ in samples]) if samples else np.zeros(0, dtype=np.uint64)
+        values = np.concatenate([v for _, v in samples]) if samples else np.zeros((0, 4), dtype=np.int64)
+        own = st.tables.tables.callstacks(iids)[0]  # the dump's own tables first
+        node = np.empty(iids.size, dtype=np.int64)
+        node[own] = self.ctx.resolver.stacks(st.tables, iids[own])
+        node[~own] = self.ctx.resolver.stacks(s.gen, iids[~own])
+        source = np.where(own, -1, s.gen.key)
+        if dump.heap == ART_HEAP:
+            values = values.copy()
+            values[:, 2:] = 0
+        series = self._series.setdefault((dump.pid, dump.heap), _Series())
+        keys = [np.full(iids.size, s.id, dtype=np.int64), source, iids.view(np.int64), node]
+        ignored = series.update(keys, values) if iids.size else 0
+        if ignored:
+            self.ctx.stats["heap samples whose cumulative values went down (ignored, as trace processor)"] += ignored
+        nodes, total = series.totals()
+        ac, asz, fc, fs = total.T
+        dump.nodes = nodes
+        dump.values = np.stack([ac, asz, ac - fc, asz - fs, fc, fs], axis=1)
         self.dumps.append(dump)
 
-    def _stack(self, iid: int, st: _SeqHeap, s: Sequence) -> tuple[int, int]:
-        """(trie node, source): the dump's own tables first, else the interned data of its sequence.
-
-        In-packet tables share the interned layout, except that every string
-        (names, paths, build ids) comes from their one ``strings`` table.
-        """
-        if iid in st.tables.callstacks:
-            return self.r.resolver.stack(st.tables, iid), -1
-        return self.r.resolver.stack(s.gen, iid), s.gen.key
-
-    def finish(self) -> None:
+    def finish(self, seqs: list[Sequence]) -> None:
         """Commit dumps whose last packet never came (trace processor drops them; we keep them)."""
-        for s in self.r.seqs.values():
+        for s in seqs:
             if s.heap is not None and s.heap.pending:
-                self.r.stats["heap dumps not finalized by the end of the trace (kept)"] += len(s.heap.pending)
+                self.ctx.stats["heap dumps not finalized by the end of the trace (kept)"] += len(s.heap.pending)
                 self.finalize(s)
 
 
-def _take_tables(tables: Generation, pp: Any) -> None:
-    for e in pp.strings:
-        for table in tables.strings.values():
-            table.setdefault(e.iid, e.str)
-    tables.take_profile_tables(pp.mappings, pp.frames, pp.callstacks)
+def _samples(entries: list[bytes], trusted_count: bool) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(callstack iid, [alloc count, alloc size, free count, free size]) of every HeapSample,
+    and whether any is a dump-at-max sample."""
+    n = len(entries)
+    lengths = np.fromiter(map(len, entries), dtype=np.int64, count=n)
+    buf = V.as_buffer(b"".join(entries))
+    f = V.walk_varint_fields(buf, np.cumsum(lengths) - lengths, np.cumsum(lengths))
+    col = lambda k: V.scalar_column(f, k, n).view(np.int64)  # noqa: E731
+    at_max = np.zeros(n, dtype=bool)
+    at_max[f.msg[(f.field == _MAX) & (f.wire != V.LEN)]] = True
+    values = np.stack([col(k) for k in _PLAIN], axis=1) if n else np.zeros((0, 4), dtype=np.int64)
+    if at_max.any():
+        count, size = (col(k)[at_max] for k in _AT_MAX)
+        values[at_max] = np.stack([count if trusted_count else np.zeros_like(count), size, np.zeros_like(size),
+                                   np.zeros_like(size)], axis=1)
+    return V.scalar_column(f, _CALLSTACK, n), values, bool(at_max.any())
 
 
-def _sample(h: Any, trusted_count: bool) -> tuple[int, tuple[int, int, int, int]]:
-    """(callstack iid, (alloc count, alloc size, free count, free size)) of a HeapSample."""
-    if h.HasField("self_max"):
-        return h.callstack_id, (h.self_max_count if trusted_count else 0, h.self_max, 0, 0)
-    return h.callstack_id, (h.alloc_count, h.self_allocated, h.free_count, h.self_freed)
-
-
-def _facts(d: Any) -> dict[str, Any]:
+def _facts(d: Any, at_max: bool) -> dict[str, Any]:
     facts: dict[str, Any] = {}
     for name in _FLAGS:
         if getattr(d, name):
             facts[name] = True
     if d.client_error:
-        facts["client_error"] = ("none", "hit_timeout", "invalid_stack_bounds")[d.client_error] \
-            if 0 <= d.client_error < 3 else f"error_{d.client_error}"
+        facts["client_error"] = S.CLIENT_ERRORS[d.client_error] if 0 <= d.client_error < len(S.CLIENT_ERRORS) \
+            else f"error_{d.client_error}"
     for name in ("sampling_interval_bytes", "orig_sampling_interval_bytes"):
         if getattr(d, name):
             facts[name] = getattr(d, name)
-    if any(h.HasField("self_max") for h in d.samples):
+    if at_max:
         facts["dump_at_max"] = True
     if d.HasField("stats"):
         stats = {name: getattr(d.stats, name) for name in _STATS if getattr(d.stats, name)}

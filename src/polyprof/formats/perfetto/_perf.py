@@ -19,6 +19,7 @@ is in ``perf_event`` (name, unit, frequency or period, followers).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,12 +27,13 @@ import numpy as np
 
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._sequence import text
+from polyprof.model.columns import factorize_rows
 from polyprof.model.profile import Label
 from polyprof.model.units import split_unit
 from polyprof.wire import vector as V
 
 if TYPE_CHECKING:
-    from polyprof.formats.perfetto._reader import TraceReader
+    from polyprof.formats.perfetto._context import Context
 
 __all__ = ["PerfCollector", "PerfConfig"]
 
@@ -239,8 +241,8 @@ def _deltas(keys: np.ndarray, values: np.ndarray, present: np.ndarray, prev: dic
 class PerfCollector:
     """Accumulates decoded PerfSamples as numpy batches; builds the perf profiles at the end."""
 
-    def __init__(self, reader: "TraceReader") -> None:
-        self.r = reader
+    def __init__(self, ctx: "Context") -> None:
+        self.ctx = ctx
         self.configs: list[PerfConfig] = []
         self._config_index: dict[PerfConfig, int] = {}
         self.batches: list[dict[str, np.ndarray]] = []
@@ -250,17 +252,19 @@ class PerfCollector:
         self._pending = self._folded = 0
 
     def config(self, defaults: Any) -> int:
-        cfg = config_of(defaults, self.r.stats)
+        cfg = config_of(defaults, self.ctx.stats)
         idx = self._config_index.get(cfg)
         if idx is None:
             idx = self._config_index[cfg] = len(self.configs)
             self.configs.append(cfg)
         return idx
 
-    def add(self, c: dict[str, np.ndarray], pk: dict[str, np.ndarray]) -> None:
+    def add(self, c: dict[str, np.ndarray], pk: dict[str, np.ndarray],
+            resolve: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
         """Add decoded PerfSample columns ``c`` (see ``columns_generic``) of packets described by ``pk``.
 
-        ``pk`` holds per packet: seq, config, gen, ts, has_ts, clock.
+        ``pk`` holds per packet: seq, config, gen, ts, has_ts, clock;
+        ``resolve(gens, iids)`` gives the catalog stack of callstack iids.
         """
         n = c["cpu"].size
         lost = np.where(c["has_lost"], c["lost"], np.uint64(0))
@@ -272,7 +276,7 @@ class PerfCollector:
         stack = np.full(n, -1, dtype=np.int32)
         with_stack = c["has_iid"] & keep
         if with_stack.any():
-            stack[with_stack] = self.r.resolve_stacks(pk["gen"][with_stack], c["iid"][with_stack])
+            stack[with_stack] = resolve(pk["gen"][with_stack], c["iid"][with_stack])
         values = self._values(c, pk, cpu, keep)
         # Compact dtypes: the batches are what memory holds for a big trace.
         batch = {"config": pk["config"].astype(np.int32), "ts": pk["ts"], "has_ts": pk["has_ts"],
@@ -282,7 +286,7 @@ class PerfCollector:
                  "unwind": _narrow(np.where(c["has_unwind"], c["unwind"].astype(np.int64), -1)),
                  "skip": _narrow(np.where(c["has_skip"], c["skip"].astype(np.int64), -1)), "values": values}
         batch = {k: v[keep] for k, v in batch.items()}
-        if self.r.options.extra.get("aggregate"):
+        if self.ctx.options.extra.get("aggregate"):
             self.batches.append(batch)
             self._pending += int(keep.sum())
             if self._pending > max(1 << 18, 2 * self._folded):
@@ -294,13 +298,13 @@ class PerfCollector:
 
     def _fold(self) -> None:
         """Aggregate mode: sum equal samples as they arrive, so memory follows distinct samples."""
-        from polyprof.formats.perfetto._build import distinct_rows
-
         parts = self.batches
         width = max(b["values"].shape[1] for b in parts)
         cols = {k: np.concatenate([b[k] for b in parts]) for k in self._KEYS}
         values = np.concatenate([np.pad(b["values"], ((0, 0), (0, width - b["values"].shape[1]))) for b in parts])
-        inverse, uniq = distinct_rows([cols[k].astype(np.int64) for k in self._KEYS])
+        keys = [cols[k].astype(np.int64) for k in self._KEYS]
+        inverse, first = factorize_rows(keys, in_order=True)
+        uniq = np.stack([k[first] for k in keys], axis=1)
         summed = np.zeros((uniq.shape[0], width), dtype=np.int64)
         np.add.at(summed, inverse, values)
         out = {k: uniq[:, j].astype(cols[k].dtype) for j, k in enumerate(self._KEYS)}
@@ -315,15 +319,15 @@ class PerfCollector:
         fcounts, followers = c["fcount"], c["followers"]
         width = max([len(self.configs[k].followers) for k in np.unique(pk["config"]).tolist() if k >= 0] + [0])
         if fcounts.size and int(fcounts.max()) > width:
-            self.r.stats["perf follower counts beyond the configured followers (ignored)"] += int(
+            self.ctx.stats["perf follower counts beyond the configured followers (ignored)"] += int(
                 (fcounts > width).sum())
         values = np.zeros((n, 2 + width), dtype=np.int64)
         values[:, 0] = 1
         key = (pk["seq"].astype(np.int64) << 32) | (cpu & 0xFFFFFFFF)
-        values[:, 1] = _deltas(key, c["tb"], c["has_tb"] & keep, self._prev.setdefault(-1, {}), self.r.stats)
+        values[:, 1] = _deltas(key, c["tb"], c["has_tb"] & keep, self._prev.setdefault(-1, {}), self.ctx.stats)
         for j in range(min(width, followers.shape[1])):
             present = (fcounts > j) & keep
-            values[:, 2 + j] = _deltas(key, followers[:, j], present, self._prev.setdefault(j, {}), self.r.stats)
+            values[:, 2 + j] = _deltas(key, followers[:, j], present, self._prev.setdefault(j, {}), self.ctx.stats)
         return values
 
     def _non_samples(self, config: np.ndarray, c: dict[str, np.ndarray], lost: np.ndarray) -> None:
@@ -340,7 +344,7 @@ class PerfCollector:
 
     def columns(self) -> dict[str, np.ndarray] | None:
         """All batches as one set of columns, times converted to trace time."""
-        if self.r.options.extra.get("aggregate") and self._pending:
+        if self.ctx.options.extra.get("aggregate") and self._pending:
             self._fold()
         if not self.batches:
             return None
@@ -357,16 +361,16 @@ class PerfCollector:
                 del b[key]
             del parts
             cols[key] = col.astype(np.int64) if key in ("pid", "tid", "cpu", "mode", "unwind", "skip") else col
-        cols["time"] = self.r.trace_times(cols["ts"], cols["has_ts"], cols["clock"])
+        cols["time"] = self.ctx.times.trace_times(cols["ts"], cols["has_ts"], cols["clock"])
         return cols
 
-    def labels(self, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, list[tuple[Label, ...]]]:
-        """A label-combination id per sample and the label tuple of each id."""
-        tid_names = self.r.thread_names
+    def labels(self, cols: dict[str, np.ndarray],
+               tid_names: dict[int, str]) -> tuple[np.ndarray, list[tuple[Label, ...]]]:
+        """A label-combination id per sample and the label tuple of each id (thread names by tid)."""
         tids = cols["tid"] if tid_names else np.zeros(cols["tid"].size, np.int64)
-        from polyprof.formats.perfetto._build import distinct_rows
-
-        inverse, uniq = distinct_rows([cols["mode"], cols["unwind"], cols["skip"], tids])
+        keys = [cols["mode"], cols["unwind"], cols["skip"], tids]
+        inverse, first = factorize_rows(keys)
+        uniq = np.stack([k[first] for k in keys], axis=1)
         sets = []
         for mode, unwind, skip, tid in uniq.tolist():
             labels = []

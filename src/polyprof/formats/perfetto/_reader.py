@@ -18,7 +18,7 @@ under the ``max_inflate`` limit.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable
+from collections.abc import Callable
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -27,14 +27,25 @@ from google.protobuf.message import DecodeError
 from polyprof.errors import InputError, MalformedInputError
 from polyprof.formats.options import ReadOptions
 from polyprof.formats.perfetto import _schema as S
-from polyprof.formats.perfetto._catalog import Catalog, build_id_text
+from polyprof.formats.perfetto._catalog import build_id_text
 from polyprof.formats.perfetto._chrome import AllocCollector, ChromeCollector
-from polyprof.formats.perfetto._clock import Clocks
-from polyprof.formats.perfetto._framing import Chunk, GunzipStream, chunks, frame_all, inflate_bundle
-from polyprof.formats.perfetto._flat import Flat, decode_flat
+from polyprof.formats.perfetto._context import Context
+from polyprof.formats.perfetto._flat import Flat, decode_flat, no_flat
+from polyprof.formats.perfetto._framing import (
+    Chunk,
+    GunzipStream,
+    chunks,
+    frame_all,
+    inflate_bundle,
+)
 from polyprof.formats.perfetto._heap import HeapCollector
-from polyprof.formats.perfetto._perf import PerfCollector, columns_flat, columns_generic, merge_columns
-from polyprof.formats.perfetto._sequence import Generation, Resolver, Sequence, Stats, text
+from polyprof.formats.perfetto._perf import (
+    PerfCollector,
+    columns_flat,
+    columns_generic,
+    merge_columns,
+)
+from polyprof.formats.perfetto._sequence import Generation, Sequence, text
 from polyprof.formats.perfetto._stack import StackSampleCollector
 from polyprof.formats.source import GZIP_MAGIC, Source
 from polyprof.model.profile import Profile
@@ -49,27 +60,25 @@ class TraceReader:
     """One read of one trace."""
 
     def __init__(self, options: ReadOptions) -> None:
-        self.options = options
-        self.stats = Stats()
-        self.catalog = Catalog()
-        self.resolver = Resolver(self.catalog, self.stats)
-        self.clocks = Clocks()
+        self.ctx = ctx = Context.new(options)
+        self.options, self.stats, self.catalog, self.resolver = options, ctx.stats, ctx.catalog, ctx.resolver
+        self.times = ctx.times
+        self.clocks = ctx.times.clocks
+        self.clock_index, self.trace_times = ctx.times.clock_index, ctx.times.trace_times
         self.seqs: dict[int, Sequence] = {}
         self._gen_count = 0
         self._gens: dict[int, Generation] = {}
         self._dirty: set[int] = set()
         self._snapshots: dict[tuple, int] = {}
         self._snapshot_rows: list[tuple[bool, int, int, int]] = []
-        self.clock_keys: list[Hashable | None] = [None]
-        self._clock_index: dict[Hashable | None, int] = {None: 0}
         self.processes: dict[int, str] = {}
         self.thread_names: dict[int, str] = {}
         self.inflate_budget = options.max_inflate
-        self.perf = PerfCollector(self)
-        self.heap = HeapCollector(self)
-        self.chrome = ChromeCollector(self)
-        self.allocs = AllocCollector(self)
-        self.stack_samples = StackSampleCollector(self)
+        self.perf = PerfCollector(ctx)
+        self.heap = HeapCollector(ctx)
+        self.chrome = ChromeCollector(ctx)
+        self.allocs = AllocCollector(ctx)
+        self.stack_samples = StackSampleCollector(ctx)
         self.packets = 0
         #: DeobfuscationMapping packets as plain data; every profile carries them
         #: (``extras["java_deobfuscation"]``) for the symbolize layer to apply.
@@ -97,23 +106,12 @@ class TraceReader:
             self._snapshot_rows.append(snap)
         return sid
 
-    def clock_index(self, clock_id: int, seq: int) -> int:
-        key = self.clocks.key(clock_id, seq) if clock_id else None
-        idx = self._clock_index.get(key)
-        if idx is None:
-            idx = self._clock_index[key] = len(self.clock_keys)
-            self.clock_keys.append(key)
-        return idx
-
     def resolve_stacks(self, gens: np.ndarray, iids: np.ndarray) -> np.ndarray:
-        """Trie node of each (generation, callstack iid) pair."""
-        out = np.empty(iids.size, dtype=np.int32)
-        stack = self.resolver.stack
+        """Catalog stack of each (generation, callstack iid) pair."""
+        out = np.empty(iids.size, dtype=np.int64)
         for g in np.unique(gens).tolist():
             sel = gens == g
-            uniq, inverse = np.unique(iids[sel], return_inverse=True)
-            gen = self._gens[g]
-            out[sel] = np.array([stack(gen, i) for i in uniq.tolist()], dtype=np.int32)[inverse.reshape(-1)]
+            out[sel] = self.resolver.stacks(self._gens[g], iids[sel])
         return out
 
     # ---------------------------------------------------------------- reading
@@ -153,8 +151,9 @@ class TraceReader:
         if not n:
             return
         buf = V.as_buffer(ch.buf)
-        flat = decode_flat(buf, ch.starts, ch.ends)
-        top = _TopLevel(n)
+        # The flat decoder is numpy's shortcut for sample packets; compiled, the walker is quicker.
+        flat = no_flat(n) if V.compiled() else decode_flat(buf, ch.starts, ch.ends)
+        top = _TopLevel(n, buf)
         top.take_flat(flat)
         generic = np.flatnonzero(~flat.ok)
         if generic.size:
@@ -167,14 +166,43 @@ class TraceReader:
         present_seqs = np.unique(top.seq[top.perf]).tolist()
         start_snap = {s: self._snapshot_id(self.seq(s)) for s in present_seqs}
         events: list[tuple[int, int, int]] = []  # (packet index, seq, snapshot after it)
+        attached = 0
         for i in np.flatnonzero(top.control).tolist():
+            attached = self._attach(buf, top, attached, i)
             self._dirty.clear()
-            self.control(ch, i, depth)
+            self.control(ch, i, depth, top)
             for s in self._dirty:
                 events.append((i, s, self._snapshot_id(self.seqs[s])))
+        self._attach(buf, top, attached, n)
         if top.perf.any():
             self._perf_packets(ch, buf, top, flat, start_snap, events)
+        for gen in self._gens.values():  # nothing may keep this chunk's buffer alive
+            if gen.pending:
+                gen.flush()
         self._prune_generations()
+
+    def _attach(self, buf: np.ndarray, top: "_TopLevel", lo: int, hi: int) -> int:
+        """Queue the InternedData of the interned-only packets ``lo <= i < hi`` into their
+        sequences' current generations (state cannot change between control packets)."""
+        owner, start, end = top.interned
+        a, b = np.searchsorted(owner, [lo, hi])
+        if a == b:
+            return hi
+        owner, start, end = owner[a:b], start[a:b], end[a:b]
+        sel = top.interned_only[owner]
+        owner, start, end = owner[sel], start[sel], end[sel]
+        seqs = top.seq[owner]
+        for sid in np.unique(seqs).tolist():
+            mine = seqs == sid
+            s = self.seq(sid)
+            if s.valid:
+                s.gen.defer(buf, start[mine], end[mine])
+                continue
+            packets = np.unique(owner[mine])
+            self.stats["interned data skipped: incremental state invalid"] += packets.size
+            lost = ((top.flags[packets] & S.SEQ_NEEDS_INCREMENTAL_STATE) != 0) & ~top.perf[packets]
+            self.stats["packets skipped: incremental state invalid (lost data before them)"] += int(lost.sum())
+        return hi
 
     def _snapshots_at(self, idx: np.ndarray, seq: np.ndarray, start_snap: dict[int, int],
                       events: list[tuple[int, int, int]]) -> np.ndarray:
@@ -227,7 +255,7 @@ class TraceReader:
         _, cols = merge_columns(parts)
         pk = {"seq": seq, "config": config, "gen": gen, "ts": top.ts[idx].view(np.int64),
               "has_ts": top.has_ts[idx], "clock": clock}
-        self.perf.add(cols, pk)
+        self.perf.add(cols, pk, self.resolve_stacks)
 
     def _prune_generations(self) -> None:
         live = {s.gen.key for s in self.seqs.values()}
@@ -236,7 +264,7 @@ class TraceReader:
 
     # ---------------------------------------------------------------- control packets
 
-    def control(self, ch: Chunk, i: int, depth: int) -> None:
+    def control(self, ch: Chunk, i: int, depth: int, top: "_TopLevel") -> None:
         start, end = int(ch.starts[i]), int(ch.ends[i])
         try:
             pkt = S.messages()["TracePacket"].FromString(ch.buf[start:end])
@@ -255,16 +283,17 @@ class TraceReader:
             s.dirty.add(s.id)
         if pkt.HasField("interned_data"):
             if s.valid:
-                s.gen.add(pkt.interned_data)
+                s.gen.defer(top.buf, *top.field_spans(i, S.F_INTERNED_DATA))
             else:
                 self.stats["interned data skipped: incremental state invalid"] += 1
         if pkt.sequence_flags & S.SEQ_NEEDS_INCREMENTAL_STATE and not s.valid:
             if not pkt.HasField("perf_sample"):  # perf samples are counted by the sample path
                 self.stats["packets skipped: incremental state invalid (lost data before them)"] += 1
             return
-        self._payload(pkt, s, ch.base + start, depth)
+        self._payload(pkt, s, ch.base + start, depth, lambda number: (top.buf, *top.field_spans(i, number)))
 
-    def _payload(self, pkt: Any, s: Sequence, offset: int, depth: int) -> None:
+    def _payload(self, pkt: Any, s: Sequence, offset: int, depth: int,
+                 spans: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
         if pkt.HasField("compressed_packets"):
             self._bundle(pkt.compressed_packets, offset, depth)
         if pkt.HasField("zstd_compressed_packets"):
@@ -286,7 +315,8 @@ class TraceReader:
             if td.HasField("thread"):
                 self._thread(td.thread, s)
         if pkt.HasField("profile_packet"):
-            self.heap.packet(pkt.profile_packet, s)
+            buf, starts, ends = spans(S.F_PROFILE_PACKET)  # several records merge: their bytes joined
+            self.heap.packet(b"".join(buf[a:b].tobytes() for a, b in zip(starts.tolist(), ends.tolist())), s)
         if pkt.HasField("streaming_profile_packet"):
             self.chrome.packet(pkt.streaming_profile_packet, s)
         if pkt.HasField("streaming_allocation") or pkt.HasField("streaming_free"):
@@ -381,35 +411,17 @@ class TraceReader:
             if lines:
                 self.catalog.add_symbols(path, build_id, a.address, lines)
 
-    # ---------------------------------------------------------------- times
-
-    def trace_times(self, raw: np.ndarray, has: np.ndarray, clock: np.ndarray) -> np.ndarray:
-        """Trace time of every value (clock index per value); missing ones take the latest time before."""
-        out = raw.astype(np.int64).copy()
-        for c in np.unique(clock).tolist():
-            key = self.clock_keys[c]
-            if key is None:
-                continue
-            sel = (clock == c) & has
-            if key in self.clocks.incremental:
-                self.stats["timestamps on incremental clocks (kept as deltas)"] += int(sel.sum())
-                continue
-            out[sel], ok = self.clocks.to_trace(key, raw[sel])
-            if not ok and sel.any():
-                self.stats[f"timestamps not convertible to trace time (clock {key!r}; kept raw)"] += int(sel.sum())
-        if not has.all():
-            low = np.iinfo(np.int64).min
-            latest = np.maximum.accumulate(np.where(has, out, low))
-            out = np.where(has, out, np.where(latest == low, 0, latest))
-        return out
-
 
 class _TopLevel:
     """Per-packet metadata of a chunk, from the fast decoder and the general walker."""
 
     _CONTROL_FIELDS = (S.F_INTERNED_DATA, S.F_DEFAULTS)
+    #: Fields an interned-only packet may have besides its InternedData.
+    _QUIET_FIELDS = list(S.METADATA_FIELDS - {S.F_DEFAULTS, S.F_INCREMENTAL_CLEARED, S.F_PREVIOUS_DROPPED}
+                         | {S.F_PERF_SAMPLE})
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, buf: np.ndarray) -> None:
+        self.buf = buf
         self.seq = np.zeros(n, dtype=np.int64)
         self.flags = np.zeros(n, dtype=np.uint64)
         self.ts = np.zeros(n, dtype=np.uint64)
@@ -419,6 +431,20 @@ class _TopLevel:
         self.control = np.zeros(n, dtype=bool)
         self.span_start = np.zeros(n, dtype=np.int64)
         self.span_end = np.zeros(n, dtype=np.int64)
+        # Packets whose only state is InternedData (their entries go to the current generation
+        # without a trip through the control path), and every InternedData record: (packet, start, end).
+        self.interned_only = np.zeros(n, dtype=bool)
+        z = np.zeros(0, dtype=np.int64)
+        self.interned: tuple[np.ndarray, np.ndarray, np.ndarray] = (z, z, z)
+        self.generic: tuple[V.Fields, np.ndarray] = (V.walk_fields(buf, z, z), z)
+
+    def field_spans(self, i: int, number: int) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) in ``buf`` of the LEN records of field ``number`` of packet ``i`` (generic packets)."""
+        f, rows = self.generic
+        k = int(np.searchsorted(rows, i))
+        sel = f.select(number, V.LEN)
+        mine = sel.msg == k
+        return sel.start[mine], sel.start[mine] + sel.length[mine]
 
     def take_flat(self, flat: Flat) -> None:
         ok = flat.ok
@@ -448,4 +474,15 @@ class _TopLevel:
         control[f.msg[np.isin(f.field, self._CONTROL_FIELDS) |
                       (np.isin(f.field, (S.F_INCREMENTAL_CLEARED, S.F_PREVIOUS_DROPPED)) & (f.value != 0))]] = True
         control |= (self.flags[rows] & S.SEQ_INCREMENTAL_STATE_CLEARED) != 0
-        self.control[rows] = control
+        self.generic = (f, rows)
+        rec = f.select(S.F_INTERNED_DATA, V.LEN)
+        self.interned = (rows[rec.msg], rec.start, rec.start + rec.length)
+        quiet = np.ones(n, dtype=bool)
+        quiet[f.msg[~np.isin(f.field, self._QUIET_FIELDS)]] = False
+        quiet[f.msg[np.isin(f.field, (S.F_INCREMENTAL_CLEARED, S.F_PREVIOUS_DROPPED)) & (f.value != 0)]] = False
+        quiet &= (self.flags[rows] & S.SEQ_INCREMENTAL_STATE_CLEARED) == 0
+        only = np.zeros(n, dtype=bool)
+        only[rec.msg] = True
+        only &= quiet
+        self.interned_only[rows] = only
+        self.control[rows] = control & ~only

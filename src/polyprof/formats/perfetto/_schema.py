@@ -127,6 +127,7 @@ def _build() -> dict[str, type]:
               function_name_id=(2, "uint64", "repeated"), file_name_id=(3, "uint64", "repeated"),
               line_number=(4, "uint32", "repeated"))
     _profile_packet(s)
+    _entries(s)
     _perf(s)
     _stack_sample(s)
     _descriptors(s)
@@ -188,6 +189,26 @@ def _profile_packet(s: Schema) -> None:
               timestamp=(9, "uint64"), hit_guardrail=(10, "bool"), heap_name=(11, "bytes"),
               sampling_interval_bytes=(12, "uint64"), orig_sampling_interval_bytes=(13, "uint64"),
               client_error=(14, "int32"), start_timestamp=(15, "uint64"))
+
+
+def _entries(s: Schema) -> None:
+    """Twins of InternedData, ProfilePacket and ProcessHeapSamples whose repeated entries stay
+    bytes: upb splits a large message into its entries, which the numpy walker then decodes
+    together (see ``_tables``)."""
+    s.message("InternedDataEntries", **{f"f{k}": (k, "bytes", "repeated") for k in (5, 6, 7, 16, 17, 18, 19,
+                                                                                   48, 49, 50, 51)})
+    s.message("ProfilePacketEntries", **{f"f{k}": (k, "bytes", "repeated") for k in (1, 2, 3, 4)},
+              process_dumps=(5, "ProcessHeapSamplesEntries", "repeated"), continued=(6, "bool"),
+              index=(7, "uint64"))
+    fields: dict[str, tuple[object, ...]] = {"samples": (2, "bytes", "repeated")}
+    for name, spec in (("pid", (1, "uint64")), ("from_startup", (3, "bool")), ("rejected_concurrent", (4, "bool")),
+                       ("stats", (5, "ProfilePacket.ProcessStats")), ("disconnected", (6, "bool")),
+                       ("buffer_overran", (7, "bool")), ("buffer_corrupted", (8, "bool")),
+                       ("timestamp", (9, "uint64")), ("hit_guardrail", (10, "bool")), ("heap_name", (11, "bytes")),
+                       ("sampling_interval_bytes", (12, "uint64")), ("orig_sampling_interval_bytes", (13, "uint64")),
+                       ("client_error", (14, "int32")), ("start_timestamp", (15, "uint64"))):
+        fields[name] = spec
+    s.message("ProcessHeapSamplesEntries", **fields)
 
 
 def _perf(s: Schema) -> None:

@@ -17,13 +17,23 @@ is counted in ``Stats`` and shown as a warning.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from polyprof.formats.perfetto._catalog import Catalog, build_id_text
+from polyprof.formats.perfetto._tables import (
+    BUILD_IDS,
+    FUNCTION_NAMES,
+    INTERNED,
+    MAPPING_PATHS,
+    SOURCE_PATHS,
+    Tables,
+)
+from polyprof.model.columns import unique_inverse
 
 __all__ = ["Generation", "Resolver", "Sequence", "Stats", "text"]
-
-FUNCTION_NAMES, BUILD_IDS, MAPPING_PATHS, SOURCE_PATHS = 5, 16, 17, 18
 
 
 class Stats(Counter):
@@ -39,50 +49,69 @@ def text(raw: bytes, stats: Stats) -> str:
         return raw.decode("utf-8", errors="replace")
 
 
-class Generation:
-    """The interned entries of one sequence between two incremental-state clears."""
+class _Resolved:
+    """Sorted iids of one kind already resolved in a generation, with their catalog ids."""
 
-    __slots__ = ("key", "strings", "mappings", "frames", "callstacks", "map_cache", "frame_cache",
-                 "stack_cache", "stack_sample")
+    __slots__ = ("iid", "cat")
+
+    def __init__(self) -> None:
+        self.iid = np.zeros(0, dtype=np.uint64)
+        self.cat = np.zeros(0, dtype=np.int64)
+
+    def lookup(self, iids: np.ndarray) -> np.ndarray:
+        """Catalog id of each iid; -2 for iids not resolved yet."""
+        if not self.iid.size:
+            return np.full(iids.size, -2, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.iid, iids), self.iid.size - 1)
+        return np.where(self.iid[at] == iids, self.cat[at], -2)
+
+    def get(self, iids: np.ndarray, make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """Catalog id of each iid; ``make(new iids)`` resolves the ones not seen before."""
+        uniq, inverse = unique_inverse(iids)
+        known = self.lookup(uniq)
+        todo = np.flatnonzero(known == -2)
+        if todo.size:
+            known[todo] = make(uniq[todo])
+            order = np.argsort(np.concatenate([self.iid, uniq[todo]]), kind="stable")
+            self.iid = np.concatenate([self.iid, uniq[todo]])[order]
+            self.cat = np.concatenate([self.cat, known[todo]])[order]
+        return known[inverse]
+
+
+class Generation:
+    """The interned entries of one sequence between two incremental-state clears.
+
+    InternedData arrives as byte spans (``defer``) and is decoded in bulk when
+    something needs it (``flush``); frames and callstacks resolve into the
+    catalog once per generation.
+    """
+
+    __slots__ = ("key", "tables", "pending", "map_cache", "frames", "stacks")
 
     def __init__(self, key: int) -> None:
         self.key = key
-        self.strings: dict[int, dict[int, bytes]] = {FUNCTION_NAMES: {}, BUILD_IDS: {}, MAPPING_PATHS: {},
-                                                     SOURCE_PATHS: {}}
-        self.mappings: dict[int, Any] = {}
-        self.frames: dict[int, Any] = {}
-        self.callstacks: dict[int, tuple[int, ...]] = {}
+        self.tables = Tables()
+        self.pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.map_cache: dict[int, int] = {}
-        self.frame_cache: dict[int, int] = {}
-        self.stack_cache: dict[int, int] = {}
-        # StackSample contexts and descriptors: InternedData field -> iid -> message
-        self.stack_sample: dict[int, dict[int, Any]] = {48: {}, 49: {}, 50: {}, 51: {}}
+        self.frames = _Resolved()
+        self.stacks = _Resolved()
 
-    def take_profile_tables(self, mappings: Any, frames: Any, callstacks: Any) -> None:
-        """Take mapping, frame and callstack entries (first definition of an iid wins);
-        from InternedData or from a ProfilePacket's legacy in-packet tables."""
-        for e in mappings:
-            self.mappings.setdefault(e.iid, e)
-        for e in frames:
-            self.frames.setdefault(e.iid, e)
-        for e in callstacks:
-            if e.iid not in self.callstacks:
-                self.callstacks[e.iid] = tuple(e.frame_ids)
+    def defer(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        """Queue InternedData messages ``buf[starts:ends]`` (in wire order; decoded on flush)."""
+        self.pending.append((buf, starts, ends))
 
-    def add(self, data: Any) -> None:
-        """Take the entries of an InternedData message (first definition of an iid wins)."""
-        for number, entries in ((FUNCTION_NAMES, data.function_names), (BUILD_IDS, data.build_ids),
-                                (MAPPING_PATHS, data.mapping_paths), (SOURCE_PATHS, data.source_paths)):
-            table = self.strings[number]
-            for e in entries:
-                table.setdefault(e.iid, e.str)
-        self.take_profile_tables(data.mappings, data.frames, data.callstacks)
-        for number, entries in ((48, data.stack_sample_task_contexts), (49, data.stack_sample_execution_contexts),
-                                (50, data.stack_sample_counter_descriptors),
-                                (51, data.stack_sample_async_context_descriptors)):
-            table = self.stack_sample[number]
-            for e in entries:
-                table.setdefault(e.iid, e)
+    def flush(self) -> None:
+        pending, self.pending = self.pending, []
+        k = 0
+        while k < len(pending):  # one decode per run of spans in the same buffer
+            buf = pending[k][0]
+            j = k
+            while j < len(pending) and pending[j][0] is buf:
+                j += 1
+            starts = np.concatenate([p[1] for p in pending[k:j]])
+            ends = np.concatenate([p[2] for p in pending[k:j]])
+            self.tables.add(buf, starts, ends, INTERNED)
+            k = j
 
 
 class Sequence:
@@ -125,76 +154,109 @@ class Sequence:
 
 
 class Resolver:
-    """Turns iids of a generation into catalog ids (cached per generation)."""
+    """Turns iids of a generation into catalog ids, many at a time (cached per generation).
+
+    Warnings count what trace processor would drop, once per generation and
+    iid, as each frame or callstack is first resolved.
+    """
 
     def __init__(self, catalog: Catalog, stats: Stats) -> None:
         self.cat = catalog
         self.stats = stats
 
-    def string(self, gen: Generation, table: int, iid: int, what: str) -> str:
-        if iid == 0:
-            return ""
-        raw = gen.strings[table].get(iid)
-        if raw is None:
-            self.stats[f"interning: missing {what} iid"] += 1
-            return ""
-        return text(raw, self.stats)
+    def stack(self, gen: Generation, iid: int) -> int:
+        """Catalog stack of callstack ``iid``; -1 when empty or unknown (both counted)."""
+        return int(self.stacks(gen, np.array([iid], dtype=np.uint64))[0])
+
+    def stacks(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
+        """Catalog stack of every callstack iid (-1 when empty or unknown)."""
+        gen.flush()
+        return gen.stacks.get(np.asarray(iids, dtype=np.uint64), lambda new: self._new_stacks(gen, new))
+
+    def _new_stacks(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
+        found, counts, flat, order = gen.tables.callstacks(iids)
+        self._count("interning: missing callstack iid (sample kept with an empty stack)", int((~found).sum()))
+        self._count("empty callstacks", int((found & (counts == 0)).sum()))
+        out = np.full(iids.size, -1, dtype=np.int64)  # missing and empty stacks stay -1
+        order = order[counts[order] > 0]  # empty stacks add no frames: ``flat`` is still in this order
+        if order.size:
+            offsets = np.zeros(order.size + 1, dtype=np.int64)
+            np.cumsum(counts[order], out=offsets[1:])
+            out[order] = self.cat.stacks_bulk(self.frames(gen, flat), offsets)
+        return out
+
+    def frames(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
+        """Catalog frame of every frame iid (a placeholder frame for unknown ones, counted)."""
+        return gen.frames.get(iids, lambda new: self._new_frames(gen, new))
+
+    def _new_frames(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
+        rows = gen.tables.frame_rows(iids)
+        out = np.empty(iids.size, dtype=np.int64)
+        missing = np.flatnonzero(rows < 0)
+        self._count("interning: missing frame iid (placeholder frame kept)", missing.size)
+        for i in missing.tolist():
+            out[i] = self.cat.frame(-1, 0, f"[missing frame iid {int(iids[i])}]")
+        found = np.flatnonzero(rows >= 0)
+        if not found.size:
+            return out
+        fr = gen.tables.frames.take(rows[found])
+        name = self._strings(gen, FUNCTION_NAMES, fr.name, "function name")
+        source = self._strings(gen, SOURCE_PATHS, fr.source, "source path")
+        self.cat.frame_kinds += int(fr.has_kind.sum())
+        mids, at = np.unique(fr.mapping, return_inverse=True)
+        mapping = np.array([self.mapping(gen, m) for m in mids.tolist()], dtype=np.int64)[at.reshape(-1)]
+        out[found] = self.cat.frames_bulk(mapping, fr.rel_pc, name, source, fr.line.astype(np.int64))
+        return out
+
+    def _strings(self, gen: Generation, table: int, iids: np.ndarray, what: str) -> np.ndarray:
+        """Catalog string of each string iid (0 and unknown iids give "", unknown ones counted per use)."""
+        uniq, inverse = np.unique(iids, return_inverse=True)
+        entries = gen.tables.strings[table]
+        raw = [entries.get(i) if i else b"" for i in uniq.tolist()]
+        sid = np.zeros(uniq.size, dtype=np.int64)
+        bad = np.zeros(uniq.size, dtype=np.int64)
+        for k, r in enumerate(raw):  # one step per distinct string
+            if r:
+                try:
+                    sid[k] = self.cat.sid(r.decode("utf-8"))
+                except UnicodeDecodeError:
+                    sid[k], bad[k] = self.cat.sid(r.decode("utf-8", errors="replace")), 1
+        per_use = np.bincount(inverse.reshape(-1), minlength=uniq.size)
+        self._count(f"interning: missing {what} iid", int(per_use[[r is None for r in raw]].sum()))
+        self._count("strings that were not valid UTF-8 (decoded with replacement)", int((per_use * bad).sum()))
+        return sid[inverse.reshape(-1)]
+
+    def _count(self, what: str, n: int) -> None:
+        if n:
+            self.stats[what] += n
 
     def mapping(self, gen: Generation, iid: int) -> int:
         if iid == 0:
             return -1
         mid = gen.map_cache.get(iid)
         if mid is None:
-            m = gen.mappings.get(iid)
+            m = gen.tables.mappings.get(iid)
             if m is None:
                 self.stats["interning: missing mapping iid"] += 1
                 mid = -1
             else:
+                build_iid, start_offset, start, end, load_bias, path_ids, exact_offset = m
                 parts = []
-                for sid in m.path_string_ids:
-                    raw = gen.strings[MAPPING_PATHS].get(sid)
+                paths = gen.tables.strings[MAPPING_PATHS]
+                for sid in path_ids:
+                    raw = paths.get(sid)
                     if raw is None:  # as trace processor: stop at the first unknown component
                         self.stats["interning: missing mapping path iid"] += 1
                         break
                     parts.append(text(raw, self.stats))
-                build = gen.strings[BUILD_IDS].get(m.build_id, b"") if m.build_id else b""
-                if m.build_id and m.build_id not in gen.strings[BUILD_IDS]:
+                builds = gen.tables.strings[BUILD_IDS]
+                build = builds.get(build_iid, b"") if build_iid else b""
+                if build_iid and build_iid not in builds:
                     self.stats["interning: missing build id iid"] += 1
-                mid = self.cat.mapping((mapping_name(parts), build_id_text(build), m.start, m.end,
-                                        m.exact_offset, m.start_offset, m.load_bias))
+                mid = self.cat.mapping((mapping_name(parts), build_id_text(build), start, end,
+                                        exact_offset, start_offset, load_bias))
             gen.map_cache[iid] = mid
         return mid
-
-    def frame(self, gen: Generation, iid: int) -> int:
-        fid = gen.frame_cache.get(iid)
-        if fid is None:
-            f = gen.frames.get(iid)
-            if f is None:
-                self.stats["interning: missing frame iid (placeholder frame kept)"] += 1
-                fid = self.cat.frame(-1, 0, f"[missing frame iid {iid}]")
-            else:
-                name = self.string(gen, FUNCTION_NAMES, f.function_name_id, "function name")
-                source = self.string(gen, SOURCE_PATHS, f.source_path_iid, "source path")
-                if f.HasField("kind") or f.HasField("kind_str"):
-                    self.cat.frame_kinds += 1
-                fid = self.cat.frame(self.mapping(gen, f.mapping_id), f.rel_pc, name, source, f.line_number)
-            gen.frame_cache[iid] = fid
-        return fid
-
-    def stack(self, gen: Generation, iid: int) -> int:
-        """Trie node of callstack ``iid``; -1 when empty or unknown (both counted)."""
-        node = gen.stack_cache.get(iid)
-        if node is None:
-            frames = gen.callstacks.get(iid)
-            if frames is None:
-                self.stats["interning: missing callstack iid (sample kept with an empty stack)"] += 1
-                node = -1
-            else:
-                if not frames:
-                    self.stats["empty callstacks"] += 1
-                node = self.cat.stack([self.frame(gen, f) for f in frames])
-            gen.stack_cache[iid] = node
-        return node
 
 
 def mapping_name(parts: list[str]) -> str:

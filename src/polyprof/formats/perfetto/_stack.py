@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._clock import wrap64
 from polyprof.formats.perfetto._sequence import Sequence, text
 from polyprof.model.profile import Label
 
 if TYPE_CHECKING:
-    from polyprof.formats.perfetto._reader import TraceReader
+    from polyprof.formats.perfetto._context import Context
 
 __all__ = ["StackSampleCollector"]
 
@@ -35,11 +36,22 @@ _MODES = (None, "user", "kernel", "hypervisor", "guest_user", "guest_kernel")
 TASK, EXECUTION, COUNTER, ASYNC = 48, 49, 50, 51
 
 
+_KINDS = {TASK: "TaskContext", EXECUTION: "ExecutionContext", COUNTER: "CounterDescriptor",
+          ASYNC: "AsyncContextDescriptor"}
+
+
+def _entry(s: Sequence, table: int, iid: int) -> Any:
+    """The interned StackSample context or descriptor ``iid`` of the sequence's generation, or None."""
+    s.gen.flush()
+    raw = s.gen.tables.raw[table].get(iid)
+    return None if raw is None else S.messages()[f"StackSample.{_KINDS[table]}"].FromString(raw)
+
+
 class StackSampleCollector:
     """Resolves StackSample packets as they arrive; the columns are built into profiles at the end."""
 
-    def __init__(self, reader: "TraceReader") -> None:
-        self.r = reader
+    def __init__(self, ctx: "Context") -> None:
+        self.ctx = ctx
         self.streams: list[tuple] = []  # (source, primary (name, unit), followers)
         self._stream_index: dict[tuple, int] = {}
         self.label_sets: list[tuple[Label, ...]] = [()]
@@ -47,13 +59,13 @@ class StackSampleCollector:
         self._rows: list[tuple] = []
 
     def _descriptor(self, d: Any) -> tuple[str, str]:
-        unit = _UNITS[d.unit] if 0 < d.unit < len(_UNITS) else (text(d.unit_str, self.r.stats) or "count")
-        return text(d.name, self.r.stats), unit
+        unit = _UNITS[d.unit] if 0 < d.unit < len(_UNITS) else (text(d.unit_str, self.ctx.stats) or "count")
+        return text(d.name, self.ctx.stats), unit
 
     def _interned(self, s: Sequence, table: int, iid: int, what: str) -> Any:
-        msg = s.gen.stack_sample[table].get(iid)
+        msg = _entry(s, table, iid)
         if msg is None:
-            self.r.stats[f"interning: missing stack sample {what} iid"] += 1
+            self.ctx.stats[f"interning: missing stack sample {what} iid"] += 1
         return msg
 
     def packet(self, pkt: Any, s: Sequence) -> None:
@@ -68,7 +80,7 @@ class StackSampleCollector:
         stream = self._stream(ss, s, defaults)
         weights = [ss.primary_weight] + list(ss.follower_weights)[:len(self.streams[stream][2])]
         labels = self._labels(ss, s, task, exe)
-        clock = self.r.clock_index(pkt.timestamp_clock_id or s.clock, s.id)
+        clock = self.ctx.times.clock_index(pkt.timestamp_clock_id or s.clock, s.id)
         self._rows.append((stream, task.pid if task is not None and task.HasField("pid") else -1,
                            task.tid if task is not None and task.HasField("tid") else -1,
                            exe.cpu if exe is not None and exe.HasField("cpu") else -1,
@@ -91,7 +103,7 @@ class StackSampleCollector:
                 followers.append(self._descriptor(d) if d is not None else (f"counter_{iid}", "count"))
         if not followers and defaults is not None:
             followers = [self._descriptor(d) for d in defaults.follower_descriptors]
-        source = text(defaults.source, self.r.stats) if defaults is not None else ""
+        source = text(defaults.source, self.ctx.stats) if defaults is not None else ""
         key = (source, primary, tuple(followers))
         idx = self._stream_index.get(key)
         if idx is None:
@@ -101,10 +113,10 @@ class StackSampleCollector:
 
     def _stack(self, ss: Any, s: Sequence) -> int:
         if ss.HasField("callstack_iid"):
-            return self.r.resolver.stack(s.gen, ss.callstack_iid)
+            return self.ctx.resolver.stack(s.gen, ss.callstack_iid)
         if not ss.HasField("callstack"):
             return -1
-        cat, stats = self.r.catalog, self.r.stats
+        cat, stats = self.ctx.catalog, self.ctx.stats
         return cat.stack([cat.frame(-1, 0, text(f.function_name, stats), text(f.source_file, stats), f.line_number)
                           for f in ss.callstack.frames])
 
@@ -113,7 +125,7 @@ class StackSampleCollector:
         if exe is not None and 0 < exe.mode < len(_MODES):
             labels.append(Label("cpu_mode", str=_MODES[exe.mode]))
         if ss.HasField("unwind_error"):
-            labels.append(Label("unwind_error", str=text(ss.unwind_error, self.r.stats)))
+            labels.append(Label("unwind_error", str=text(ss.unwind_error, self.ctx.stats)))
         if task is not None and task.async_id:
             labels += self._async(s, task.async_id)
         key = tuple(labels)
@@ -127,12 +139,12 @@ class StackSampleCollector:
         d = self._interned(s, ASYNC, iid, "async context")
         if d is None:
             return [Label("async_context", num=iid)]
-        out = [Label("async_context", str=text(d.name, self.r.stats))]
+        out = [Label("async_context", str=text(d.name, self.ctx.stats))]
         if d.kind:
-            out.append(Label("async_kind", str=text(d.kind, self.r.stats)))
-        parent = s.gen.stack_sample[ASYNC].get(d.parent_iid) if d.parent_iid and d.parent_iid != iid else None
+            out.append(Label("async_kind", str=text(d.kind, self.ctx.stats)))
+        parent = _entry(s, ASYNC, d.parent_iid) if d.parent_iid and d.parent_iid != iid else None
         if parent is not None:
-            out.append(Label("async_parent", str=text(parent.name, self.r.stats)))
+            out.append(Label("async_parent", str=text(parent.name, self.ctx.stats)))
         return out
 
     def columns(self) -> dict[str, np.ndarray] | None:
@@ -150,5 +162,5 @@ class StackSampleCollector:
         for i, r in enumerate(rows):
             values[i, 1:1 + len(r[9])] = [wrap64(w) for w in r[9]]
         cols["values"] = values
-        cols["time"] = self.r.trace_times(cols["ts"], has_ts, clock)
+        cols["time"] = self.ctx.times.trace_times(cols["ts"], has_ts, clock)
         return cols

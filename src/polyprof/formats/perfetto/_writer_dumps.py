@@ -105,7 +105,11 @@ def _write_heap(p: Profile, out: Out, report: LossReport) -> None:
     keys = {lb.key for i in np.unique(p.samples.labelset).tolist() for lb in p.labelsets[i]}
     if keys:
         report.add(f"sample labels not kept in a heap dump: {', '.join(sorted(keys))}")
-    stacks, inverse = np.unique(p.samples.stack, return_inverse=True)
+    stacks, first, inverse = np.unique(p.samples.stack, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # stacks in sample order (a dump lists them as first seen)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    stacks, inverse = stacks[order], rank[inverse.reshape(-1)]
     if stacks.size < len(p.samples):
         report.add("samples with the same stack (summed in the dump)", len(p.samples) - int(stacks.size))
     summed = np.zeros((stacks.size, 4), dtype=np.int64)

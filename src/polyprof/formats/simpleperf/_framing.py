@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+
+import numpy as np
 
 from polyprof.errors import MalformedInputError, UnsupportedFeatureError
 from polyprof.formats.simpleperf._schema import MAGIC, VERSION
+from polyprof.wire import vector as V
 
 __all__ = ["HEADER_SIZE", "frame", "records"]
 
 HEADER_SIZE = len(MAGIC) + 2
 _U32 = struct.Struct("<I")
+#: The tags a Record body starts with (its payload fields 1 to 6, each a message).
+RECORD_TAGS = bytes((k << 3) | 2 for k in range(1, 7))
 
 
-def records(data: bytes, warnings: list[str]) -> Iterator[tuple[int, bytes]]:
-    """Yield (byte offset, body) of every record; check the header and the end marker.
+def records(data: bytes, warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(body start, body end) of every record; check the header and the end marker.
 
     A file that ends before its zero terminator, or whose record size runs past
     the end, is truncated: that is an error, not a warning. Bytes after the
-    terminator are reported in ``warnings``.
+    terminator are reported in ``warnings``. Runs of records are framed all at
+    once (:func:`polyprof.wire.vector.le32_records`), the rest one by one.
     """
     if not data.startswith(MAGIC):
         raise MalformedInputError("not a simpleperf report-sample file (no SIMPLEPERF magic)", offset=0)
@@ -28,10 +34,19 @@ def records(data: bytes, warnings: list[str]) -> Iterator[tuple[int, bytes]]:
     version = int.from_bytes(data[len(MAGIC):HEADER_SIZE], "little")
     if version != VERSION:
         raise UnsupportedFeatureError(f"report-sample format version {version} (only version {VERSION} is known)")
+    buf = np.frombuffer(data, dtype=np.uint8)
     pos = HEADER_SIZE
     end = len(data)
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
     index = 0
     while True:
+        run_starts, run_ends, stop = V.le32_records(buf, pos, end, RECORD_TAGS)
+        if run_starts.size:
+            starts.append(run_starts)
+            ends.append(run_ends)
+            index += run_starts.size
+            pos = stop
         if pos + 4 > end:
             raise MalformedInputError(
                 f"truncated file: it ends after {index} record(s) without the zero end marker", offset=pos)
@@ -42,12 +57,15 @@ def records(data: bytes, warnings: list[str]) -> Iterator[tuple[int, bytes]]:
             raise MalformedInputError(
                 f"truncated file: record {index + 1} claims {size} bytes but only {end - pos - 4} remain",
                 offset=pos)
-        yield pos, data[pos + 4:pos + 4 + size]
+        starts.append(np.array([pos + 4], dtype=np.int64))
+        ends.append(np.array([pos + 4 + size], dtype=np.int64))
         pos += 4 + size
         index += 1
     rest = end - pos - 4
     if rest:
         warnings.append(f"{rest} byte(s) after the zero end marker were ignored")
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
+    return cat(starts), cat(ends)
 
 
 def frame(bodies: Iterable[bytes]) -> bytes:

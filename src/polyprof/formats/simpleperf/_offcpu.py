@@ -15,33 +15,29 @@ import numpy as np
 __all__ = ["offcpu_times"]
 
 
-def offcpu_times(sample_tid: list[int], sample_time: list[int], is_offcpu: list[bool],
-                 switches: list[tuple[int, int, int, bool]]) -> tuple[np.ndarray, int]:
+def offcpu_times(tid: np.ndarray, time: np.ndarray, is_offcpu: np.ndarray,
+                 switches: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, int]:
     """Off-CPU nanoseconds per sample, and how many switch-off samples never ended.
 
-    ``switches`` are (samples before it, time, tid, switch_on) in file order.
+    ``switches`` are columns (samples before it, time, tid, switch_on) in file
+    order. A switch-off sample ends at its thread's next event: a sample, or
+    a switch-on record placed before the sample it precedes.
     """
-    n = len(sample_tid)
+    n = tid.size
+    before, s_time, s_tid, on = (np.asarray(c) for c in switches)
+    on_at = np.flatnonzero(on)
+    # Events in file order: a switch with k samples before it sorts before sample k.
+    place = np.concatenate([2 * np.arange(n, dtype=np.int64) + 1, 2 * before[on_at].astype(np.int64)])
+    ev_tid = np.concatenate([tid, s_tid[on_at]]).astype(np.int64)
+    ev_time = np.concatenate([time, s_time[on_at].view(np.int64)])
+    order = np.lexsort((place, ev_tid))  # stable: equal places keep file order
+    nxt = np.full(order.size, -1, dtype=np.int64)
+    same = ev_tid[order][1:] == ev_tid[order][:-1]
+    nxt[order[:-1][same]] = order[1:][same]
     out = np.zeros(n, dtype=np.int64)
-    pending: dict[int, int] = {}
-
-    def close(tid: int, time: int) -> None:
-        p = pending.pop(tid, None)
-        if p is not None:
-            start = sample_time[p]
-            out[p] = time - start if start < time else 1
-
-    k = 0
-    for i in range(n + 1):
-        while k < len(switches) and switches[k][0] <= i:
-            _, time, tid, on = switches[k]
-            if on:
-                close(tid, time)
-            k += 1
-        if i == n:
-            break
-        tid = sample_tid[i]
-        close(tid, sample_time[i])
-        if is_offcpu[i]:
-            pending[tid] = i
-    return out, len(pending)
+    off = np.flatnonzero(np.asarray(is_offcpu))
+    ends = nxt[off]
+    closed = ends >= 0
+    start, stop = time[off[closed]], ev_time[ends[closed]]
+    out[off[closed]] = np.where(start < stop, stop - start, 1)
+    return out, int((~closed).sum())

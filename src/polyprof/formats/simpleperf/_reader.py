@@ -3,38 +3,22 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from polyprof.errors import MalformedInputError, OptionsError
 from polyprof.formats.options import ReadOptions
-from polyprof.formats.simpleperf._framing import records
 from polyprof.formats.simpleperf._layout import Layout, event_type
 from polyprof.formats.simpleperf._offcpu import offcpu_times
-from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES, OFFCPU_VIEWS, record_class
+from polyprof.formats.simpleperf._records import Records, Samples, collect
+from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES, OFFCPU_VIEWS
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.columns import factorize_rows, unique_inverse
 from polyprof.model.extras import LostSituation, ThreadRecord
 from polyprof.model.profile import MAPPING_HAS_FUNCTIONS, Label, Profile
 
 __all__ = ["read_bytes"]
-
-_PAYLOADS = ("sample", "lost", "file", "thread", "meta_info", "context_switch")
-
-
-@dataclass
-class _Records:
-    """Everything in the file, sorted by kind; samples keep their file order."""
-
-    samples: list[Any] = field(default_factory=list)
-    switches: list[tuple[int, int, int, bool]] = field(default_factory=list)
-    files: dict[int, Any] = field(default_factory=dict)
-    threads: dict[int, Any] = field(default_factory=dict)
-    meta: Any = None
-    lost: list[Any] = field(default_factory=list)
-    odd: Counter = field(default_factory=Counter)
 
 
 class _Text:
@@ -53,7 +37,7 @@ class _Text:
 
 def read_bytes(data: bytes, options: ReadOptions) -> Profile:
     warnings: list[str] = []
-    recs = _collect(data, warnings)
+    recs = collect(data, warnings)
     text = _Text()
     b = ProfileBuilder("simpleperf")
     p = b.meta
@@ -66,12 +50,10 @@ def read_bytes(data: bytes, options: ReadOptions) -> Profile:
     stacks = frames.stacks(recs.samples)
     values = _values(recs, layout, p)
     labelsets = _labelsets(b, recs.samples, threads, p)
-    tids = [s.thread_id for s in recs.samples]
+    tids = recs.samples.tid
     cols: dict[str, np.ndarray | None] = {
-        "time": np.array([s.time for s in recs.samples], dtype=np.uint64).view(np.int64),
-        "tid": np.array(tids, dtype=np.int64),
-        "pid": (np.array([threads.get(t, (0, None))[0] for t in tids], dtype=np.int64)
-                if recs.threads else None)}
+        "time": recs.samples.time.view(np.int64), "tid": tids,
+        "pid": _by_tid(tids, {t: pid for t, (pid, _) in threads.items()}, 0) if recs.threads else None}
     if len(recs.samples):
         b.add_samples_bulk(stacks, values, labelsets, **cols)
     frames.report(p)
@@ -81,66 +63,22 @@ def read_bytes(data: bytes, options: ReadOptions) -> Profile:
     return b.finish(check=False)
 
 
-# ---------------------------------------------------------------- records
-
-def _collect(data: bytes, warnings: list[str]) -> _Records:
-    cls = record_class()
-    out = _Records()
-    for index, (offset, body) in enumerate(records(data, warnings)):
-        try:
-            rec = cls.FromString(body)
-        except DecodeError as exc:
-            raise MalformedInputError(f"record {index + 1} is not a valid Record message ({exc})",
-                                      offset=offset) from None
-        present = [name for name in _PAYLOADS if rec.HasField(name)]
-        if not present:
-            out.odd["record(s) of an unknown kind were skipped"] += 1
-        elif len(present) > 1:
-            out.odd["record(s) held several payloads (a oneof); all were read"] += 1
-        for name in present:
-            _dispatch(out, name, getattr(rec, name), offset)
-    warnings.extend(f"{n} {what}" for what, n in sorted(out.odd.items()))
-    return out
-
-
-def _dispatch(out: _Records, name: str, msg: Any, offset: int) -> None:
-    if name == "sample":
-        out.samples.append(msg)
-    elif name == "context_switch":
-        out.switches.append((len(out.samples), msg.time, msg.thread_id, msg.switch_on))
-    elif name == "file":
-        if msg.id in out.files:
-            raise MalformedInputError(f"two File records have id {msg.id}", offset=offset)
-        out.files[msg.id] = msg
-    elif name == "thread":
-        if msg.thread_id in out.threads:
-            out.odd["extra Thread record(s) for an already described thread; the last one was used"] += 1
-        out.threads[msg.thread_id] = msg
-    elif name == "meta_info":
-        if out.meta is not None:
-            out.odd["extra MetaInfo record(s) ignored; the first one was used"] += 1
-        else:
-            out.meta = msg
-    else:
-        out.lost.append(msg)
-
-
 # ---------------------------------------------------------------- metadata
 
-def _layout(recs: _Records, text: _Text, p: Profile) -> Layout:
+def _layout(recs: Records, text: _Text, p: Profile) -> Layout:
     meta = recs.meta
     events = [text(e) for e in meta.event_type] if meta is not None else []
     if meta is not None:
         p.extras["meta_info"] = _meta_dict(meta, events, text)
-    used = max((s.event_type_id for s in recs.samples), default=-1)
+    used = int(recs.samples.event_type.max()) if len(recs.samples) else -1
     if used >= len(events):
         names = f"MetaInfo names {len(events)} event type(s)" if meta is not None else "there is no MetaInfo record"
         p.warnings.append(f"samples use event type ids up to {used} but {names}; "
                           "unnamed event types are called event<N>")
         events += [f"event{i}" for i in range(len(events), used + 1)]
     offcpu = bool(meta is not None and meta.trace_offcpu)
-    if recs.switches and not offcpu:
-        p.warnings.append(f"{len(recs.switches)} ContextSwitch record(s) ignored: MetaInfo.trace_offcpu is not set")
+    if recs.switches[0].size and not offcpu:
+        p.warnings.append(f"{recs.switches[0].size} ContextSwitch record(s) ignored: MetaInfo.trace_offcpu is not set")
     if offcpu and (not events or event_type(events[0]).unit != "nanoseconds"):
         p.warnings.append("trace_offcpu is set but the first event is not cpu-clock/task-clock; "
                           "no off-CPU columns were made")
@@ -172,7 +110,7 @@ def _default_type(layout: Layout, options: ReadOptions) -> str:
     return event_type(layout.events[0]).type
 
 
-def _threads(recs: _Records, text: _Text, p: Profile) -> dict[int, tuple[int, str | None]]:
+def _threads(recs: Records, text: _Text, p: Profile) -> dict[int, tuple[int, str | None]]:
     out: dict[int, tuple[int, str | None]] = {}
     listed = []
     for tid, t in recs.threads.items():
@@ -181,14 +119,15 @@ def _threads(recs: _Records, text: _Text, p: Profile) -> dict[int, tuple[int, st
         listed.append(ThreadRecord(tid, t.process_id, name))
     if listed:
         p.extras.threads = listed
-    missing = {s.thread_id for s in recs.samples} - set(out)
-    if missing and recs.threads:
-        n = sum(1 for s in recs.samples if s.thread_id in missing)
-        p.warnings.append(f"{n} sample(s) of {len(missing)} thread(s) have no Thread record (no pid or name)")
+    if recs.threads:
+        unknown = ~np.isin(recs.samples.tid, np.array(list(out), dtype=np.int64))
+        if unknown.any():
+            n, threads = int(unknown.sum()), np.unique(recs.samples.tid[unknown]).size
+            p.warnings.append(f"{n} sample(s) of {threads} thread(s) have no Thread record (no pid or name)")
     return out
 
 
-def _lost(recs: _Records, p: Profile) -> None:
+def _lost(recs: Records, p: Profile) -> None:
     if not recs.lost:
         return
     if len(recs.lost) > 1:
@@ -201,13 +140,20 @@ def _lost(recs: _Records, p: Profile) -> None:
 
 # ---------------------------------------------------------------- samples
 
-def _values(recs: _Records, layout: Layout, p: Profile) -> np.ndarray:
-    n = len(recs.samples)
+def _by_tid(tids: np.ndarray, table: dict[int, Any], default: Any) -> np.ndarray:
+    """``table[tid]`` for every tid (``default`` when absent), as a code per distinct tid."""
+    uniq, inverse = np.unique(tids, return_inverse=True)
+    return np.array([table.get(t, default) for t in uniq.tolist()])[inverse.reshape(-1)]
+
+
+def _values(recs: Records, layout: Layout, p: Profile) -> np.ndarray:
+    s = recs.samples
+    n = len(s)
     values = np.zeros((n, len(layout.types)), dtype=np.int64)
     if not n:
         return values
-    event = np.array([s.event_type_id for s in recs.samples], dtype=np.int64)
-    count = np.array([s.event_count for s in recs.samples], dtype=np.uint64).view(np.int64)
+    event = s.event_type
+    count = s.event_count.view(np.int64)
     rows = np.arange(n)
     values[:, 0] = 1
     sample_cols = np.array([layout.sample_column(e) for e in range(len(layout.events))], dtype=np.int64)
@@ -215,58 +161,61 @@ def _values(recs: _Records, layout: Layout, p: Profile) -> np.ndarray:
     values[rows, sample_cols[event]] = 1
     values[rows, count_cols[event]] = count
     if layout.offcpu:
-        off, open_ = offcpu_times([s.thread_id for s in recs.samples], [s.time for s in recs.samples],
-                                  (event > 0).tolist(), recs.switches)
+        off, open_ = offcpu_times(s.tid, s.time.view(np.int64), event > 0, recs.switches)
         col = layout.offcpu_column
         values[:, col] = off
         values[:, col + 1] = np.where(event == 0, count, off)
         p.extras["offcpu"] = {"switch_off_samples": int((event > 0).sum()), "without_end": open_}
-        if recs.switches:
-            p.warnings.append(f"{len(recs.switches)} ContextSwitch record(s) were used for the off-cpu "
+        if recs.switches[0].size:
+            p.warnings.append(f"{recs.switches[0].size} ContextSwitch record(s) were used for the off-cpu "
                               "column and are not kept as such")
     return values
 
 
-def _labelsets(b: ProfileBuilder, samples: list[Any], threads: dict[int, tuple[int, str | None]],
+def _labelsets(b: ProfileBuilder, s: Samples, threads: dict[int, tuple[int, str | None]],
                p: Profile) -> np.ndarray:
-    out = np.zeros(len(samples), dtype=np.int32)
-    cache: dict[tuple, int] = {}
-    failures: Counter = Counter()
-    for i, s in enumerate(samples):
-        name = threads.get(s.thread_id, (0, None))[1]
-        unwind: tuple = ()
-        if s.HasField("unwinding_result"):
-            unwind = _unwind_labels(s.unwinding_result)
-            code = unwind[0].str if unwind and unwind[0].key == "unwinding_error" else None
-            if code not in (None, "ERROR_NONE"):
-                failures[code] += 1
-        key = (name, unwind)
-        ls = cache.get(key)
-        if ls is None:
-            labels = ((Label("thread_name", str=name),) if name is not None else ()) + unwind
-            ls = cache[key] = b.labelset(labels) if labels else 0
-        out[i] = ls
-    if failures:
-        p.extras.unwinding_failures = failures
-    return out
+    """Label set of every sample: thread name and unwinding result, one set per distinct combination."""
+    u = s.unwind
+    names = {t: name for t, (_, name) in threads.items() if name is not None}
+    keys = [s.tid if names else np.zeros(len(s), dtype=np.int64), u["has"], u["has_code"], u["code"],
+            u["has_raw"], u["raw"], u["has_addr"], u["addr"].view(np.int64)]
+    combo, first = factorize_rows(keys)
+    model = []
+    for tid, has, has_code, code, has_raw, raw, has_addr, addr in zip(*(k[first].tolist() for k in keys)):
+        unwind: tuple[Label, ...] = ()
+        if has:
+            unwind = _unwind_labels(has_code, code, has_raw, raw, has_addr, addr)
+        name = names.get(tid)
+        labels = ((Label("thread_name", str=name),) if name is not None else ()) + unwind
+        model.append(b.labelset(labels) if labels else 0)
+    failed = u["has"] & u["has_code"] & (u["code"] != 0)
+    if failed.any():
+        codes, counts = np.unique(u["code"][failed], return_counts=True)
+        p.extras.unwinding_failures = dict(sorted((_error_name(c), int(n)) for c, n in
+                                                     zip(codes.tolist(), counts.tolist())))
+    return np.array(model, dtype=np.int32)[combo] if len(s) else np.zeros(0, dtype=np.int32)
 
 
-def _unwind_labels(u: Any) -> tuple[Label, ...]:
+def _error_name(code: int) -> str:
+    return ERROR_CODES[code] if code < len(ERROR_CODES) else f"ERROR_{code}"
+
+
+def _unwind_labels(has_code: bool, code: int, has_raw: bool, raw: int, has_addr: bool,
+                   addr: int) -> tuple[Label, ...]:
     labels = []
-    if u.HasField("error_code"):
-        code = u.error_code
-        labels.append(Label("unwinding_error", str=ERROR_CODES[code] if code < len(ERROR_CODES) else f"ERROR_{code}"))
-    if u.HasField("raw_error_code"):
-        labels.append(Label("unwinding_raw_error", num=u.raw_error_code))
-    if u.HasField("error_addr"):
-        labels.append(Label("unwinding_error_addr", num=int(np.uint64(u.error_addr).view(np.int64))))
+    if has_code:
+        labels.append(Label("unwinding_error", str=_error_name(code)))
+    if has_raw:
+        labels.append(Label("unwinding_raw_error", num=raw))
+    if has_addr:
+        labels.append(Label("unwinding_error_addr", num=addr))
     return tuple(labels)
 
 
 class _Frames:
     """Turns callchain entries into locations, interning (file, symbol, address)."""
 
-    def __init__(self, b: ProfileBuilder, recs: _Records, text: _Text) -> None:
+    def __init__(self, b: ProfileBuilder, recs: Records, text: _Text) -> None:
         self.b = b
         self.files: dict[int, tuple[int, list[int]]] = {}
         self.paths: dict[int, str] = {}
@@ -301,44 +250,48 @@ class _Frames:
         got = self.files[fid] = (mapping, fns)
         return got
 
-    def stacks(self, samples: list[Any]) -> np.ndarray:
-        locs: dict[tuple[int, int, int], int] = {}
-        flat: list[int] = []
-        offsets = [0]
-        types: Counter = Counter()
-        for index, s in enumerate(samples):
-            for e in s.callchain:
-                key = (e.file_id, e.symbol_id, e.vaddr_in_file)
-                loc = locs.get(key)
-                if loc is None:
-                    loc = locs[key] = self._location(*key, index)
-                flat.append(loc)
-                types[(e.file_id, e.vaddr_in_file, e.execution_type)] += 1
-                if e.symbol_id < 0:
-                    self.unsymbolized += 1
-            offsets.append(len(flat))
-        self.entries = len(flat)
-        self._exec_types(types)
-        return self.b.stacks_from_csr(np.array(flat, dtype=np.int64), np.array(offsets, dtype=np.int64))
+    def stacks(self, s: Samples) -> np.ndarray:
+        """Leaf callsite of every sample: locations interned by (file, symbol, address), all at once."""
+        fids, fi = unique_inverse(s.file_id)
+        known = [self._file(f) for f in fids.tolist()]  # one step per file
+        mapping = np.array([m for m, _ in known], dtype=np.int64)
+        nsym = np.array([len(fns) for _, fns in known], dtype=np.int64)
+        missing = np.array([f in self.missing_files for f in fids.tolist()], dtype=bool)
+        fn_start = np.cumsum(nsym) - nsym
+        fn_table = np.array([f for _, fns in known for f in fns], dtype=np.int64)
+        sid = s.symbol_id
+        bad = (sid < -1) | ((sid >= nsym[fi]) & ~missing[fi])
+        if bad.any():
+            k = int(np.argmax(bad))
+            index = int(np.searchsorted(np.cumsum(s.chain), k, side="right"))
+            raise MalformedInputError(f"sample {index + 1} refers to symbol {int(sid[k])} of file {int(fids[fi[k]])}, "
+                                      f"which has {int(nsym[fi[k]])} symbol(s)")
+        has_fn = (sid >= 0) & (sid < nsym[fi])
+        fn = np.where(has_fn, fn_table[np.where(has_fn, fn_start[fi] + sid, 0)] if fn_table.size else -1, -1)
+        loc, first = factorize_rows([mapping[fi], s.vaddr.view(np.int64), fn])
+        has = has_fn[first]
+        row0 = self.b.add_locations_bulk(mapping[fi][first], s.vaddr[first], np.zeros(first.size, dtype=bool),
+                                         has.astype(np.int64), fn[first][has], np.zeros(int(has.sum()), np.int64),
+                                         np.zeros(int(has.sum()), np.int64))
+        self.entries = sid.size
+        self.unsymbolized = int((sid < 0).sum())
+        if s.exec_type.any():
+            self._exec_types(fids[fi], s.vaddr, s.exec_type)
+        offsets = np.zeros(len(s) + 1, dtype=np.int64)
+        np.cumsum(s.chain, out=offsets[1:])
+        top = row0 + (int(loc.max()) if loc.size else 0)
+        return self.b.stacks_from_csr((row0 + loc).astype(np.min_scalar_type(top)), offsets)
 
-    def _location(self, fid: int, sid: int, vaddr: int, index: int) -> int:
-        mapping, fns = self._file(fid)
-        if sid < -1 or (sid >= len(fns) and fid not in self.missing_files):
-            raise MalformedInputError(f"sample {index + 1} refers to symbol {sid} of file {fid}, "
-                                      f"which has {len(fns)} symbol(s)")
-        lines = [(fns[sid], 0, 0)] if 0 <= sid < len(fns) else []
-        return self.b.location(mapping, vaddr, lines)
-
-    def _exec_types(self, types: Counter) -> None:
+    def _exec_types(self, fid: np.ndarray, vaddr: np.ndarray, kind: np.ndarray) -> None:
         """Keep one execution type per (file path, address): the model has no per-entry kind."""
-        if not any(t for (_, _, t) in types):
-            return
+        group, first = factorize_rows([fid, vaddr.view(np.int64), kind])
+        counts = np.bincount(group)
         by_frame: dict[tuple[str, int], Counter] = {}
-        for (fid, vaddr, t), n in types.items():
-            by_frame.setdefault((self.paths[fid], vaddr), Counter())[t] += n
-        for key, counts in by_frame.items():
-            best = min(counts, key=lambda t: (-counts[t], t))
-            self.mixed += sum(counts.values()) - counts[best]
+        for f, v, t, n in zip(fid[first].tolist(), vaddr[first].tolist(), kind[first].tolist(), counts.tolist()):
+            by_frame.setdefault((self.paths[f], v), Counter())[t] += n  # one step per distinct frame kind
+        for key, kinds in by_frame.items():
+            best = min(kinds, key=lambda t: (-kinds[t], t))
+            self.mixed += sum(kinds.values()) - kinds[best]
             if best:
                 self.exec_types[key] = best
 

@@ -1,0 +1,219 @@
+"""A CallStackProfile's stack table and StackSamples decoded as columns (no step per frame or sample).
+
+The reader parses the profile with upb but keeps ``stack`` and
+``stack_sample`` entries as bytes (``schema.messages(lazy=True)``); here
+they are joined and walked together by the field walker: every Location of
+every stack at once, then every StackSample and its metadata items.
+Locations are interned by (module, address, function name) in bulk,
+names compared by content; stacks go to the builder's level-wise
+interning. Metadata deltas are replayed into the items active at each
+sample with forward fills per metadata key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from polyprof.errors import MalformedInputError
+from polyprof.model.builder import ProfileBuilder
+from polyprof.model.columns import factorize_rows, factorize_runs
+from polyprof.wire import vector as V
+
+__all__ = ["StackSamples", "stack_samples", "stack_table"]
+
+
+def _joined(entries: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
+    ends = np.cumsum(lengths)
+    return V.as_buffer(b"".join(entries)), ends - lengths, ends
+
+
+def _last(f: V.Fields, number: int, n: int, wire: int = V.VARINT) -> tuple[np.ndarray, np.ndarray]:
+    """(value, present) of the last occurrence of a scalar field per message."""
+    sel = (f.field == number) & (f.wire == wire)
+    value = np.zeros(n, dtype=np.uint64)
+    present = np.zeros(n, dtype=bool)
+    value[f.msg[sel]] = f.value[sel]
+    present[f.msg[sel]] = True
+    return value, present
+
+
+def _int32(v: np.ndarray) -> np.ndarray:
+    return (v & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
+
+
+def _zigzag(v: np.ndarray) -> np.ndarray:
+    return (v >> np.uint64(1)).astype(np.int64) ^ -(v & np.uint64(1)).astype(np.int64)
+
+
+def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx: Any,
+                fill_names: bool) -> np.ndarray:
+    """Leaf callsite of every Stack (``frame[0]`` is the leaf). ``modules``: the mapping of each
+    module index; ``ctx.bad_utf8`` counts names that are not UTF-8 (once per location, as
+    before). ``fill_names``: a nameless frame takes the name of a named frame at the same
+    module and address (how polyprof's writer shares names, see ``callstack``)."""
+    buf, starts, ends = _joined(entries)
+    f = V.walk_fields(buf, starts, ends)
+    frames = f.select(1, V.LEN)
+    n = len(frames)
+    lf = V.walk_fields(buf, frames.start, frames.start + frames.length)
+    address, _ = _last(lf, 1, n)
+    module, has_module = _last(lf, 2, n)
+    module = _int32(module)
+    bad = has_module & ((module < 0) | (module >= len(modules)))
+    if bad.any():
+        raise MalformedInputError(f"a frame refers to module {int(module[np.argmax(bad)])}, but the profile "
+                                  f"has {len(modules)}")
+    names = lf.select(3, V.LEN)
+    name_start = np.zeros(n, dtype=np.int64)
+    name_len = np.zeros(n, dtype=np.int64)
+    name_start[names.msg], name_len[names.msg] = names.start, names.length
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(name_len, out=offsets[1:])
+    name, first = factorize_runs(V.gather_runs(buf, name_start, name_len), offsets)  # 0: "" when some are nameless
+    raw = buf.tobytes()
+    module = np.where(has_module, module, -1)
+    if fill_names:
+        named = np.zeros(n, dtype=bool)
+        named[names.msg] = True  # an explicitly empty name stays empty
+        name = _filled(name, ~named, module, address)
+    key, kfirst = factorize_rows([module, address.view(np.int64), name])  # the old reader's location key
+    texts = [_decode(raw[a:a + ln]) for a, ln in zip(name_start[first].tolist(), name_len[first].tolist())]
+    fn_of_name = np.array([b.function(t) if t else -1 for t, _ in texts], dtype=np.int64)
+    ctx.bad_utf8 += int(np.array([bad for _, bad in texts], dtype=bool)[name[kfirst]].sum()) if texts else 0
+    mapping_of = np.array(modules + [-1], dtype=np.int64)
+    k_mapping, k_fn = mapping_of[module[kfirst]], fn_of_name[name[kfirst]]
+    loc, lfirst = factorize_rows([k_mapping, address[kfirst].view(np.int64), k_fn])  # equal locations, one row
+    has = k_fn[lfirst] >= 0
+    zeros = np.zeros(int(has.sum()), dtype=np.int64)
+    row0 = b.add_locations_bulk(k_mapping[lfirst], address[kfirst][lfirst], np.zeros(lfirst.size, dtype=bool),
+                                has.astype(np.int64), k_fn[lfirst][has], zeros, zeros)
+    locs = row0 + loc[key]
+    stack_offsets = np.zeros(len(entries) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(frames.msg, minlength=len(entries)), out=stack_offsets[1:])
+    return b.stacks_from_csr(locs, stack_offsets, leaf_first=True)
+
+
+def _decode(raw: bytes) -> tuple[str, bool]:
+    """A name as text, and whether it was not valid UTF-8 (then decoded with replacement)."""
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), True
+
+
+def _filled(name: np.ndarray, nameless: np.ndarray, module: np.ndarray, address: np.ndarray) -> np.ndarray:
+    """Nameless frames take the name of the first named frame at the same (module, address)."""
+    if not nameless.any() or nameless.all():
+        return name
+    place, _ = factorize_rows([module, address.view(np.int64)])
+    named = np.flatnonzero(~nameless)
+    first_named = np.full(int(place.max()) + 1, -1, dtype=np.int64)
+    first_named[place[named][::-1]] = named[::-1]  # reversed: the first one is written last
+    donor = first_named[place]
+    take = nameless & (donor >= 0)
+    out = name.copy()
+    out[take] = name[donor[take]]
+    return out
+
+
+@dataclass
+class StackSamples:
+    """StackSample fields as columns, and the metadata items (owner sample, name index, value, key)."""
+
+    stack: np.ndarray
+    time: np.ndarray
+    has_time: np.ndarray
+    continued: np.ndarray
+    backtrace: np.ndarray
+    has_backtrace: np.ndarray
+    weight: np.ndarray
+    has_weight: np.ndarray
+    count: np.ndarray
+    has_count: np.ndarray
+    items: tuple[np.ndarray, ...]  # owner, name index, value, has value, key, has key
+
+    def __len__(self) -> int:
+        return self.stack.size
+
+
+def stack_samples(entries: list[bytes]) -> StackSamples:
+    buf, starts, ends = _joined(entries)
+    n = len(entries)
+    f = V.walk_fields(buf, starts, ends)
+    col = lambda k: _last(f, k, n)  # noqa: E731
+    (stack, _), (time, has_time), (continued, _) = col(1), col(2), col(3)
+    (backtrace, has_backtrace), (weight, has_weight), (count, has_count) = col(4), col(6), col(7)
+    items = f.select(5, V.LEN)
+    m = len(items)
+    mf = V.walk_fields(buf, items.start, items.start + items.length)
+    (name, _), (value, has_value), (key, has_key) = _last(mf, 1, m), _last(mf, 2, m), _last(mf, 3, m)
+    return StackSamples(_int32(stack), _int32(time), has_time, continued != 0, _int32(backtrace), has_backtrace,
+                        weight.view(np.int64), has_weight, count.view(np.int64), has_count,
+                        (items.msg, _int32(name), _zigzag(value), has_value, _zigzag(key), has_key))
+
+
+MetadataState = list[tuple[int, "int | None", int]]  # active (name index, key or None, value)
+
+
+def metadata_states(items: tuple[np.ndarray, ...], n: int) -> tuple[np.ndarray, list[MetadataState]]:
+    """The metadata active at every sample, replayed from the deltas ``items`` (see
+    :class:`StackSamples`): a state id per sample and each state's active items. A later item
+    of a key overrides an earlier one; an item without a value removes its key."""
+    owner, name, value, has_value, key, has_key = items
+    if not owner.size:
+        return np.zeros(n, dtype=np.int64), [[]]
+    ident, ifirst = factorize_rows([name, has_key.astype(np.int64), np.where(has_key, key, 0)])
+    k = int(ident.max()) + 1
+    points, row = np.unique(owner, return_inverse=True)  # samples where something changes
+    m = points.size
+    if m * k > 1 << 24:  # too many keys for a (changes x keys) table: replay change by change
+        return _replay(items, ident, points, row.reshape(-1), n)
+    touch = np.zeros((m, k), dtype=np.int8)  # 0 untouched, 1 set, 2 removed
+    val = np.zeros((m, k), dtype=np.int64)
+    row = row.reshape(-1)
+    val[row, ident] = value  # a key's last item in a sample wins
+    touch[row, ident] = np.where(has_value, 1, 2)
+    steps = np.arange(m)
+    for j in range(k):  # carry each key's state forward to the next change
+        last = np.maximum.accumulate(np.where(touch[:, j] != 0, steps, -1))
+        val[:, j] = np.where(last >= 0, val[np.maximum(last, 0), j], 0)
+        touch[:, j] = np.where(last >= 0, touch[np.maximum(last, 0), j], 0)
+    active = touch == 1
+    sid, sfirst = factorize_rows([active[:, j].astype(np.int64) for j in range(k)] +
+                                 [np.where(active[:, j], val[:, j], 0) for j in range(k)])
+    idents = [(int(name[ifirst[j]]), int(key[ifirst[j]]) if has_key[ifirst[j]] else None) for j in range(k)]
+    states: list[MetadataState] = [[(*idents[j], int(val[r, j])) for j in np.flatnonzero(active[r]).tolist()]
+                                   for r in sfirst.tolist()]
+    at = np.searchsorted(points, np.arange(n), side="right") - 1
+    states.append([])  # before the first change
+    return np.where(at >= 0, sid[np.maximum(at, 0)], len(states) - 1), states
+
+
+def _replay(items: tuple[np.ndarray, ...], ident: np.ndarray, points: np.ndarray, row: np.ndarray,
+            n: int) -> tuple[np.ndarray, list[MetadataState]]:
+    """:func:`metadata_states` one change at a time (for profiles with very many keys)."""
+    _, name, value, has_value, key, has_key = (c.tolist() for c in items)
+    active: dict[int, tuple[int, int | None, int]] = {}
+    index: dict[tuple, int] = {}
+    states: list[MetadataState] = []
+    sid = np.zeros(points.size, dtype=np.int64)
+    bounds = np.searchsorted(row, np.arange(points.size + 1)).tolist()
+    for r in range(points.size):
+        for i in range(bounds[r], bounds[r + 1]):
+            if has_value[i]:
+                active[int(ident[i])] = (name[i], key[i] if has_key[i] else None, value[i])
+            else:
+                active.pop(int(ident[i]), None)
+        frozen = tuple(sorted(active.items()))
+        got = index.get(frozen)
+        if got is None:
+            got = index[frozen] = len(states)
+            states.append([item for _, item in frozen])
+        sid[r] = got
+    at = np.searchsorted(points, np.arange(n), side="right") - 1
+    states.append([])
+    return np.where(at >= 0, sid[np.maximum(at, 0)], len(states) - 1), states

@@ -1,0 +1,309 @@
+"""Compiled twins of the decode kernels in :mod:`polyprof.wire.vector` (numba, no compiler needed).
+
+Each function here gives exactly the result of its numpy twin (a
+differential hypothesis test checks it over random and real inputs) or
+``None`` when the input is malformed, so that the numpy twin runs and raises
+its precise error. :mod:`polyprof.wire.vector` imports this module only
+after a read has decoded enough bytes to pay for loading numba and the
+cached machine code (see ``vector._kernels``); small inputs never import it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["frame_packets", "gather_runs", "hash_runs", "le32_records", "nested_scalars", "packed_varints", "scalar_fields",
+           "walk_fields"]
+
+_OK, _BAD = 0, 1
+
+
+@njit(cache=True, nogil=True)
+def _varint(buf, p, end):  # noqa: ANN001, ANN202 - numba
+    """(value, next position); next position -1 when truncated or longer than ten bytes."""
+    value = np.uint64(0)
+    for k in range(10):
+        if p >= end:
+            return value, -1
+        b = buf[p]
+        p += 1
+        value |= np.uint64(b & 0x7F) << np.uint64(7 * k)
+        if b < 0x80:
+            return value, p
+    return value, -1
+
+
+@njit(cache=True, nogil=True)
+def _fields(buf, starts, ends, offsets, msg, field, wire, value, start, length, fill):  # noqa: ANN001, ANN202
+    """Count (``fill`` False: into ``offsets[m+1]``) or decode the fields of every message."""
+    k = 0
+    for m in range(starts.size):
+        p, end = starts[m], ends[m]
+        n = 0
+        while p < end:
+            tag, p = _varint(buf, p, end)
+            if p < 0:
+                return _BAD
+            wt = np.int64(tag & np.uint64(7))
+            number = np.int64(tag >> np.uint64(3))
+            if number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
+                return _BAD
+            val = np.uint64(0)
+            s = ln = np.int64(0)
+            if wt == 0:
+                val, p = _varint(buf, p, end)
+                if p < 0:
+                    return _BAD
+            elif wt == 2:
+                raw, p = _varint(buf, p, end)
+                if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
+                    return _BAD
+                s, ln = p, np.int64(raw)
+                p += ln
+            else:
+                width = 8 if wt == 1 else 4
+                if p + width > end:
+                    return _BAD
+                for j in range(width):
+                    val |= np.uint64(buf[p + j]) << np.uint64(8 * j)
+                p += width
+            if fill:
+                msg[k], field[k], wire[k], value[k], start[k], length[k] = m, number, wt, val, s, ln
+                k += 1
+            n += 1
+        if not fill:
+            offsets[m + 1] = offsets[m] + n
+    return _OK
+
+
+def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """(msg, field, wire, value, start, length) of every field of every message, message-major."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
+        return None
+    offsets = np.zeros(starts.size + 1, dtype=np.int64)
+    z = np.zeros(0, dtype=np.int64)
+    if _fields(buf, starts, ends, offsets, z, z, z.astype(np.int8), z.astype(np.uint64), z, z, False) != _OK:
+        return None
+    total = int(offsets[-1])
+    cols = (np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int8),
+            np.empty(total, np.uint64), np.empty(total, np.int64), np.empty(total, np.int64))
+    _fields(buf, starts, ends, offsets, *cols, True)
+    return cols
+
+
+@njit(cache=True, nogil=True)
+def _packed(b, lengths, values, counts):  # noqa: ANN001, ANN202
+    k = 0
+    p = 0
+    for i in range(lengths.size):
+        end = p + lengths[i]
+        n = 0
+        while p < end:
+            v, p = _varint(b, p, end)
+            if p < 0:
+                return _BAD
+            values[k] = v
+            k += 1
+            n += 1
+        counts[i] = n
+    return _OK
+
+
+def packed_varints(b: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Values and per-span counts of the packed varints in ``b`` (the spans' bytes end to end)."""
+    values = np.empty(int(np.count_nonzero(b < 0x80)), dtype=np.uint64)
+    counts = np.zeros(lengths.size, dtype=np.int64)
+    if _packed(b, np.ascontiguousarray(lengths, dtype=np.int64), values, counts) != _OK:
+        return None
+    return values, counts
+
+
+@njit(cache=True, nogil=True)
+def _frame(buf, pos, end, max_len, starts, ends):  # noqa: ANN001, ANN202
+    k = 0
+    while pos < end and buf[pos] == 0x0A:
+        ln, p = _varint(buf, pos + 1, end)
+        if p < 0 or ln > np.uint64(max_len) or p + np.int64(ln) > end:
+            break
+        starts[k] = p
+        pos = p + np.int64(ln)
+        ends[k] = pos
+        k += 1
+    return k, pos
+
+
+def frame_packets(buf: np.ndarray, pos: int, end: int, max_len: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Packets ``0A len payload`` from ``pos`` on, while they are complete and at most ``max_len``:
+    (payload starts, payload ends, where the run stopped)."""
+    room = max((end - pos) // 2, 0)
+    starts = np.empty(room, dtype=np.int64)
+    ends = np.empty(room, dtype=np.int64)
+    k, stop = _frame(buf, pos, end, max_len, starts, ends)
+    return starts[:k].copy(), ends[:k].copy(), int(stop)
+
+
+@njit(cache=True, nogil=True)
+def _hash(values, offsets, mix, base, out):  # noqa: ANN001, ANN202
+    for i in range(offsets.size - 1):
+        h = np.uint64(0)
+        power = np.uint64(1)
+        for k in range(offsets[i], offsets[i + 1]):
+            y = (np.uint64(values[k]) + np.uint64(1)) * mix
+            y ^= y >> np.uint64(31)
+            h += y * power
+            power *= base
+        out[i] = h
+
+
+def hash_runs(values: np.ndarray, offsets: np.ndarray, mix: np.uint64, base: np.uint64) -> np.ndarray:
+    out = np.empty(offsets.size - 1, dtype=np.uint64)
+    _hash(values, offsets, mix, base, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _gather(values, starts, lengths, out):  # noqa: ANN001, ANN202
+    k = 0
+    for i in range(starts.size):
+        s = starts[i]
+        for j in range(lengths[i]):
+            out[k] = values[s + j]
+            k += 1
+
+
+def gather_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    out = np.empty(int(lengths.sum()), dtype=values.dtype)
+    _gather(np.ascontiguousarray(values), starts, lengths, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _le32(buf, pos, end, starts, ends):  # noqa: ANN001, ANN202
+    k = 0
+    while pos + 4 <= end:
+        size = np.int64(buf[pos]) | (np.int64(buf[pos + 1]) << 8) | (np.int64(buf[pos + 2]) << 16) | \
+            (np.int64(buf[pos + 3]) << 24)
+        if size == 0 or pos + 4 + size > end:
+            break
+        starts[k] = pos + 4
+        pos += 4 + size
+        ends[k] = pos
+        k += 1
+    return k, pos
+
+
+def le32_records(buf: np.ndarray, pos: int, end: int) -> tuple[np.ndarray, np.ndarray, int]:
+    room = max((end - pos) // 5, 0)
+    starts = np.empty(room, dtype=np.int64)
+    ends = np.empty(room, dtype=np.int64)
+    k, stop = _le32(buf, pos, end, starts, ends)
+    return starts[:k].copy(), ends[:k].copy(), int(stop)
+
+
+@njit(cache=True, nogil=True)
+def _scalars_one(buf, p, end, slot, values, present, row):  # noqa: ANN001, ANN202
+    """The wanted varint fields of the message ``buf[p:end]`` into ``values[row]``."""
+    while p < end:
+        tag, p = _varint(buf, p, end)
+        if p < 0:
+            return _BAD
+        wt = np.int64(tag & np.uint64(7))
+        number = np.int64(tag >> np.uint64(3))
+        if number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
+            return _BAD
+        if wt == 0:
+            val, p = _varint(buf, p, end)
+            if p < 0:
+                return _BAD
+            if number < slot.size and slot[number] >= 0:
+                values[row, slot[number]] = val
+                present[row, slot[number]] = True
+        elif wt == 2:
+            raw, p = _varint(buf, p, end)
+            if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
+                return _BAD
+            p += np.int64(raw)
+        else:
+            p += 8 if wt == 1 else 4
+            if p > end:
+                return _BAD
+    return _OK
+
+
+@njit(cache=True, nogil=True)
+def _scalars(buf, starts, ends, slot, values, present):  # noqa: ANN001, ANN202
+    for m in range(starts.size):
+        if _scalars_one(buf, starts[m], ends[m], slot, values, present, m) != _OK:
+            return _BAD
+    return _OK
+
+
+def scalar_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                  numbers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray] | None:
+    if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
+        return None
+    slot = np.full(max(numbers) + 1, -1, dtype=np.int64)
+    slot[list(numbers)] = np.arange(len(numbers))
+    values = np.zeros((starts.size, len(numbers)), dtype=np.uint64)
+    present = np.zeros((starts.size, len(numbers)), dtype=bool)
+    if _scalars(buf, starts, ends, slot, values, present) != _OK:
+        return None
+    return values, present
+
+
+@njit(cache=True, nogil=True)
+def _nested(buf, starts, ends, field, slot, counts, values, present, fill):  # noqa: ANN001, ANN202
+    k = 0
+    for m in range(starts.size):
+        p, end = starts[m], ends[m]
+        n = 0
+        while p < end:
+            tag, p = _varint(buf, p, end)
+            if p < 0:
+                return _BAD
+            wt = np.int64(tag & np.uint64(7))
+            number = np.int64(tag >> np.uint64(3))
+            if number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
+                return _BAD
+            if wt == 0:
+                _, p = _varint(buf, p, end)
+                if p < 0:
+                    return _BAD
+            elif wt == 2:
+                raw, p = _varint(buf, p, end)
+                if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
+                    return _BAD
+                if number == field:
+                    if fill and _scalars_one(buf, p, p + np.int64(raw), slot, values, present, k) != _OK:
+                        return _BAD
+                    k += 1
+                    n += 1
+                p += np.int64(raw)
+            else:
+                p += 8 if wt == 1 else 4
+                if p > end:
+                    return _BAD
+        counts[m] = n
+    return _OK
+
+
+def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
+                   numbers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
+        return None
+    slot = np.full(max(numbers) + 1, -1, dtype=np.int64)
+    slot[list(numbers)] = np.arange(len(numbers))
+    counts = np.zeros(starts.size, dtype=np.int64)
+    none_v = np.zeros((0, len(numbers)), dtype=np.uint64)
+    none_p = np.zeros((0, len(numbers)), dtype=bool)
+    if _nested(buf, starts, ends, field, slot, counts, none_v, none_p, False) != _OK:
+        return None
+    total = int(counts.sum())
+    values = np.zeros((total, len(numbers)), dtype=np.uint64)
+    present = np.zeros((total, len(numbers)), dtype=bool)
+    if _nested(buf, starts, ends, field, slot, counts, values, present, True) != _OK:
+        return None
+    return counts, values, present

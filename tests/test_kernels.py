@@ -1,0 +1,240 @@
+"""The compiled decode kernels (numba) give exactly the numpy kernels' results.
+
+Random messages (valid and damaged) go through both forms of every kernel
+in ``wire.vector``; real files of every format are read with
+``POLYPROF_KERNELS=numpy`` and ``=compiled`` and their canonical dumps
+compared. Without numba the compiled side is skipped, visibly.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import PEER, REPO
+from polyprof.errors import MalformedInputError
+from polyprof.wire import vector as V
+
+compiled = pytest.importorskip("polyprof.wire._compiled", reason="numba is not installed: no compiled kernels")
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+field = st.one_of(
+    st.tuples(st.integers(1, 40), st.just(0), st.integers(0, 2**64 - 1)),  # varint
+    st.tuples(st.integers(1, 40), st.just(2), st.binary(max_size=12)),  # LEN
+    st.tuples(st.integers(1, 40), st.just(1), st.integers(0, 2**64 - 1)),  # fixed64
+    st.tuples(st.integers(1, 40), st.just(5), st.integers(0, 2**32 - 1)),  # fixed32
+)
+
+
+def _encode(fields: list) -> bytes:
+    out = bytearray()
+    for number, wire, value in fields:
+        out += _varint(number << 3 | wire)
+        if wire == 0:
+            out += _varint(value)
+        elif wire == 2:
+            out += _varint(len(value)) + value
+        else:
+            out += value.to_bytes(8 if wire == 1 else 4, "little")
+    return bytes(out)
+
+
+messages = st.lists(st.lists(field, max_size=8), min_size=1, max_size=12)
+
+
+def _spans(bodies: list[bytes], damage: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    data = bytearray(b"\x00".join(bodies))  # a gap byte between messages: spans, not one run
+    if damage is not None and data:
+        data[damage % len(data)] ^= 0xFF
+    lengths = np.array([len(b) for b in bodies], dtype=np.int64)
+    starts = np.cumsum(lengths + 1) - lengths - 1
+    return np.frombuffer(bytes(data), dtype=np.uint8), starts, starts + lengths
+
+
+def _same(a, b) -> None:  # noqa: ANN001
+    a = a if isinstance(a, tuple) else (a,)
+    b = b if isinstance(b, tuple) else (b,)
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert np.array_equal(np.asarray(x), np.asarray(y))
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages, st.one_of(st.none(), st.integers(0, 10_000)))
+def test_field_walker_twins_agree(msgs, damage):
+    buf, starts, ends = _spans([_encode(m) for m in msgs], damage)
+    try:
+        expected = _numpy_only(V.walk_fields, buf, starts, ends)
+    except MalformedInputError as exc:
+        expected = exc
+    got = compiled.walk_fields(buf, starts, ends)
+    if isinstance(expected, MalformedInputError):
+        assert got is None  # the compiled walker declines; numpy then raises its precise error
+        return
+    cols = ("msg", "field", "wire", "value", "start", "length")
+    _same(tuple(getattr(expected, c) for c in cols), got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages, st.lists(st.integers(1, 40), min_size=1, max_size=4, unique=True))
+def test_scalar_twins_agree(msgs, numbers):
+    buf, starts, ends = _spans([_encode(m) for m in msgs])
+    numbers = tuple(numbers)
+    f = V.walk_fields(buf, starts, ends)
+    values, present = compiled.scalar_fields(buf, starts, ends, numbers)
+    for j, number in enumerate(numbers):
+        col = np.zeros(starts.size, dtype=np.uint64)
+        sel = (f.field == number) & (f.wire == V.VARINT)
+        col[f.msg[sel]] = f.value[sel]
+        assert np.array_equal(values[:, j], col)
+        assert np.array_equal(present[:, j], np.isin(np.arange(starts.size), f.msg[sel]))
+    outer = [_encode([(3, 2, _encode(m))] * 2 + [(1, 0, 7)]) for m in msgs]
+    buf, starts, ends = _spans(outer)
+    got = compiled.nested_scalars(buf, starts, ends, 3, numbers)
+    sub = V.walk_fields(buf, starts, ends).select(3, V.LEN)
+    want = _numpy_scalars(buf, sub.start, sub.start + sub.length, numbers)
+    _same((np.bincount(sub.msg, minlength=starts.size), *want), got)
+
+
+def _numpy_scalars(buf, starts, ends, numbers):  # noqa: ANN001, ANN202
+    f = V.walk_fields(buf, starts, ends)
+    values = np.zeros((starts.size, len(numbers)), dtype=np.uint64)
+    present = np.zeros((starts.size, len(numbers)), dtype=bool)
+    for j, number in enumerate(numbers):
+        sel = (f.field == number) & (f.wire == V.VARINT)
+        values[f.msg[sel], j] = f.value[sel]
+        present[f.msg[sel], j] = True
+    return values, present
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**64 - 1), max_size=6), min_size=1, max_size=10))
+def test_packed_varint_twins_agree(spans):
+    bodies = [b"".join(_varint(v) for v in span) for span in spans]
+    buf, starts, ends = _spans(bodies)
+    b = V.gather_spans(buf, starts, ends - starts)
+    got = compiled.packed_varints(b, ends - starts)
+    assert got is not None
+    _same((np.array([v for span in spans for v in span], dtype=np.uint64),
+           np.array([len(s) for s in spans])), got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 10**6), min_size=1, max_size=20), min_size=1, max_size=30))
+def test_run_hash_and_gather_twins_agree(runs):
+    values = np.array([v for r in runs for v in r], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in runs])]).astype(np.int64)
+    lengths = np.diff(offsets).astype(np.int64)
+    assert np.array_equal(compiled.hash_runs(values, offsets, V._HASH_MIX, V._HASH_BASE),
+                          _numpy_hash(values, offsets))
+    assert np.array_equal(compiled.gather_runs(values, offsets[:-1][::-1].copy(), lengths[::-1].copy()),
+                          values[V.ranges(offsets[:-1][::-1], lengths[::-1])])
+
+
+def _numpy_hash(values, offsets):  # noqa: ANN001, ANN202
+    lengths = np.diff(offsets)
+    place = np.arange(values.size) - np.repeat(offsets[:-1], lengths)
+    x = (values.astype(np.uint64) + np.uint64(1)) * V._HASH_MIX
+    x ^= x >> np.uint64(31)
+    powers = np.full(max(int(lengths.max()), 1), V._HASH_BASE, dtype=np.uint64)
+    powers[0] = 1
+    return np.add.reduceat(x * np.multiply.accumulate(powers)[place], offsets[:-1])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.binary(min_size=0, max_size=300), max_size=20), st.integers(0, 3))
+def test_record_framing_twins_agree(bodies, cut):
+    packets = b"".join(b"\x0a" + _varint(len(b)) + b for b in bodies)
+    buf = np.frombuffer(packets[:len(packets) - cut], dtype=np.uint8)
+    starts, ends, stop = compiled.frame_packets(buf, 0, buf.size, 1 << 28)
+    want_s, want_e, want_stop = _numpy_only(V.tagged_records, buf, 0, buf.size, 1 << 28)
+    _same((want_s, want_e, want_stop), (starts, ends, stop))
+    sized = b"".join(len(b"\x0a" + b).to_bytes(4, "little") + b"\x0a" + b for b in bodies) + b"\0\0\0\0"
+    buf = np.frombuffer(sized, dtype=np.uint8)
+    got = compiled.le32_records(buf, 0, buf.size)
+    want = _numpy_only(V.le32_records, buf, 0, buf.size, b"\x0a")
+    _same(want, got)
+
+
+def _numpy_only(kernel, *args):  # noqa: ANN001, ANN202
+    saved = V._compiled
+    V._compiled = False
+    try:
+        return kernel(*args)
+    finally:
+        V._compiled = saved
+
+
+_DUMP = """
+import sys
+from polyprof.api import read_all
+from polyprof.model.dump import dump
+for path in sys.argv[1:]:
+    try:
+        print("\\n".join(dump(p) for p in read_all(path)))
+    except Exception as exc:
+        print("ERROR", type(exc).__name__, exc)
+"""
+
+
+def _real_inputs() -> list[Path]:
+    picks = ["google__perfetto/diff_tests_binary", "generated/simpleperf", "jbeich__platform_system_extras"]
+    files = [p for d in picks for p in sorted((PEER / d).rglob("*")) if p.is_file() and p.stat().st_size < 8e6]
+    return files[:: max(1, len(files) // 60)]
+
+
+@pytest.mark.slow
+def test_real_files_read_the_same_with_both_kernels(peer, tmp_path):
+    """Perfetto traces, simpleperf recordings, and pprof/Chromium files converted from peer profiles."""
+    import polyprof
+
+    files = [str(p) for p in _real_inputs()]
+    for src in sorted(peer.rglob("*.pb.gz"))[:12]:
+        try:
+            profile = polyprof.read(src)
+        except polyprof.PolyprofError:
+            continue
+        for fmt in ("chromium", "perfetto", "simpleperf"):
+            out = tmp_path / f"{src.name}.{fmt}"
+            polyprof.write(profile, out, format=fmt)
+            files.append(str(out))
+    runs = {}
+    for mode in ("numpy", "compiled"):
+        runs[mode] = subprocess.run([sys.executable, "-c", _DUMP, *files], capture_output=True, text=True,
+                                    env={"POLYPROF_KERNELS": mode, "PYTHONPATH": str(REPO / "src"),
+                                         "PATH": "/usr/bin:/bin"}, check=True).stdout
+    assert runs["numpy"].count("polyprof-dump") > 50
+    assert runs["numpy"] == runs["compiled"]
+
+
+def test_small_inputs_do_not_load_the_compiled_kernels(tmp_path):
+    """numba's import (~0.5 s) is paid only by reads large enough to win it back."""
+    import polyprof
+
+    demo = REPO / "examples" / "demo.pb.gz"
+    files = [str(demo)]
+    for fmt in ("chromium", "perfetto", "simpleperf"):
+        out = tmp_path / f"demo.{fmt}"
+        polyprof.write(polyprof.read(demo), out, format=fmt)
+        files.append(str(out))
+    code = ("import sys; from polyprof.cli.main import main\n"
+            "for f in sys.argv[1:]: main(['top', f, '--nodecount', '3'])\n"
+            "print('numba loaded:', 'numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, *files], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"}).stdout
+    assert out.count("flat%") == 4 and out.strip().endswith("numba loaded: False")
