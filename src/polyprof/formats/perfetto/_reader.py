@@ -12,13 +12,13 @@ together, each with the snapshot of its sequence at its position (so it
 sees the interned data and defaults in effect there). Memory holds the
 interned tables, the catalog, the decoded sample columns and heap-dump
 aggregates, never the trace itself. A gzip file is inflated as it streams,
-under the ``max_inflate`` limit.
+by the bounded ``Source.stream()`` (``max_inflate`` and the ratio limit).
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -29,13 +29,13 @@ from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._catalog import Catalog, build_id_text
 from polyprof.formats.perfetto._chrome import AllocCollector, ChromeCollector
 from polyprof.formats.perfetto._clock import Clocks
-from polyprof.formats.perfetto._framing import Chunk, GunzipStream, chunks, frame_all, inflate_bundle
+from polyprof.formats.perfetto._framing import Chunk, chunks, frame_all, inflate_bundle
 from polyprof.formats.perfetto._flat import Flat, decode_flat
 from polyprof.formats.perfetto._heap import HeapCollector
 from polyprof.formats.perfetto._perf import PerfCollector, columns_flat, columns_generic, merge_columns
 from polyprof.formats.perfetto._sequence import Generation, Resolver, Sequence, Stats, text
 from polyprof.formats.perfetto._stack import StackSampleCollector
-from polyprof.formats.source import GZIP_MAGIC, Source
+from polyprof.formats.source import Source
 from polyprof.model.profile import Profile
 from polyprof.wire import vector as V
 
@@ -114,7 +114,7 @@ class TraceReader:
     # ---------------------------------------------------------------- reading
 
     def read(self, source: Source) -> list[Profile]:
-        stream = self._open(source)
+        stream = source.stream()  # gzip inflated on the fly, bounded (one gzip path)
         try:
             for chunk in chunks(stream):
                 self.chunk(chunk, 0)
@@ -125,17 +125,6 @@ class TraceReader:
         from polyprof.formats.perfetto._build import build_profiles
 
         return build_profiles(self)
-
-    def _open(self, source: Source) -> BinaryIO:
-        """The trace as a stream: a gzip file inflated on the fly (bounded), else the Source's stream."""
-        if source.path is not None and source.raw is None:
-            fh = source.open_raw()  # raises the right InputError; reports progress
-            if fh.read(2) == GZIP_MAGIC:
-                fh.seek(0)
-                return GunzipStream(fh, self.options.max_inflate)
-            fh.seek(0)
-            return fh
-        return source.stream()
 
     def chunk(self, ch: Chunk, depth: int) -> None:
         n = ch.starts.size
@@ -253,7 +242,12 @@ class TraceReader:
             if not pkt.HasField("perf_sample"):  # perf samples are counted by the sample path
                 self.stats["packets skipped: incremental state invalid (lost data before them)"] += 1
             return
-        self._payload(pkt, s, ch.base + start, depth)
+        try:
+            self._payload(pkt, s, ch.base + start, depth)
+        except MalformedInputError as exc:  # checks deep in a payload know the field, not the place
+            if exc.offset is None:
+                exc.offset = ch.base + start
+            raise
 
     def _payload(self, pkt: Any, s: Sequence, offset: int, depth: int) -> None:
         if pkt.HasField("compressed_packets"):
@@ -292,9 +286,17 @@ class TraceReader:
     def _bundle(self, data: bytes, offset: int, depth: int) -> None:
         if depth >= _MAX_NESTING:
             raise MalformedInputError("compressed packets nested too deeply", offset=offset)
-        inner = inflate_bundle(data, self.inflate_budget)
+        inner = inflate_bundle(data, self.inflate_budget, self.options.limits)
         self.inflate_budget -= len(inner)
-        self.chunk(frame_all(inner, 0), depth + 1)
+        self._inner(inner, offset, depth, "compressed_packets")
+
+    def _inner(self, inner: bytes, offset: int, depth: int, what: str) -> None:
+        """Read the packets of an inflated bundle; errors say where the bundle is."""
+        try:
+            self.chunk(frame_all(inner, 0), depth + 1)
+        except MalformedInputError as exc:
+            at = "" if exc.offset is None else f" at byte {exc.offset} of its inflated data"
+            raise MalformedInputError(f"in the {what} bundle{at}: {exc.message}", offset=offset) from None
 
     def _zstd(self, data: bytes, offset: int, depth: int) -> None:
         try:
@@ -303,11 +305,12 @@ class TraceReader:
             self.stats["zstd-compressed bundles skipped (install the 'zstandard' module to read them)"] += 1
             return
         try:
-            inner = zstandard.ZstdDecompressor().decompress(data, max_output_size=self.inflate_budget)
+            cap = self.options.limits.inflate_cap(len(data), self.inflate_budget)
+            inner = zstandard.ZstdDecompressor().decompress(data, max_output_size=cap)
         except zstandard.ZstdError as exc:
             raise MalformedInputError(f"corrupt zstd_compressed_packets bundle ({exc})", offset=offset) from None
         self.inflate_budget -= len(inner)
-        self.chunk(frame_all(inner, 0), depth + 1)
+        self._inner(inner, offset, depth, "zstd_compressed_packets")
 
     def _process_tree(self, tree: Any) -> None:
         for p in tree.processes:
