@@ -23,8 +23,6 @@ from polyprof.errors import MalformedInputError
 __all__ = ["Fields", "as_buffer", "gather_spans", "packed_varints", "ranges", "read_varints", "repeated_varints",
            "scalar_column", "span_column", "walk_fields", "as_int64"]
 
-_SHIFTS = (7 * np.arange(10)).astype(np.uint64)
-_STEPS = np.arange(10, dtype=np.int64)
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
 
@@ -51,22 +49,24 @@ def read_varints(buf: np.ndarray, pos: np.ndarray, limit: np.ndarray) -> tuple[n
     vals[:] = first
     if multi.size == 0:
         return vals, nxt
-    p = pos[multi]
-    lim = limit[multi]
-    idx = p[:, None] + _STEPS
-    inside = idx < lim[:, None]
-    b = np.where(inside, buf[np.minimum(idx, buf.size - 1)], 0x80).astype(np.uint64)
-    term = b < 0x80
-    has_term = term.any(axis=1)
-    length = term.argmax(axis=1)
-    if not has_term.all():
-        bad = np.argmin(has_term)
-        _fail("truncated or over-long varint", p[bad])
-    keep = _STEPS[None, :] <= length[:, None]
-    parts = np.where(keep, (b & np.uint64(0x7F)) << _SHIFTS, np.uint64(0))
-    vals[multi] = np.bitwise_or.reduce(parts, axis=1)
-    nxt[multi] = p + length + 1
-    return vals, nxt
+    # Continue only the varints still going, one byte position at a time
+    # (most are short, so this touches each byte once).
+    vals[multi] &= np.uint64(0x7F)
+    going = multi
+    for k in range(1, 10):
+        at = pos[going] + k
+        out = at >= limit[going]
+        if out.any():
+            _fail("truncated varint", pos[going[np.argmax(out)]])
+        byte = buf[at]
+        vals[going] |= (byte & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        more = byte >= 0x80
+        nxt[going[~more]] = at[~more] + 1
+        going = going[more]
+        if not going.size:
+            return vals, nxt
+    _fail("over-long varint (more than 10 bytes)", pos[going[0]])
+    raise AssertionError("unreachable")
 
 
 def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -177,72 +177,196 @@ def _fixed(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     return np.ascontiguousarray(raw).view(dtype).reshape(-1).astype(np.uint64)
 
 
+#: Fields decoded in lockstep before the messages still going are handed to
+#: :func:`_field_starts` (few long messages: one numpy step per field would be slow).
+_LOCKSTEP = 64
+_LOCKSTEP_MANY = 1024  # ... unless this many messages are still going; then after this many steps
+_WINDOW = 1 << 20  # bytes examined at once by _field_starts (bounds its memory)
+
+
+def _decode_one(buf: np.ndarray, pos: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Decode the field starting at each ``pos`` (ending before ``end``).
+
+    Returns (field, wire, value, start, length, next position); raises
+    MalformedInputError at the first bad tag, truncation or overrun.
+    """
+    if (pos >= end).any():
+        _fail("truncated field tag", pos[np.argmax(pos >= end)])
+    tag_at = pos
+    first = buf[pos]
+    if (first < 0x80).all():  # the usual case: field numbers below 16
+        tag, pos = first.astype(np.uint64), pos + 1
+    else:
+        tag, pos = read_varints(buf, pos, end)
+    wire = (tag & np.uint64(7)).astype(np.int8)
+    field = (tag >> np.uint64(3)).astype(np.int64)
+    value = np.zeros(pos.size, dtype=np.uint64)
+    start = np.zeros(pos.size, dtype=np.int64)
+    length = np.zeros(pos.size, dtype=np.int64)
+    bad = ~np.isin(wire, (VARINT, I64, LEN, I32)) | (field == 0)
+    if bad.any():
+        _fail(f"invalid field tag (field {int(field[np.argmax(bad)])}, wire type {int(wire[np.argmax(bad)])})",
+              tag_at[np.argmax(bad)])
+    for wt in (VARINT, LEN, I64, I32):
+        sel = np.nonzero(wire == wt)[0]
+        if not sel.size:
+            continue
+        p = pos[sel]
+        if wt == VARINT:
+            value[sel], pos[sel] = read_varints(buf, p, end[sel])
+        elif wt == LEN:
+            ln, p2 = read_varints(buf, p, end[sel])
+            over = (ln > np.uint64(1 << 62)) | (p2 + np.minimum(ln, np.uint64(1 << 62)).astype(np.int64) > end[sel])
+            if over.any():
+                i = int(np.argmax(over))
+                _fail(f"length {int(ln[i])} of field {int(field[sel][i])} runs past the end of its message "
+                      f"({int(end[sel][i] - p2[i])} bytes left)", p[i])
+            ln = ln.astype(np.int64)
+            start[sel], length[sel], pos[sel] = p2, ln, p2 + ln
+        else:
+            width = 8 if wt == I64 else 4
+            over = p + width > end[sel]
+            if over.any():
+                _fail(f"truncated fixed-width field {int(field[sel][np.argmax(over)])}", p[np.argmax(over)])
+            value[sel] = _fixed(buf, p, width)
+            pos[sel] = p + width
+    return field, wire, value, start, length, pos
+
+
 def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
-    """Decode the top-level fields of every message ``buf[starts[i]:ends[i]]``."""
+    """Decode the top-level fields of every message ``buf[starts[i]:ends[i]]``.
+
+    The k-th fields of all messages are decoded together, one numpy step per
+    k; messages still going after many steps (a sample with a million
+    unpacked ids) have all their field positions found at once by
+    :func:`_field_starts`, so time stays linear in the bytes.
+    """
     starts = starts.astype(np.int64)
     ends = ends.astype(np.int64)
     msg = np.arange(starts.size, dtype=np.int64)
     pos = starts.copy()
     live = pos < ends
     msg, pos = msg[live], pos[live]
-    out: list[tuple[np.ndarray, ...]] = []
+    out: list[tuple[np.ndarray, ...]] = []  # (msg, field, wire, value, start, length, rank)
+    step = 0
     while msg.size:
+        if step >= _LOCKSTEP_MANY or (step >= _LOCKSTEP and msg.size <= _LOCKSTEP_MANY):
+            out.append(_tail(buf, msg, pos, ends[msg], step))
+            break
         end = ends[msg]
-        if (pos >= end).any():
-            _fail("truncated field tag", pos[np.argmax(pos >= end)])
-        first = buf[pos]
-        if (first < 0x80).all():  # the usual case: field numbers below 16
-            tag, pos = first.astype(np.uint64), pos + 1
-        else:
-            tag, pos = read_varints(buf, pos, end)
-        wire = (tag & np.uint64(7)).astype(np.int8)
-        field = (tag >> np.uint64(3)).astype(np.int64)
-        value = np.zeros(msg.size, dtype=np.uint64)
-        start = np.zeros(msg.size, dtype=np.int64)
-        length = np.zeros(msg.size, dtype=np.int64)
-        bad = ~np.isin(wire, (VARINT, I64, LEN, I32)) | (field == 0)
-        if bad.any():
-            _fail(f"invalid field tag (wire type {int(wire[np.argmax(bad)])})", pos[np.argmax(bad)])
-        for wt, handler in ((VARINT, None), (LEN, None), (I64, 8), (I32, 4)):
-            sel = np.nonzero(wire == wt)[0]
-            if not sel.size:
-                continue
-            p = pos[sel]
-            if wt == VARINT:
-                value[sel], pos[sel] = read_varints(buf, p, end[sel])
-            elif wt == LEN:
-                ln, p2 = read_varints(buf, p, end[sel])
-                ln = ln.astype(np.int64)
-                over = (ln < 0) | (p2 + ln > end[sel])
-                if over.any():
-                    _fail("length runs past the end of its message", p[np.argmax(over)])
-                start[sel], length[sel], pos[sel] = p2, ln, p2 + ln
-            else:
-                width = handler
-                over = p + width > end[sel]
-                if over.any():
-                    _fail("truncated fixed-width field", p[np.argmax(over)])
-                value[sel] = _fixed(buf, p, width)
-                pos[sel] = p + width
-        out.append((msg, field, wire, value, start, length))
+        *cols, pos = _decode_one(buf, pos, end)
+        out.append((msg, *cols, np.full(msg.size, step, dtype=np.int64)))
         live = pos < end
         msg, pos = msg[live], pos[live]
+        step += 1
     if not out:
         z = np.zeros(0, dtype=np.int64)
         return Fields(z, z, z.astype(np.int8), z.astype(np.uint64), z, z)
-    # Step k visited the k-th field of every message still going, so message m
-    # took part in steps 0 .. count[m]-1: its k-th field goes to offset[m] + k.
+    # A record of rank k of message m goes to offset[m] + k: records stay
+    # message-major and in wire order within a message.
     count = np.zeros(starts.size, dtype=np.int64)
-    for step in out:
-        count[step[0]] += 1
+    for part in out:
+        count += np.bincount(part[0], minlength=starts.size)
     offset = np.cumsum(count) - count
     total = int(count.sum())
-    cols = [np.empty(total, dtype=c.dtype) for c in out[0]]
-    for k, step in enumerate(out):
-        at = offset[step[0]] + k
-        for col, part in zip(cols, step):
-            col[at] = part
+    cols = [np.empty(total, dtype=c.dtype) for c in out[0][:6]]
+    for part in out:
+        at = offset[part[0]] + part[6]
+        for col, values in zip(cols, part[:6]):
+            col[at] = values
     return Fields(*cols)
+
+
+def _tail(buf: np.ndarray, msg: np.ndarray, pos: np.ndarray, end: np.ndarray, step: int) -> tuple[np.ndarray, ...]:
+    """The remaining fields of messages ``msg`` (now at ``pos``), ranked from ``step``."""
+    order = np.argsort(pos, kind="stable")
+    msg, pos, end = msg[order], pos[order], end[order]
+    if msg.size > 1 and (pos[1:] < end[:-1]).any():  # overlapping spans: one message at a time
+        parts = [_tail(buf, msg[i:i + 1], pos[i:i + 1], end[i:i + 1], step) for i in range(msg.size)]
+        return tuple(np.concatenate(c) for c in zip(*parts))
+    at = _field_starts(buf, pos, end)
+    owner = np.searchsorted(pos, at, side="right") - 1
+    field, wire, value, start, length, _ = _decode_one(buf, at, end[owner])
+    rank = np.arange(at.size, dtype=np.int64) - np.searchsorted(at, pos)[owner] + step
+    return msg[owner], field, wire, value, start, length, rank
+
+
+def _next_field(buf: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """For every position p in [lo, hi): where the field after one starting at p
+    would start (-1 where no valid field can start at p)."""
+    stop = min(hi + 32, buf.size)
+    b = buf[lo:stop]
+    n = stop - lo
+    idx = np.arange(n, dtype=np.int64)
+    # Length of the varint at every position: distance to the next byte < 0x80.
+    term = np.where(b < 0x80, idx, n + 64)
+    term = np.minimum.accumulate(term[::-1])[::-1]
+    vlen = term - idx + 1
+    w = hi - lo
+    tag_len = vlen[:w]
+    wire = b[:w] & 7
+    q = idx[:w] + tag_len  # where the payload starts (relative)
+    qc = np.minimum(q, n - 1)
+    nxt = np.full(w, -1, dtype=np.int64)
+    ok = (tag_len <= 10) & ~((tag_len == 1) & (b[:w] < 8)) & (q < n)
+    sel = ok & (wire == VARINT) & (vlen[qc] <= 10)
+    nxt[sel] = q[sel] + vlen[qc[sel]]
+    sel = ok & (wire == I64)
+    nxt[sel] = q[sel] + 8
+    sel = ok & (wire == I32)
+    nxt[sel] = q[sel] + 4
+    sel = np.flatnonzero(ok & (wire == LEN) & (vlen[qc] <= 10))
+    if sel.size:
+        at = q[sel] + lo
+        ln, after = read_varints(buf, at, np.full(sel.size, stop, dtype=np.int64))
+        nxt[sel] = after - lo + np.minimum(ln, np.uint64(1 << 40)).astype(np.int64)
+    return np.where(nxt >= 0, nxt + lo, -1)
+
+
+def _field_starts(buf: np.ndarray, pos: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Start of every field of the messages ``[pos[i], end[i])`` (sorted, disjoint), sorted.
+
+    Each position's successor (where the next field would start if one
+    started there) is computed for a window of bytes at once; the chains
+    from the messages' first fields are then followed by pointer doubling,
+    so a million-field message costs about twenty numpy passes over its
+    bytes. A field that is invalid or runs past its message ends its chain
+    (it is kept, so the decoder reports it).
+    """
+    found = []
+    heads, head_end = pos.copy(), end.copy()
+    while heads.size:
+        lo = int(heads.min())
+        hi = min(lo + _WINDOW, int(buf.size))
+        now = heads < hi
+        h, e = heads[now] - lo, head_end[now]
+        nxt = _next_field(buf, lo, hi)
+        # Each window position knows the end of the message it lies in.
+        region = np.searchsorted(heads[now], np.arange(lo, hi), side="right") - 1
+        limit = np.minimum(e[np.maximum(region, 0)], hi)
+        jump = np.arange(hi - lo, dtype=np.int64)
+        go = (nxt >= 0) & (nxt < limit) & (region >= 0)
+        jump[go] = nxt[go] - lo
+        on = np.zeros(hi - lo, dtype=bool)
+        on[h] = True
+        members = h.astype(np.int64)
+        while True:
+            targets = jump[members]
+            new = targets[~on[targets]]
+            if not new.size:
+                break
+            on[new] = True
+            members = np.concatenate([members, new])
+            jump = jump[jump]
+        found.append(np.flatnonzero(on) + lo)
+        last = jump[h] + lo
+        after = nxt[last - lo]
+        more = (after >= hi) & (after < e) & (nxt[last - lo] >= 0)
+        heads = np.concatenate([heads[~now], after[more]])
+        head_end = np.concatenate([head_end[~now], e[more]])
+        order = np.argsort(heads, kind="stable")
+        heads, head_end = heads[order], head_end[order]
+    return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
 
 
 def repeated_varints(buf: np.ndarray, fields: Fields, n_msgs: int) -> tuple[np.ndarray, np.ndarray]:
