@@ -45,6 +45,7 @@ from polyprof.errors import MalformedInputError, UnsupportedFeatureError
 from polyprof.formats.chromium import names as N
 from polyprof.formats.chromium import schema as S
 from polyprof.formats.chromium.shape import CALLSTACK, SAMPLED, UMA, decode_base64, detect, is_base64
+from polyprof.formats.limits import check_int64
 from polyprof.formats.options import ReadOptions
 from polyprof.formats.source import Source
 from polyprof.model.builder import ProfileBuilder
@@ -330,8 +331,12 @@ class _CallStack:
         labels = p.extras.setdefault("profile_labels", {})
         labels.update({k: v for k, v in items.items() if v is not None})
 
-    def _values(self, count: int, weight: int) -> tuple[int, int]:
-        return (count, weight) if self.heap else (count, count * self.b.meta.period)
+    def _values(self, count: int, weight: int, where: str = "a sample") -> tuple[int, int]:
+        if self.heap:
+            return count, weight
+        period = self.b.meta.period
+        check_int64(f"{where}: count {count} x sampling period {period} ns", count * period)
+        return count, count * period
 
     def _stack_samples(self, names: _Metadata) -> None:
         csp, b = self.csp, self.b
@@ -354,14 +359,14 @@ class _CallStack:
                 labels.append(Label("async_backtrace", str=backtraces[s.async_backtrace_index]))
             count = s.count if s.HasField("count") else 1
             weight = s.weight if s.HasField("weight") else 1
-            b.add_sample(stacks[s.stack_index], self._values(count, weight), labels=labels,
+            b.add_sample(stacks[s.stack_index], self._values(count, weight, f"stack sample {i}"), labels=labels,
                          time=s.sample_time_offset_ms * MS if timed else None)
 
     def _deprecated_samples(self) -> None:
         b = self.b
         phases: list[str] = []
         no_count = 0
-        for s in self.csp.DEPRECATED_sample:
+        for i, s in enumerate(self.csp.DEPRECATED_sample):
             stack = b.stack([self.location(f) for f in s.frame])
             for ph in s.process_phase:
                 name = S.enum_name(S.PROCESS_PHASES, ph)
@@ -371,6 +376,6 @@ class _CallStack:
             if not s.HasField("count"):
                 no_count += 1
             count = s.count if s.HasField("count") else 1
-            b.add_sample(stack, self._values(count, 1), labels=labels)
+            b.add_sample(stack, self._values(count, 1, f"deprecated sample {i}"), labels=labels)
         if no_count:
             b.meta.warnings.append(f"{no_count} deprecated Sample(s) had no count; taken as 1")

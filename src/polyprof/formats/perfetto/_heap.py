@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from polyprof.formats.limits import check_int64
 from polyprof.formats.perfetto._clock import wrap64
 from polyprof.formats.perfetto._sequence import Generation, Sequence, text
 
@@ -83,6 +84,7 @@ class HeapCollector:
         _take_tables(st.tables, pp)
         wanted, wanted_heap = self.r.options.pid, self.r.options.heap
         for d in pp.process_dumps:
+            check_int64("ProcessHeapSamples.pid", d.pid)
             heap = text(d.heap_name, self.r.stats) if d.heap_name else "unknown"
             if wanted is not None and d.pid not in wanted or wanted_heap and heap != wanted_heap:
                 continue
@@ -155,8 +157,14 @@ def _take_tables(tables: Generation, pp: Any) -> None:
 def _sample(h: Any, trusted_count: bool) -> tuple[int, tuple[int, int, int, int]]:
     """(callstack iid, (alloc count, alloc size, free count, free size)) of a HeapSample."""
     if h.HasField("self_max"):
-        return h.callstack_id, (h.self_max_count if trusted_count else 0, h.self_max, 0, 0)
-    return h.callstack_id, (h.alloc_count, h.self_allocated, h.free_count, h.self_freed)
+        values = (h.self_max_count if trusted_count else 0, h.self_max, 0, 0)
+        names = ("self_max_count", "self_max")
+    else:
+        values = (h.alloc_count, h.self_allocated, h.free_count, h.self_freed)
+        names = ("alloc_count", "self_allocated", "free_count", "self_freed")
+    for name, v in zip(names, values):
+        check_int64(f"HeapSample.{name}", v)
+    return h.callstack_id, values
 
 
 def _facts(d: Any) -> dict[str, Any]:
