@@ -11,6 +11,9 @@
     ├── OptionsError              a flag or option value does not make sense
     └── OutputError               a result could not be written
 
+    PolyprofWarning (a UserWarning)   something the user should know, e.g. a
+                                      temporary file left by a killed run
+
 Every error carries the context a user needs to act: the path (or
 ``<bytes>``), the format and, for malformed data, the byte offset. ``str()``
 of an error is the one line the command line prints.
@@ -25,6 +28,7 @@ __all__ = [
     "OptionsError",
     "OutputError",
     "PolyprofError",
+    "PolyprofWarning",
     "UnrecognizedFormatError",
     "UnsupportedFeatureError",
 ]
@@ -97,3 +101,7 @@ class OutputError(PolyprofError):
     """A result could not be written."""
 
     exit_code = 7
+
+
+class PolyprofWarning(UserWarning):
+    """A warning from polyprof (the command line prints it as "polyprof: warning: ...")."""
