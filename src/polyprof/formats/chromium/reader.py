@@ -50,6 +50,7 @@ from polyprof.formats.options import ReadOptions
 from polyprof.formats.source import Source
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.profile import Label, Profile, ValueType
+from polyprof.wire.locate import locate
 
 __all__ = ["CPU_TYPES", "HEAP_TYPES", "LOG_KEYS", "read"]
 
@@ -91,6 +92,9 @@ def _parse(kind: str, data: bytes) -> Any:
     try:
         msg.ParseFromString(data)
     except DecodeError as exc:
+        found = locate(data, msg.DESCRIPTOR)
+        if found is not None:
+            raise MalformedInputError(f"not a valid {kind} message: {found.message}", offset=found.offset) from None
         raise MalformedInputError(f"not a valid {kind} message ({exc})") from None
     return msg
 

@@ -38,6 +38,7 @@ from polyprof.formats.perfetto._stack import StackSampleCollector
 from polyprof.formats.source import Source
 from polyprof.model.profile import Profile
 from polyprof.wire import vector as V
+from polyprof.wire.locate import locate
 
 __all__ = ["TraceReader"]
 
@@ -221,7 +222,10 @@ class TraceReader:
         try:
             pkt = S.messages()["TracePacket"].FromString(ch.buf[start:end])
         except DecodeError:
-            raise MalformedInputError("corrupt packet (cannot decode its fields)", offset=ch.base + start) from None
+            found = locate(ch.buf[start:end], S.messages()["TracePacket"].DESCRIPTOR, base=ch.base + start)
+            what = f": {found.message}" if found is not None else " (cannot decode its fields)"
+            raise MalformedInputError(f"corrupt packet{what}",
+                                      offset=found.offset if found is not None else ch.base + start) from None
         s = self.seq(pkt.trusted_packet_sequence_id)
         if pkt.incremental_state_cleared or pkt.sequence_flags & S.SEQ_INCREMENTAL_STATE_CLEARED:
             s.clear(self.new_generation())

@@ -55,7 +55,10 @@ def sniff(head: bytes) -> bool:
     try:
         while i < len(head) and records < _MAX_RECORDS:
             if head[i] != 0x0A:
-                return False
+                # No protobuf field at all (field 0, a group or reserved wire type) after
+                # good packets: a trace with trailing garbage, which the reader calls malformed.
+                garbage = head[i] < 8 or head[i] & 7 in (3, 4, 6, 7)
+                return garbage and records > 0 and fields > 0
             length, j = read_varint(head, i + 1)
             body = head[j:j + length]
             ok, seen = _packet_ok(body, complete=j + length <= len(head))

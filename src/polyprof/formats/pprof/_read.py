@@ -12,12 +12,13 @@ from google.protobuf.message import DecodeError
 
 from polyprof.errors import MalformedInputError
 from polyprof.formats.options import ReadOptions
-from polyprof.formats.pprof._common import _FLAG_FIELDS, _PROFILE_FIELDS, _profile_class
+from polyprof.formats.pprof._common import _FLAG_FIELDS, _profile_class
 from polyprof.formats.pprof._labels import LabelColumns, label_columns, labelsets
 from polyprof.formats.source import Source
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.profile import Profile, ValueType
 from polyprof.wire import vector as V
+from polyprof.wire.locate import locate
 
 __all__ = ["read"]
 
@@ -140,29 +141,10 @@ def read(source: Source, options: ReadOptions) -> list[Profile]:
 
 def _locate(data: bytes, exc: DecodeError) -> MalformedInputError:
     """The parse error upb gives without a place, with the field and byte offset."""
-    buf = V.as_buffer(data)
-    what = "not a valid profile.proto message"
-    try:
-        f = V.walk_fields(buf, np.zeros(1, np.int64), np.array([len(data)], np.int64))
-    except MalformedInputError as located:
-        return MalformedInputError(f"{what}: {located.message}", offset=located.offset)
-    for field, wire in _PROFILE_FIELDS.items():
-        sel = f.select(field)
-        wrong = sel.wire == V.I64 if wire is None else sel.wire != wire
-        if wire is None:
-            wrong |= sel.wire == V.I32
-        if wrong.any():
-            i = int(np.argmax(wrong))
-            return MalformedInputError(f"{what}: field {field} has wire type {int(sel.wire[i])}, "
-                                       f"expected {wire if wire is not None else '0 or 2'}")
-    for field in (1, 11):  # the ValueType messages that upb parses itself
-        sel = f.select(field, V.LEN)
-        try:
-            V.walk_fields(buf, sel.start, sel.start + sel.length)
-        except MalformedInputError as located:
-            return MalformedInputError(f"{what}: inside field {field} (a ValueType): {located.message}",
-                                       offset=located.offset)
-    return MalformedInputError(f"{what} ({exc})")
+    found = locate(data, _profile_class().DESCRIPTOR)
+    if found is not None:
+        return MalformedInputError(f"not a valid profile.proto message: {found.message}", offset=found.offset)
+    return MalformedInputError(f"not a valid profile.proto message ({exc})")
 
 
 def _build(msg, name: str) -> Profile:  # noqa: ANN001 - a run-time message class

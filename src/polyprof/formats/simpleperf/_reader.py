@@ -18,6 +18,7 @@ from polyprof.formats.simpleperf._offcpu import offcpu_times
 from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES, OFFCPU_VIEWS, record_class
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.profile import MAPPING_HAS_FUNCTIONS, Label, Profile
+from polyprof.wire.locate import locate
 
 __all__ = ["read_bytes"]
 
@@ -91,8 +92,10 @@ def _collect(data: bytes, warnings: list[str]) -> _Records:
         try:
             rec = cls.FromString(body)
         except DecodeError as exc:
-            raise MalformedInputError(f"record {index + 1} is not a valid Record message ({exc})",
-                                      offset=offset) from None
+            found = locate(body, cls.DESCRIPTOR, base=offset + 4)
+            why = f": {found.message}" if found is not None else f" ({exc})"
+            raise MalformedInputError(f"record {index + 1} is not a valid Record message{why}",
+                                      offset=found.offset if found is not None else offset) from None
         present = [name for name in _PAYLOADS if rec.HasField(name)]
         if not present:
             out.odd["record(s) of an unknown kind were skipped"] += 1
