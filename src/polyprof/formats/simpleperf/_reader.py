@@ -60,7 +60,7 @@ def read_bytes(data: bytes, options: ReadOptions) -> Profile:
     p = b.meta
     p.warnings = warnings
     layout = _layout(recs, text, p, options.limits)
-    options.limits.check_values("simpleperf samples", len(recs.samples), len(layout.types), len(data))
+    options.limits.check_values("sample values", len(recs.samples), len(layout.types), len(data))
     b.set_sample_types(layout.types)
     p.default_sample_type = _default_type(layout, options)
     threads = _threads(recs, text, p)
