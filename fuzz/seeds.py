@@ -91,7 +91,9 @@ def seeds(target: str) -> dict[str, bytes]:
     written = _written(compact_profile())
     by_format: dict[str, dict[str, bytes]] = {
         "pprof": {"compact": written.get("pprof", b""), "compact-raw": gzip.decompress(written["pprof"]),
-                  "labels": cases.pprof_labels(3, 3), "unpacked": cases.pprof_unpacked_ids(5),
+                  "labels": gzip.decompress(cases.pprof_labels(3, 3)),
+                  "unpacked": gzip.decompress(cases.pprof_unpacked_ids(5)),
+                  "deep": gzip.decompress(cases.pprof_deep_stack(40)),
                   "bad-label": cases.pprof_bad_label_string()},
         "perfetto": {"compact": written.get("perfetto", b""), "alloc": cases.perfetto_alloc_count(),
                      **_perfetto_traces()},

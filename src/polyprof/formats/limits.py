@@ -46,7 +46,7 @@ class Limits:
     #: gzip may inflate to at most this many times its compressed size ...
     inflate_ratio: float = _env("POLYPROF_MAX_INFLATE_RATIO", 32.0, float)
     #: ... once the output is past this size (small files may compress very well).
-    inflate_ratio_floor: int = int(_env("POLYPROF_INFLATE_RATIO_FLOOR", 16 << 20))
+    inflate_ratio_floor: int = int(_env("POLYPROF_INFLATE_RATIO_FLOOR", 4 << 20))
     #: simpleperf: sample event type ids beyond those MetaInfo names.
     event_types: int = int(_env("POLYPROF_MAX_EVENT_TYPES", 1024))
     #: Sample values a reader may create per byte of (inflated) input, for formats
