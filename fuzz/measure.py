@@ -22,7 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import CASES  # noqa: E402
 
-_OUTPUTS = {"convert": "out.pb.gz", "folded": "out.folded", "speedscope": "out.speedscope.json"}
+_OUTPUTS = {"convert": "out.pb.gz", "folded": "out.folded", "speedscope": "out.speedscope.json",
+            "perfetto": "out.pftrace", "simpleperf": "out.trace", "chromium": "out.callstack",
+            "firefox": "out.firefox.json"}
 
 
 def command(verb: str, path: str, workdir: str) -> list[str]:

@@ -280,12 +280,7 @@ class _Files:
         return Encoder().message(3, e).getvalue()
 
     def chain(self, node: int) -> bytes:
-        cs = self.p.callsites
-        parts = []
-        while node >= 0:
-            parts.append(self.entry(int(cs.location[node])))
-            node = int(cs.parent[node])
-        return b"".join(parts)
+        return b"".join([self.entry(loc) for loc in self.p.callsites.path(node)])
 
     def records(self) -> list[bytes]:
         out = []
