@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import struct
 
-from polyprof.wire.encode import Encoder, varint
+from polyprof.wire.encode import Encoder
 
 __all__ = ["CASES"]
 

@@ -150,6 +150,7 @@ def stack_paths(p: Profile, wanted: np.ndarray, chunk: int = 16384) -> Iterator[
     """
     parent, location = p.callsites.parent, p.callsites.location
     uniq = np.unique(wanted[wanted >= 0])
+    lists = None
     for lo in range(0, uniq.size, chunk):
         cur = uniq[lo:lo + chunk].astype(np.int64)
         levels = []
@@ -160,19 +161,22 @@ def stack_paths(p: Profile, wanted: np.ndarray, chunk: int = 16384) -> Iterator[
                 break
             levels.append(np.where(ok, location[np.maximum(cur, 0)], -1))
             cur = np.where(ok, parent[np.maximum(cur, 0)], -1)
-        tails = {int(i): _walk_up(parent, location, int(cur[i])) for i in np.flatnonzero(cur >= 0)}
+        deep = np.flatnonzero(cur >= 0)
+        if deep.size and lists is None:  # plain lists: a Python walk over numpy scalars is slow
+            lists = parent.tolist(), location.tolist()
+        tails = {int(i): _walk_up(*lists, int(cur[i])) for i in deep} if deep.size else {}
         rows = np.stack(levels[::-1], axis=1).tolist() if levels else [[] for _ in range(cur.size)]
         for i, (c, row) in enumerate(zip(uniq[lo:lo + chunk].tolist(), rows)):
             path = [x for x in row if x >= 0]
             yield c, (tails[i] + path) if i in tails else path
 
 
-def _walk_up(parent: np.ndarray, location: np.ndarray, c: int) -> list[int]:
+def _walk_up(parent: list[int], location: list[int], c: int) -> list[int]:
     """Locations from callsite ``c`` up to the root, root first."""
     out = []
     while c >= 0:
-        out.append(int(location[c]))
-        c = int(parent[c])
+        out.append(location[c])
+        c = parent[c]
     out.reverse()
     return out
 
