@@ -242,3 +242,14 @@ def test_a_bad_label_fails_every_verb_the_same(tmp_path, cli):
     assert [r.code for r in results] == [4, 4, 4]
     assert all("label str = 999 is outside the string table" in r.err for r in results)
     assert not (tmp_path / "out.pb.gz").exists()
+
+
+def test_a_compressed_packets_bomb_stops_at_the_ratio_limit():
+    from polyprof.formats.perfetto._schema import F_COMPRESSED
+
+    inner = b"\x0a\x02\x50\x01" * (2 << 20)  # 8 MiB of tiny packets
+    packet = Encoder().varint_field(10, 1).bytes_field(F_COMPRESSED, zlib.compress(inner, 9)).getvalue()
+    trace = Encoder().message(1, packet).getvalue()
+    with pytest.raises(DecompressionLimitError, match="compressed_packets bundle: gzip data inflates") as err:
+        polyprof.read(trace, format="perfetto", options=ReadOptions(limits=SMALL))
+    assert err.value.offset == len(trace) - len(packet)  # the packet, after its 0A len header
