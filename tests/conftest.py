@@ -87,3 +87,14 @@ def cli():
         return CliResult(code, out.getvalue(), err.getvalue())
 
     return run
+
+
+def pytest_terminal_summary(terminalreporter, config) -> None:  # noqa: ANN001
+    """Print the conversion fidelity matrix when test_fidelity_matrix computed it."""
+    import sys
+
+    fidelity = sys.modules.get("fidelity")
+    text = config.stash.get(fidelity.MATRIX_KEY, None) if fidelity is not None else None
+    if text:
+        terminalreporter.section("conversion fidelity matrix (docs/FIDELITY.md)")
+        terminalreporter.write_line(text)

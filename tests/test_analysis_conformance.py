@@ -127,7 +127,7 @@ def _go_args(verb: str, opts: dict) -> list[str]:
 def _ours(verb: str, path: str, opts: dict) -> str:
     fields = {k: v for k, v in opts.items() if k != "regex"}
     fields.setdefault("nodecount", 80 if verb == "tree" else 25)
-    o = Options(**fields)
+    o = Options(**fields, nodefraction=0, edgefraction=0)
     p = _read(path)
     if verb == "top":
         return top_text(top(p, o))

@@ -26,9 +26,9 @@ def files(tmp_path: Path) -> dict[str, Path]:
 def test_info_shows_process_thread_trigger_and_symbolized_share(cli, files) -> None:  # noqa: ANN001
     r = cli("info", files["win"], "--symbols", SYMBOLS)
     assert r.code == 0, r.err
-    assert 'process: "GPU_PROCESS"' in r.out
-    assert 'trigger_event: "JANKY_TASK"' in r.out
-    assert '"share": "100.0%"' in r.out
+    assert "  process: GPU_PROCESS" in r.out  # info is words, not JSON (issue #15)
+    assert "  trigger_event: JANKY_TASK" in r.out
+    assert "    share: 100.0%" in r.out
 
 
 def test_info_of_a_mixed_log_lists_profiles_or_merges(cli, files) -> None:  # noqa: ANN001
@@ -65,10 +65,10 @@ def test_symbolize_verb_writes_a_symbolized_profile(cli, files, tmp_path) -> Non
     r = cli("symbolize", files["win"], "--symbols", SYMBOLS, "-o", out)
     assert r.code == 0, r.err
     assert "symbolized 2 of 2 address frames (100.0%)" in r.err
-    assert "inlined frames" in r.err  # the CallStackProfile keeps only innermost names
+    assert "inlined frames written as separate frames" in r.err
     p = polyprof.read(out)
     names = {p.function_name(int(f)) for f in p.lines.function}
-    assert names == {"logging::CheckError::~CheckError()", "_purecall"}
+    assert names == {"logging::CheckError::~CheckError()", "_purecall", "ChromeMain"}
 
 
 def test_symbolize_verb_to_pprof_keeps_everything(cli, files, tmp_path) -> None:  # noqa: ANN001

@@ -127,13 +127,13 @@ def test_pprof_cpu_profile_converts_with_a_loss_report() -> None:
     p = b.finish()
     data, report = write(p)
     lost = report.items
-    assert lost["values of sample type cpu/nanoseconds"] == 1  # 12345 != 1 x 10 ms
+    assert report.renamed == {}  # cpu stays cpu; 12345 ns != 1 x 10 ms, so the times go in the weights
     assert lost["string label 'tag'"] == 1
     assert lost["unit of numeric label 'n'"] == 1
     assert lost["source file and line of symbolized frames"] == 1
     assert lost["location addresses rebased to module offsets"] == 2
     q = reread(data)
-    assert q.samples.values[:, 0].tolist() == [3, 1]
+    assert q.sample_types == p.sample_types and q.samples.values.tolist() == [[3, 30_000_000], [1, 12_345]]
     csp = parse("SampledProfile", data).call_stack_profile
     assert [f.address for f in csp.stack[0].frame] == [0x2000, 0x1000]  # module offsets
     assert csp.stack[0].frame[0].function_name == b"work"
@@ -143,9 +143,41 @@ def test_pprof_cpu_profile_converts_with_a_loss_report() -> None:
 def test_symbolized_frames_keep_their_innermost_function_name() -> None:
     p = polyprof.read_all(fixture_bytes("uma_log.textproto"), options=ReadOptions(symbols=str(SYMBOLS)))[0]
     data, report = write(p)
-    assert report.items["inlined frames (only the innermost function name is kept)"] == 3
-    leaf = parse("ChromeUserMetricsExtension", data).sampled_profile[0].call_stack_profile.stack[0].frame[0]
-    assert leaf.function_name == b"base::subtle::RefCountedThreadSafeBase::AddRefImpl() const"
+    assert report.items["inlined frames written as separate frames"] == 3
+    frames = parse("ChromeUserMetricsExtension", data).sampled_profile[0].call_stack_profile.stack[0].frame
+    assert frames[0].function_name == b"base::subtle::RefCountedThreadSafeBase::AddRefImpl() const"
+    assert frames[0].address == frames[1].address  # the next frame is the function it was inlined into
+    q = reread(data)
+    for vt in p.sample_types:  # inlined functions keep their own rows: per-function flat and cum survive
+        assert top_table(q, vt.type) == top_table(p, vt.type)
+
+
+def top_table(p, index):  # noqa: ANN001, ANN201
+    from polyprof.analysis.options import Options
+    from polyprof.analysis.top import top
+
+    return {(r.name, r.flat, r.cum) for r in top(p, Options(sample_index=index, nodecount=0, nodefraction=0, edgefraction=0)).rows}
+
+
+def test_cpu_time_stays_cpu_time_and_wall_time_in_weights_keeps_its_values() -> None:
+    for name, unit, period, values in (("cpu", "nanoseconds", 10_000_000, [[2, 20_000_000]]),
+                                       ("cpu-clock", "nanoseconds", 0, [[1, 250_001]]),
+                                       ("wall", "microseconds", 396, [[1, 396], [3, 1190]])):
+        b = ProfileBuilder("x")
+        b.set_sample_types([("samples", "count"), (name, unit)])
+        b.meta.period_type, b.meta.period = polyprof.ValueType(name, unit), period
+        for v in values:
+            b.add_sample(b.stack([b.frame("f")]), v)
+        p = b.finish()
+        data, report = write(p)
+        q = reread(data)
+        want = "wall" if name == "wall" else "cpu"
+        assert [str(t) for t in q.sample_types] == ["samples/count", f"{want}/nanoseconds"]
+        scale = 1000 if unit == "microseconds" else 1
+        assert q.samples.values.tolist() == [[c, t * scale] for c, t in values]
+        assert q.sample_types[q.default_index()].type == want
+        if name != want or unit != "nanoseconds":
+            assert report.renamed == {f"{name}/{unit}": f"{want}/nanoseconds"}
 
 
 def test_merged_profile_reports_per_sample_processes() -> None:
@@ -277,8 +309,8 @@ def test_pprof_heap_profile_uses_in_use_columns() -> None:
     b.add_sample(b.stack([b.frame("f")]), [5, 500, 2, 200])
     data, report = write(b.finish())
     assert reread(data).samples.values.tolist() == [[2, 200]]
-    assert report.items == {"values of sample type alloc_objects/count": 1,
-                            "values of sample type alloc_space/bytes": 1}
+    what = "not written (a CallStackProfile holds a count and one time or size per sample)"
+    assert report.items == {f"sample type alloc_objects/count {what}": 1, f"sample type alloc_space/bytes {what}": 1}
 
 
 def test_peer_pprof_profiles_keep_their_sample_counts(peer) -> None:  # noqa: ANN001
@@ -286,7 +318,7 @@ def test_peer_pprof_profiles_keep_their_sample_counts(peer) -> None:  # noqa: AN
     for f, p in small_peer_profiles(peer):
         q = reread(write(p)[0])
         assert len(q.samples) == len(p.samples), f
-        heap, count_col, _ = chromium.callstack._columns(p)
+        heap, count_col, _ = chromium.callstack.columns(p)
         if count_col is not None:
             assert q.totals()[0] == p.totals()[count_col], f
         checked += 1

@@ -45,7 +45,7 @@ def test_python_dash_m_works():
 
 
 def test_top_json_shape(cli):
-    r = cli("top", DEMO, "--format", "json", "--nodecount", "0")
+    r = cli("top", DEMO, "--format", "json", "--nodecount", "0", "--nodefraction", "0")
     assert r.code == 0
     data = json.loads(r.out)
     assert set(data) == {"sample_type", "unit", "total", "rows"}

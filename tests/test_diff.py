@@ -82,8 +82,36 @@ def test_rate_needs_durations_and_units_convert():
         diff(base, new, normalize="rate")
     r = diff(base, new)
     assert r.sample_type.unit == "nanoseconds" and r.functions[0].base_flat == r.functions[0].new_flat == 5 * MS
-    with pytest.raises(OptionsError, match="base and new: cannot combine profiles with different sample types"):
+    with pytest.raises(OptionsError, match="base has no sample type to compare with alloc/bytes of new"):
         diff(base, _cpu({"f": 1}, unit="bytes", column="alloc"))
+
+
+def test_types_of_one_unit_pair_across_names_with_a_note(cli, tmp_path):
+    base = _write(tmp_path, "base.pb.gz", _cpu({"main;f": 30, "main;g": 10}, column="cpu"))
+    new = _write(tmp_path, "new.pb.gz", _cpu({"main;f": 20, "main;g": 20}, column="cpu-clock"))
+    r = cli("diff", base, new, "--format", "json")
+    assert r.code == 0, r.err
+    assert f"paired cpu/nanoseconds of {base} with cpu-clock/nanoseconds of {new}" in r.err
+    assert cli("diff", base, new, "--sample-index", "cpu-clock").code == 0
+    rows = {f["name"]: f for f in json.loads(r.out)["functions"]}
+    assert rows["f"]["base_flat"] == 30 and rows["f"]["new_flat"] == 20
+    merged = cli("merge", base, new, "-o", tmp_path / "m.pb.gz")
+    assert merged.code == 0 and "paired cpu-clock/nanoseconds" in merged.err
+    assert polyprof.read(tmp_path / "m.pb.gz").totals()[-1] == 80
+
+
+def test_base_sample_index_picks_the_base_type_and_errors_name_both_files(cli, tmp_path):
+    b = ProfileBuilder("x")
+    b.set_sample_types([("samples", "count"), ("wall", "nanoseconds"), ("cpu", "nanoseconds")])
+    b.add_sample(b.stack([b.frame("f")]), [1, 50, 7])
+    base = _write(tmp_path, "base.pb.gz", b.finish())
+    new = _write(tmp_path, "new.pb.gz", _cpu({"main;f": 9}, column="cpu-clock"))
+    r = cli("diff", base, new, "--format", "json")  # two time types in base: no guess
+    assert r.code == 6 and base in r.err and new in r.err and "--base-sample-index" in r.err
+    r = cli("diff", base, new, "--base-sample-index", "cpu", "--format", "json")
+    assert r.code == 0, r.err
+    f = json.loads(r.out)["functions"][0]
+    assert (f["base_flat"], f["new_flat"]) == (7, 9)
 
 
 def _write(tmp_path, name: str, p: polyprof.Profile) -> str:

@@ -41,7 +41,7 @@ def test_there_are_references(peer):
 @pytest.mark.parametrize("ref,source,sample_type", CASES, ids=[peer_id(c[0]) for c in CASES])
 def test_top_equals_go_tool_pprof(ref, source, sample_type):
     profile = polyprof.read(source)
-    result = top(profile, Options(sample_index=sample_type, nodecount=25))
+    result = top(profile, Options(sample_index=sample_type, nodecount=25, nodefraction=0, edgefraction=0))
     expected = ref.read_bytes().decode("utf-8", errors="replace").splitlines()
     # A few references were made without -unit (pprof's "minimum" unit); the
     # header's total tells which rendering pprof used.

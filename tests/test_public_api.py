@@ -10,7 +10,7 @@ import polyprof
 SRC = Path(polyprof.__file__).resolve().parent
 
 # Layer order (DESIGN.md 3): a module may import only its own layer or lower ones.
-LAYERS = ["errors", "wire", "model", "formats", "symbolize", "api", "analysis", "render", "store", "web", "cli"]
+LAYERS = ["errors", "wire", "model", "formats", "symbolize", "selection", "api", "analysis", "render", "store", "web", "cli"]
 
 
 def test_all_is_sorted_and_resolves():

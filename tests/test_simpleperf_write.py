@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import struct
 
+import numpy as np
 import pytest
 
 import polyprof.api as api
@@ -13,6 +14,7 @@ from polyprof.formats.options import WriteOptions
 from polyprof.formats.simpleperf._schema import record_class
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.dump import dump
+from polyprof.model.profile import ValueType
 from polyprof.model.validate import check
 
 from conftest import peer_files, peer_id
@@ -93,13 +95,14 @@ def test_a_pprof_cpu_profile_becomes_cpu_clock_samples(peer):
     data, report = write(p)
     q = api.read(data)
     assert [str(t) for t in q.sample_types] == ["samples/count", "cpu-clock/nanoseconds"]
-    assert q.totals()[1] == p.totals()[p.sample_index("cpu")]
-    assert len(q.samples) == len(p.samples)
+    assert q.totals() == p.totals()  # a row standing for k samples is k records
+    assert report.renamed == {"cpu/nanoseconds": "cpu-clock/nanoseconds"}
+    expanded = np.repeat(np.arange(len(p.samples)), p.samples.values[:, 0])
     names = lambda prof, i: [prof.function_name(int(prof.lines.function[prof.locations.lines_of(loc)[0]]))  # noqa: E731
                              for loc in prof.stack_locations(i)]
-    assert all(names(q, i) == names(p, i) for i in range(len(p.samples)))
+    assert all(names(q, j) == names(p, int(i)) for j, i in enumerate(expanded))
     lost = "\n".join(report.lines())
-    assert "sample type samples/count not written" in lost
+    assert "sample type cpu/nanoseconds written as cpu-clock/nanoseconds" in lost
     assert "label worker not written" in lost
     assert "source line numbers not written" in lost
 
@@ -107,8 +110,22 @@ def test_a_pprof_cpu_profile_becomes_cpu_clock_samples(peer):
 def test_sample_index_chooses_the_event_of_a_converted_profile(peer):
     p = api.read(peer / "generated/go_runtime_pprof/allocs.pb.gz")
     q = api.read(write(p, sample_index="alloc_space")[0])
-    assert [str(t) for t in q.sample_types] == ["samples/count", "alloc_space/count"]
+    assert [str(t) for t in q.sample_types] == ["samples/count", "alloc_space/bytes"]  # event alloc_space(bytes)
     assert q.totals()[1] == p.totals()[p.sample_index("alloc_space")]
+
+
+def test_every_sample_type_becomes_an_event_with_its_unit_and_wall_time_is_not_cpu_clock(peer):
+    p = api.read(peer / "grafana__pyroscope/pkg/og/convert/pprof/testdata/nodejs-wall.pb.gz")
+    data, report = write(p)
+    q = api.read(data)
+    assert [str(t) for t in q.sample_types] == ["samples/count", "wall/microseconds"]
+    assert records(data)[0].meta_info.event_type == [b"wall(microseconds)"]
+    assert q.totals() == p.totals() and q.default_sample_type == "wall"
+    heap = api.read(peer / "generated/go_runtime_pprof/heap.pb.gz")
+    back = api.read(write(heap)[0])
+    for vt in heap.sample_types:  # the default (inuse_space) is the first event, so the default survives
+        assert back.totals()[back.sample_index(vt.type)] == heap.totals()[heap.sample_index(vt.type)]
+    assert back.sample_types[back.default_index()] == ValueType("inuse_space", "bytes")
 
 
 def test_inlined_lines_become_separate_entries_and_are_reported():
@@ -136,7 +153,9 @@ def test_unmapped_frames_go_to_an_unnamed_file_and_threads_are_derived():
     assert [r.file.path for r in recs if r.HasField("file")] == [b""]
     assert [(r.thread.thread_id, r.thread.process_id, r.thread.thread_name) for r in recs
             if r.HasField("thread")] == [(7, 6, b"worker")]
-    assert report.items["rows standing for several samples written as one sample"] == 1
+    assert len([r for r in recs if r.HasField("sample")]) == 3  # the row stood for three samples
+    assert [r.sample.event_count for r in recs if r.HasField("sample")] == [10, 10, 10]
+    assert [r.meta_info.event_type for r in recs if r.HasField("meta_info")] == [[b"wall(nanoseconds)"]]
     assert report.items["sample cpu column not written"] == 1
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
 
 from polyprof.errors import InputError, MalformedInputError, OptionsError, UnrecognizedFormatError
 from polyprof.formats import registry
@@ -18,7 +17,7 @@ from polyprof.formats.loss import LossReport
 from polyprof.formats.options import ReadOptions, WriteOptions
 from polyprof.formats.output import atomic_output
 from polyprof.formats.source import GZIP_MAGIC, Source
-from polyprof.model.profile import Label, Profile
+from polyprof.model.profile import Profile
 
 __all__ = ["convert", "detect", "read", "read_all", "write"]
 
@@ -88,58 +87,22 @@ def read_all(src: PathOrBytes, *, format: str | None = None,
 
 
 def read(src: PathOrBytes, *, format: str | None = None, options: ReadOptions | None = None) -> Profile:
-    """One profile from ``src``.
+    """One profile from ``src``, by the rule of :mod:`polyprof.selection` for inputs holding several.
 
-    When the input holds several profiles with the same sample types (or
-    ``options.merge`` is set: then their sample types are united) they are
-    merged, each sample labelled with the profile it came from (see each
-    reader's ``profile_labels`` extra). Successive cumulative dumps of one
-    process and heap are not merged: the last one is kept.
+    ``options.profiles`` picks profiles by number (as ``polyprof info`` lists
+    them); several profiles with the same sample types are merged, each
+    sample labelled with the profile it came from (``options.note`` is told);
+    several of different kinds are an OptionsError listing them, unless
+    ``options.merge`` unites their sample types. Successive cumulative dumps
+    of one process and heap are not merged: the last one is kept. An input
+    holding no profile is a MalformedInputError.
     """
-    profiles = _latest_snapshots(read_all(src, format=format, options=options))
-    if len(profiles) == 1:
-        return profiles[0]
-    if not profiles:
-        raise InputError("holds no profile data", path=Source.of(src).name)
-    from polyprof.model.merge import merge, union_sample_types
-    first = profiles[0].sample_types
-    if options is not None and options.merge:
-        profiles = union_sample_types(profiles)
-    elif any(p.sample_types != first for p in profiles):
-        kinds = sorted({", ".join(map(str, p.sample_types)) for p in profiles})
-        raise OptionsError(
-            f"{Source.of(src).name}: holds {len(profiles)} profiles of different kinds ({'; '.join(kinds)}); "
-            "select one with --pid/--heap, or pass --merge to combine them into one profile")
-    labels: list[Sequence[Label]] = [
-        tuple(Label(k, str=str(v)) if isinstance(v, str) else Label(k, num=int(v))
-              for k, v in p.extras.get("profile_labels", {}).items())
-        for p in profiles]
-    return merge(profiles, labels)
+    from polyprof.selection import select
 
-
-def _latest_snapshots(profiles: list[Profile]) -> list[Profile]:
-    """Keep the last of each series of cumulative snapshots (e.g. heap dumps).
-
-    Profiles whose ``profile_labels`` differ only in ``dump_time`` are
-    successive dumps of one process and heap; their values are cumulative,
-    so merging them would count allocations several times. ``read_all``
-    still returns every dump.
-    """
-    series: dict[tuple, list[int]] = {}
-    for i, p in enumerate(profiles):
-        labels = p.extras.get("profile_labels") or {}
-        if "dump_time" in labels:
-            key = tuple(sorted((k, str(v)) for k, v in labels.items() if k != "dump_time"))
-            series.setdefault(key, []).append(i)
-    drop = set()
-    for members in series.values():
-        if len(members) > 1:
-            last = max(members, key=lambda i: (profiles[i].extras["profile_labels"]["dump_time"], i))
-            drop.update(m for m in members if m != last)
-            profiles[last].warnings.append(
-                f"kept the last of {len(members)} cumulative dumps of this process and heap "
-                "(earlier dumps are listed by 'polyprof info')")
-    return [p for i, p in enumerate(profiles) if i not in drop]
+    opts = options or ReadOptions()
+    source = Source.of(src, opts.max_inflate)
+    profiles = read_all(source, format=format, options=opts)
+    return select(profiles, numbers=opts.profiles, merge_kinds=opts.merge, name=source.name, note=opts.note)
 
 
 def _target(path: str, format: str | None) -> registry.FormatSpec:

@@ -40,7 +40,7 @@ from polyprof.model import units
 from polyprof.model.merge import align_sample_types
 from polyprof.model.profile import Profile, ValueType
 
-__all__ = ["NORMALIZE", "DiffResult", "FunctionDiff", "StackDiff", "diff"]
+__all__ = ["NORMALIZE", "DiffResult", "FunctionDiff", "StackDiff", "diff", "pair_sides"]
 
 NORMALIZE = ("none", "total", "rate")
 
@@ -78,6 +78,7 @@ class DiffResult:
     functions: list[FunctionDiff]
     stacks: list[StackDiff] = field(default_factory=list)
     active_filters: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. how sample types of different names were paired
 
     def norm(self, side: int, value: int) -> float:
         return value if self.normalize == "none" else value * self.factors[side]
@@ -100,15 +101,20 @@ class DiffResult:
 
 
 def diff(base: Profile | FilterResult, new: Profile | FilterResult, options: Options | None = None, *,
-         normalize: str = "none", stacks: bool = True) -> DiffResult:
-    """Compare ``new`` against ``base`` (filters of ``options`` applied unless already)."""
+         normalize: str = "none", stacks: bool = True, names: tuple[str, str] = ("base", "new")) -> DiffResult:
+    """Compare ``new`` against ``base`` (filters of ``options`` applied unless already).
+
+    ``names`` (file names) name the two sides in errors and notes. The
+    compared type is ``options.sample_index`` of ``new`` and, in ``base``,
+    ``options.base_sample_index`` or else the type paired with it (same
+    kind, or the only type of the same unit on each side).
+    """
     if normalize not in NORMALIZE:
         raise OptionsError(f"unknown normalisation {normalize!r}; choose from {', '.join(NORMALIZE)}")
     o = options or Options()
     sides = [filters.prepare(x, o) for x in (base, new)]
-    aligned = align_sample_types([s.original for s in sides] + [s.profile for s in sides], ["base", "new"] * 2)
-    originals, profiles = aligned[:2], aligned[2:]
-    index = profiles[1].sample_index(o.sample_index)
+    notes: list[str] = []
+    originals, profiles, index = pair_sides(sides, o, names, notes)
     vt = profiles[1].sample_types[index] if profiles[1].sample_types else ValueType("", "")
     totals = [int(np.abs(p.samples.values[:, index]).sum()) if p.sample_types else 0 for p in originals]
     factors, unit = _factors(normalize, originals, vt, totals)
@@ -119,7 +125,7 @@ def diff(base: Profile | FilterResult, new: Profile | FilterResult, options: Opt
         (base_flat, base_cum), (new_flat, new_cum) = weights[0].get(n, (0, 0)), weights[1].get(n, (0, 0))
         rows.append(FunctionDiff(n, base_flat, new_flat, base_cum, new_cum))
     result = DiffResult(vt, normalize, unit, totals[0], totals[1], factors, rows,
-                        active_filters=sides[1].active)
+                        active_filters=sides[1].active, notes=list(dict.fromkeys(notes)))
     rows.sort(key=lambda f: (-abs(result.delta(f.base_flat, f.new_flat)),
                              -abs(result.delta(f.base_cum, f.new_cum)), f.name))
     if stacks:
@@ -128,6 +134,55 @@ def diff(base: Profile | FilterResult, new: Profile | FilterResult, options: Opt
         result.stacks = [StackDiff(k, per_stack[0].get(k, 0), per_stack[1].get(k, 0)) for k in keys]
         result.stacks.sort(key=lambda s: (-abs(result.delta(s.base, s.new)), s.frames))
     return result
+
+
+def pair_sides(sides: list[FilterResult], o: Options, names: tuple[str, str],
+               notes: list[str]) -> tuple[list[Profile], list[Profile], int]:
+    """(originals, filtered profiles) of base and new with one set of sample types, and the compared column.
+
+    All types are aligned when they pair up; otherwise (or with
+    ``base_sample_index``) each side is reduced to its compared type.
+    """
+    four = [s.original for s in sides] + [s.profile for s in sides]
+    if o.base_sample_index is None:
+        try:  # aligned to the new profile's types, so --sample-index means what it means there
+            back = align_sample_types(four[::-1], [names[1], names[0]] * 2, notes)[::-1]
+            return back[:2], back[2:], back[3].sample_index(o.sample_index)
+        except OptionsError:
+            if len(sides[1].profile.sample_types) <= 1 and len(sides[0].profile.sample_types) <= 1:
+                raise
+    new = sides[1].profile
+    j = new.sample_index(o.sample_index)
+    i = _base_column(sides[0].profile, new.sample_types[j], o.base_sample_index, names)
+    single = [_only(p, c) for p, c in zip(four, (i, j, i, j))]
+    aligned = align_sample_types([single[1], single[0], single[3], single[2]], [names[1], names[0]] * 2, notes)
+    return [aligned[1], aligned[0]], [aligned[3], aligned[2]], 0
+
+
+def _base_column(base: Profile, vt: ValueType, chosen: str | int | None, names: tuple[str, str]) -> int:
+    """The base's column compared with ``vt``: ``chosen``, the same kind, or the only one of its unit."""
+    if chosen is not None:
+        return base.sample_index(chosen)
+    types = base.sample_types
+    same = [i for i, b in enumerate(types) if b.type.removesuffix("s") == vt.type.removesuffix("s")]
+    unit = [i for i, b in enumerate(types) if units.finest(b.unit, vt.unit) is not None]
+    if same or len(unit) == 1:
+        return (same or unit)[0]
+    raise OptionsError(f"{names[0]} has no sample type to compare with {vt} of {names[1]} "
+                       f"({', '.join(map(str, types)) or 'none'}); choose one with --base-sample-index")
+
+
+def _only(p: Profile, column: int) -> Profile:
+    """``p`` with sample type ``column`` only (the period kept when it is of that type's unit)."""
+    import dataclasses
+
+    vt = p.sample_types[column]
+    keep_period = p.period_type is not None and units.finest(p.period_type.unit, vt.unit) is not None
+    return dataclasses.replace(p, sample_types=[vt], default_sample_type=vt.type,
+                               samples=dataclasses.replace(p.samples, values=p.samples.values[:, [column]]),
+                               period_type=p.period_type if keep_period else None,
+                               period=p.period if keep_period else 0, comments=list(p.comments),
+                               extras=dict(p.extras), warnings=list(p.warnings))
 
 
 def _values(p: Profile, index: int) -> np.ndarray:

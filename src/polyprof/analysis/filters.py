@@ -59,6 +59,7 @@ import numpy as np
 
 from polyprof.analysis import stacks, tags
 from polyprof.analysis.graph import display_name
+from polyprof.analysis.labels import keep_label_keys, label_frames
 from polyprof.analysis.options import Options
 from polyprof.errors import OptionsError
 from polyprof.formats.viewer import sample_threads
@@ -67,8 +68,8 @@ from polyprof.model.profile import Profile, ValueType
 __all__ = ["FILTERS", "FilterResult", "apply", "prepare", "time_origin"]
 
 #: Filter option names in the order pprof lists active filters.
-FILTERS = ("focus", "ignore", "hide", "show", "show_from", "tagfocus", "tagignore", "prune_from",
-           "pid", "tid", "thread", "time_range")
+FILTERS = ("focus", "ignore", "hide", "show", "show_from", "tagfocus", "tagignore", "tagshow", "taghide",
+           "prune_from", "pid", "tid", "thread", "time_range")
 _REGEX_OPTIONS = ("focus", "ignore", "hide", "show", "show_from", "prune_from", "thread")
 
 
@@ -118,8 +119,13 @@ def apply(p: Profile, options: Options | None = None) -> FilterResult:
     rx = {name: _compile(name, getattr(o, name)) for name in _REGEX_OPTIONS}
     tagf = tags.compile_filter("tagfocus", o.tagfocus, p)
     tagi = tags.compile_filter("tagignore", o.tagignore, p)
+    framed = {}
+    if o.tagroot or o.tagleaf:  # pprof adds label frames before any filter
+        p, hit = label_frames(p, o.tagroot, o.tagleaf, o.unit)
+        framed = {name: hit for name in ("tagroot", "tagleaf") if getattr(o, name)}
     result = FilterResult(p, p, _active(o), rows=np.arange(len(p.samples)))
     matched = result.matched
+    matched.update(framed)
     steps = [lambda q: _select(q, o, rx["thread"], matched)]
     if any(rx[k] is not None for k in ("focus", "ignore", "hide", "show")):
         steps.append(lambda q: _by_name(q, rx, matched))
@@ -127,6 +133,8 @@ def apply(p: Profile, options: Options | None = None) -> FilterResult:
         steps.append(lambda q: _show_from(q, rx["show_from"], matched))
     if tagf is not None or tagi is not None:
         steps.append(lambda q: _by_tag(q, tagf, tagi, matched))
+    if o.tagshow or o.taghide:
+        steps.append(lambda q: _label_keys(q, o, matched))
     if rx["prune_from"] is not None:
         steps.append(lambda q: _prune_from(q, rx["prune_from"], matched))
     for step in steps:
@@ -135,6 +143,14 @@ def apply(p: Profile, options: Options | None = None) -> FilterResult:
             result.rows = result.rows[kept]
     result.profile = p
     return result
+
+
+def _label_keys(p: Profile, o: Options, matched: dict[str, bool]) -> tuple[Profile, None]:
+    q, shown, hidden = keep_label_keys(p, o.tagshow, o.taghide)
+    for name, hit in (("tagshow", shown), ("taghide", hidden)):
+        if getattr(o, name):
+            matched[name] = hit
+    return q, None
 
 
 def _active(o: Options) -> list[str]:

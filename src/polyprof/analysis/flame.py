@@ -62,6 +62,8 @@ class FlameTree:
     min_width: int = 0      # narrowest width kept (weight units)
     base_only: int = 0      # base weight on nodes absent from the new profile (diff)
     active_filters: tuple[str, ...] = ()  # ``name=value`` of the filters applied (pprof's legend)
+    inverted: bool = False  # callers above their callees: root, then leaf functions, then their callers
+    hint: str = ""          # advice for the reader (most weight in leaves spread over many paths)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -215,11 +217,14 @@ def _layout(parent, levels, width, size):  # noqa: ANN001, ANN202
 
 def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
                base: Profile | FilterResult | None = None, *, min_fraction: float = DEFAULT_MIN_FRACTION,
-               max_nodes: int = DEFAULT_MAX_NODES) -> FlameTree:
+               max_nodes: int = DEFAULT_MAX_NODES, inverted: bool = False) -> FlameTree:
     """The flame graph of ``profile`` (``base`` adds the weights for a diff colouring).
 
     The filters set in ``options`` apply to both profiles (a FilterResult is
-    taken as already filtered). ``max_nodes`` 0 means no cap.
+    taken as already filtered). ``max_nodes`` 0 means no cap. ``inverted``
+    turns every stack around (leaf first): the functions with self weight sit
+    on the root and their callers above them, so a hot leaf reached through
+    many paths is one wide frame.
     """
     o = options or Options()
     new = filters.prepare(profile, o)
@@ -231,6 +236,8 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     for side, (_, local_names, local) in zip(sides, results):
         lookup = np.array([gid[x] for x in local_names], dtype=np.int64)
         side.frames = lookup[local] if local.size else local
+    if inverted:
+        sides = [_inverted(side) for side in sides]
     parent, count, frames, owner = _merge_sides(sides)
     node_parent, node_name, leaf_node, levels = _build(parent, count, frames, max(len(names), 1))
     selfs = []
@@ -249,7 +256,72 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     tree = _finish(label, node_parent, depth, selfs, totals, width, start, pre, sides[0].sample_type,
                    min_fraction, max_nodes)
     tree.active_filters = tuple(new.active)
+    tree.inverted = inverted
+    if not inverted:
+        tree.hint = _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
     return tree
+
+
+def _inverted(side: _Side) -> _Side:
+    """``side`` with every stack turned around: one chain per leaf callsite, leaf first,
+    equal prefixes merged. Built one inverted depth at a time for all stacks at once
+    (a sort per depth), like the normal tree."""
+    start = np.concatenate(([0], np.cumsum(side.count)))
+    leaves = np.flatnonzero(side.leaf)
+    weight = side.leaf[leaves]
+    cur = leaves.copy()                       # the callsite each stack is in
+    pos = side.count[cur] - 1                 # its frame there (innermost = last)
+    node = np.full(leaves.size, -1, dtype=np.int64)
+    parents, frames, ends = [], [], []
+    made, empty = 0, side.empty
+    width = np.int64(int(side.frames.max(initial=0)) + 2)
+    while cur.size:
+        while True:  # step over callsites without frames (and past the root)
+            up = (cur >= 0) & (pos < 0)
+            if not up.any():
+                break
+            cur[up] = side.parent[cur[up]]
+            pos[up] = np.where(cur[up] >= 0, side.count[np.maximum(cur[up], 0)] - 1, 0)
+        alive = cur >= 0
+        gone = ~alive & (node >= 0)  # stacks that ran out of frames through frameless callsites
+        if gone.any():
+            ends.append((node[gone], weight[gone]))
+        empty += int(weight[~alive & (node < 0)].sum())
+        cur, pos, node, leaves, weight = cur[alive], pos[alive], node[alive], leaves[alive], weight[alive]
+        if not cur.size:
+            break
+        frame = side.frames[start[cur] + pos]
+        keys, first, inverse = np.unique((node + 1) * width + frame, return_index=True, return_inverse=True)
+        parents.append(node[first])
+        frames.append(frame[first])
+        node = made + inverse.reshape(-1)
+        made += keys.size
+        pos = pos - 1
+        done = (pos < 0) & (side.parent[cur] < 0)
+        if done.any():
+            ends.append((node[done], weight[done]))
+            cur, pos, node, leaves, weight = (x[~done] for x in (cur, pos, node, leaves, weight))
+    leaf = np.zeros(made, dtype=np.int64)
+    for at, w in ends:
+        np.add.at(leaf, at, w)
+    cat = (lambda xs: np.concatenate(xs) if xs else np.zeros(0, dtype=np.int64))  # noqa: E731
+    return _Side(cat(parents), np.ones(made, dtype=np.int64), cat(frames), leaf, empty, side.sample_type)
+
+
+def _leaf_hint(names: list[str], node_name: np.ndarray, self_weight: np.ndarray, total: int) -> str:
+    """Advice when most weight is self weight of one function spread over many call paths
+    (the normal flame graph then shows it only as many thin leaves)."""
+    named = node_name >= 0
+    if total <= 0 or not named.any():
+        return ""
+    by_name = np.bincount(node_name[named], weights=self_weight[named], minlength=len(names))
+    top = int(np.argmax(by_name))
+    paths = int(np.count_nonzero((node_name == top) & (self_weight > 0)))
+    share = by_name[top] / total
+    if share < 0.5 or paths < 10:
+        return ""
+    return (f"{share:.0%} of the weight is self time of {names[top]} spread over {paths:,} call paths: "
+            "an inverted graph (--inverted, or 'callers' in the page) shows it as one frame")
 
 
 def _finish(label, parent, depth, selfs, totals, width, start, pre, vt,  # noqa: ANN001, PLR0913

@@ -219,16 +219,17 @@ def edges(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None
     (bool per node) limits the work to edges into those nodes.
     Returns (caller, callee, inline) with one row per distinct edge.
     """
-    _, caller, callee, inline = calls(p, nodes, w, kept, callees)
+    _, caller, callee, inline, _ = calls(p, nodes, w, kept, callees)
     return _distinct_edges(caller, callee, inline, len(nodes))
 
 
 def calls(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None,
-          callees: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every occurrence of an edge (see :func:`edges`): (callsite, caller, callee, inline).
+          callees: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """Every occurrence of an edge (see :func:`edges`): (callsite, caller, callee, inline, residual).
 
     One row per (callsite, inline line) where a kept node is called, so edge
-    weights can count a call once per stack (``tree``).
+    weights can count a call once per stack (``tree``). ``residual`` marks a
+    call that jumps over nodes that are not kept (pprof draws those dotted).
     """
     cs = p.callsites
     nn = len(nodes)
@@ -236,7 +237,7 @@ def calls(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None
     kept = np.ones(nn, dtype=bool) if kept is None else kept
     wanted = kept if callees is None else kept & callees
     if not len(cs) or not wanted.any():
-        return empty, empty, empty, empty.astype(bool)
+        return empty, empty, empty, empty.astype(bool), empty.astype(bool)
     # occurrences of wanted nodes on live callsites
     entry_ok = wanted[nodes.loc_nodes]
     loc_has = np.add.reduceat(entry_ok, nodes.loc_start[:-1]) if entry_ok.size else entry_ok
@@ -252,17 +253,21 @@ def calls(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None
     pc, k, entry = pc[sel], k[sel], entry[sel]
     callee = nodes.loc_nodes[entry]
     end = nodes.loc_start[loc_of[pc] + 1]
-    caller = _caller_in_location(nodes, kept, entry + 1, end)
+    caller, at = _caller_in_location(nodes, kept, entry + 1, end)
+    residual = (caller >= 0) & (at != entry + 1)
     missing = caller < 0
-    caller[missing] = _kept_above(cs, nodes, kept, loc_of, cs.parent.astype(np.int64)[pc[missing]])
+    caller[missing], skipped = _kept_above(cs, nodes, kept, loc_of, cs.parent.astype(np.int64)[pc[missing]])
+    residual[missing] = skipped | (entry + 1 < end)[missing]
     inline = entry + 1 < end
     keep = (caller >= 0) & (caller != callee)
-    return pc[keep], caller[keep], callee[keep], inline[keep]
+    return pc[keep], caller[keep], callee[keep], inline[keep], residual[keep]
 
 
-def _caller_in_location(nodes: NodeMap, kept: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """First kept node among entries start..end-1 of a location (-1 if none)."""
+def _caller_in_location(nodes: NodeMap, kept: np.ndarray, start: np.ndarray,
+                        end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First kept node among entries start..end-1 of a location (-1 if none), and its entry."""
     out = np.full(start.size, -1, dtype=np.int64)
+    at = np.full(start.size, -1, dtype=np.int64)
     cur, todo = start.copy(), np.arange(start.size)
     while todo.size:
         inside = cur < end[todo]
@@ -270,14 +275,17 @@ def _caller_in_location(nodes: NodeMap, kept: np.ndarray, start: np.ndarray, end
         node = nodes.loc_nodes[cur]
         hit = kept[node]
         out[todo[hit]] = node[hit]
+        at[todo[hit]] = cur[hit]
         todo, cur = todo[~hit], cur[~hit] + 1
-    return out
+    return out, at
 
 
 def _kept_above(cs, nodes: NodeMap, kept: np.ndarray, loc_of: np.ndarray,  # noqa: ANN001
-                start: np.ndarray) -> np.ndarray:
-    """Nearest kept node at or above callsite ``start`` (its lines innermost first)."""
+                start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest kept node at or above callsite ``start`` (its lines innermost first), and
+    whether lines were skipped to reach it."""
     out = np.full(start.size, -1, dtype=np.int64)
+    skipped = np.zeros(start.size, dtype=bool)
     cur, todo = start.copy(), np.arange(start.size)
     while todo.size:
         alive = cur >= 0
@@ -285,11 +293,13 @@ def _kept_above(cs, nodes: NodeMap, kept: np.ndarray, loc_of: np.ndarray,  # noq
         if not todo.size:
             break
         a = nodes.loc_start[loc_of[cur]]
-        found = _caller_in_location(nodes, kept, a, nodes.loc_start[loc_of[cur] + 1])
+        found, at = _caller_in_location(nodes, kept, a, nodes.loc_start[loc_of[cur] + 1])
         hit = found >= 0
         out[todo[hit]] = found[hit]
+        skipped[todo[hit]] |= at[hit] != a[hit]
+        skipped[todo[~hit]] = True
         todo, cur = todo[~hit], cs.parent.astype(np.int64)[cur[~hit]]
-    return out
+    return out, skipped
 
 
 def _distinct_edges(caller: np.ndarray, callee: np.ndarray, inline: np.ndarray,
@@ -303,9 +313,14 @@ def _distinct_edges(caller: np.ndarray, callee: np.ndarray, inline: np.ndarray,
     return uk // (nn + 1), uk % (nn + 1), ~plain
 
 
-def ranked(nodes: NodeMap, flat: np.ndarray, cum: np.ndarray) -> list[int]:
-    """Nodes with weight in pprof's report order: |flat| desc, name, |cum| desc, identity."""
-    live = np.nonzero((flat != 0) | (cum != 0))[0]
+def ranked(nodes: NodeMap, flat: np.ndarray, cum: np.ndarray, mask: np.ndarray | None = None,
+           by_cum: bool = False) -> list[int]:
+    """Nodes with weight (and in ``mask``) in pprof's report order: |flat| desc, name,
+    |cum| desc, identity; or with ``by_cum`` (pprof's -cum): |cum| desc, name, |flat| desc."""
+    live = (flat != 0) | (cum != 0)
+    if mask is not None:
+        live &= mask
     names, infos = nodes.names, nodes.infos
-    flat_l, cum_l = np.abs(flat).tolist(), np.abs(cum).tolist()
-    return sorted(live.tolist(), key=lambda n: (-flat_l[n], names[n], -cum_l[n], infos[n]))
+    first, second = (cum, flat) if by_cum else (flat, cum)
+    first_l, second_l = np.abs(first).tolist(), np.abs(second).tolist()
+    return sorted(np.flatnonzero(live).tolist(), key=lambda n: (-first_l[n], names[n], -second_l[n], infos[n]))

@@ -23,6 +23,11 @@ def info(p: Profile) -> dict[str, Any]:
             for key in {lb.key for lb in p.labelsets[ls]}:
                 label_keys[key] = label_keys.get(key, 0) + c
     columns = {name: _range(getattr(s, name)) for name in s.OPTIONAL_COLUMNS if getattr(s, name) is not None}
+    if "time" in columns and len(s):
+        from polyprof.analysis.filters import time_origin
+
+        # where --time-range counts from, so readers can show sample times relative to it
+        columns["time"]["origin"] = time_origin(p, np.asarray(s.time, dtype=np.int64))
     stacks = np.unique(s.stack).size if len(s) else 0
     return {
         "format": p.source_format,

@@ -100,10 +100,14 @@ def _aggregate_flags(granularity: str, inlines: bool) -> tuple[bool, bool, bool,
             granularity == "lines", False)
 
 
-def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True) -> NodeMap:
+def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True,
+             names: bool = True, objnames: bool = False) -> NodeMap:
     """Expand every location of ``p`` into report nodes.
 
-    Each entry (a location's line, or the location itself when it has no
+    ``names=False`` shows function names exactly as stored, without the
+    symbolizer's clean-up (pprof's ``-symbolize=none``). ``objnames`` keeps
+    every node's binary and function start line, as pprof's source and
+    assembly reports do. Each entry (a location's line, or the location itself when it has no
     line) gets integer key columns that mirror pprof's NodeInfo fields after
     aggregation; equal keys are one node. NodeInfos are built only for the
     distinct nodes.
@@ -121,7 +125,7 @@ def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True
     row = loc.line_start[entry_loc + 1] - 1 if not inlines else loc.line_start[entry_loc] + k
     row = np.where(has_line, row, 0)
     fn = np.where(has_line, p.lines.function[row] if len(p.lines) else -1, -1).astype(np.int64)
-    name_id, file_id, start_line, texts = _function_keys(p, function, filename)
+    name_id, file_id, start_line, texts = _function_keys(p, function, filename, names)
     mapping = loc.mapping.astype(np.int64)[entry_loc]
     obj = np.where(mapping >= 0, p.mappings.filename.astype(np.int64)[np.maximum(mapping, 0)]
                    if len(p.mappings) else 0, 0)
@@ -136,8 +140,8 @@ def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True
         np.where(has_fn, file_id[safe], 0) if len(file_id) else zero,
         np.where(has_fn & linenumber, p.lines.line[row], 0) if len(p.lines) else zero,
         np.where(has_fn & (granularity == "addresses"), p.lines.column[row], 0) if len(p.lines) else zero,
-        np.where(has_fn & ~named, start_line[safe], 0) if len(start_line) else zero,
-        np.where(named, 0, obj),
+        np.where(has_fn & (~named | objnames), start_line[safe], 0) if len(start_line) else zero,
+        obj if objnames else np.where(named, 0, obj),
     ]
     node, rep = factorize_rows(cols)
     strs = p.strings
@@ -158,7 +162,7 @@ def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True
     return NodeMap(infos, [n.printable() for n in infos], loc_start, node, inlined, dup)
 
 
-def _function_keys(p: Profile, function: bool, filename: bool):  # noqa: ANN202
+def _function_keys(p: Profile, function: bool, filename: bool, clean: bool = True):  # noqa: ANN202
     """Per function: interned display-name id, file id, start line; and the id -> text list."""
     strs = p.strings
     f = p.functions
@@ -177,7 +181,8 @@ def _function_keys(p: Profile, function: bool, filename: bool):  # noqa: ANN202
         # Clean each distinct (name, system name) pair once.
         pairs, inverse = np.unique(f.name.astype(np.int64) << 32 | f.system_name.astype(np.int64),
                                    return_inverse=True)
-        ids = np.array([intern(display_name(strs[k >> 32], strs[k & 0xFFFFFFFF])) for k in pairs.tolist()],
+        shown = display_name if clean else (lambda name, _system: name)
+        ids = np.array([intern(shown(strs[k >> 32], strs[k & 0xFFFFFFFF])) for k in pairs.tolist()],
                        dtype=np.int64)
         name_id = ids[inverse.reshape(-1)] if n else np.zeros(0, dtype=np.int64)
     else:

@@ -1,9 +1,11 @@
 """``top``: flat and cumulative weight per node, as ``go tool pprof -top`` computes it.
 
-Rows are sorted as pprof sorts them (flat, then name, then cum), nodes with
-zero flat and cum are left out, and ``nodefraction`` is 0: nothing is dropped
-except by ``nodecount``. Recursion counts once in cum; inlined functions are
-rows of their own, marked "(inline)" when every call into them is inlined.
+Rows are sorted as pprof sorts them (flat, then name, then cum; cum first
+with ``cum``), nodes with zero flat and cum are left out, and pprof's
+trimming applies (:mod:`polyprof.analysis.trim`): by default nodes under
+0.5% of the total are dropped and every other row is shown. Recursion counts
+once in cum; inlined functions are rows of their own, marked "(inline)" when
+every call into them that survives the edge fraction is inlined.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import numpy as np
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.graph import callsite_weights, edges, node_map, node_weights, ranked
+from polyprof.analysis.graph import node_map
 from polyprof.analysis.options import Options
+from polyprof.analysis.trim import report_column, report_graph
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["TopResult", "TopRow", "top"]
@@ -34,9 +37,12 @@ class TopResult:
     sample_type: ValueType
     total: int
     rows: list[TopRow]
-    node_count: int  # nodes with any weight, before nodecount
+    node_count: int  # nodes left after the node fraction, before nodecount
     profile: Profile = field(repr=False)
     active_filters: list[str] = field(default_factory=list)
+    dropped_nodes: int = 0   # nodes under the node fraction ("Dropped N nodes")
+    node_cutoff: int = 0     # their cum limit, relative to ``total`` as pprof prints it
+    unit: str = "minimum"    # the unit values are printed in (Options.unit)
 
     @property
     def shown_flat(self) -> int:
@@ -47,33 +53,23 @@ def top(src: Profile | FilterResult, options: Options | None = None) -> TopResul
     """The top table of ``src`` for ``options.sample_index`` (pprof's default type if unset).
 
     The filters of ``options`` are applied first (unless ``src`` is already a
-    FilterResult); percentages stay relative to the total before filtering.
+    FilterResult); percentages stay relative to the total before filtering
+    (after, with ``relative_percentages``).
     """
     o = options or Options()
     fr = filters.prepare(src, o)
     p = fr.profile
-    index = p.sample_index(o.sample_index)
-    values = p.samples.values[:, index] if len(p.sample_types) else np.zeros(0, np.int64)
-    nodes = node_map(p, o.granularity, inlines=not o.noinlines)
-    w = callsite_weights(p, values)
-    flat, cum = node_weights(p, nodes, w)
-    order = ranked(nodes, flat, cum)
-    names = nodes.names
-    shown = order if o.nodecount <= 0 else order[:o.nodecount]
-    kept = np.zeros(len(nodes), dtype=bool)
-    kept[shown] = True
-    marks = _inline_marks(p, nodes, w, kept)
-    rows = [TopRow(names[n], int(flat[n]), int(cum[n]), marks.get(n, "")) for n in shown]
-    vt = p.sample_types[index] if p.sample_types else ValueType("", "")
-    total = fr.total(index) if p.sample_types else w.total
-    return TopResult(vt, total, rows, len(order), p, fr.active)
-
-
-def _inline_marks(p: Profile, nodes, w, kept) -> dict[int, str]:  # noqa: ANN001
-    # Only a node that is an inlined line somewhere can be marked.
+    col = report_column(fr, o)
+    nodes = node_map(p, o.granularity, inlines=not o.noinlines, names=o.symbolize != "none")
     inlined = np.zeros(len(nodes), dtype=bool)
-    inlined[nodes.loc_nodes[nodes.loc_inlined]] = True
-    caller, callee, inline = edges(p, nodes, w, kept, callees=inlined)
-    has_inline: set[int] = set(callee[inline].tolist())
-    has_plain: set[int] = set(callee[~inline].tolist())
-    return {n: "(partial-inline)" if n in has_plain else "(inline)" for n in has_inline}
+    inlined[nodes.loc_nodes[nodes.loc_inlined]] = True  # only these can be marked
+    g = report_graph(p, nodes, col.values, nodecount=o.count_for("top"), nodefraction=o.nodefraction,
+                     edgefraction=o.edgefraction, by_cum=o.cum, divisor=col.divisor, callees_of=inlined)
+    e = g.edges
+    has_inline: set[int] = set(e.callee[e.inline].tolist())
+    has_plain: set[int] = set(e.callee[~e.inline].tolist())
+    marks = {n: "(partial-inline)" if n in has_plain else "(inline)" for n in has_inline}
+    names = nodes.names
+    rows = [TopRow(names[n], int(g.flat[n]), int(g.cum[n]), marks.get(n, "")) for n in g.shown]
+    return TopResult(col.sample_type, col.total, rows, g.node_count, p, fr.active, g.dropped_nodes,
+                     col.cutoff(o.nodefraction), o.unit)

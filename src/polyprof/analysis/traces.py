@@ -51,6 +51,7 @@ class TracesResult:
     sample_value: np.ndarray                 # per printed sample: its value
     profile: Profile = field(repr=False)
     active_filters: list[str] = field(default_factory=list)
+    unit: str = "minimum"                    # how values print (Options.unit)
 
     def __len__(self) -> int:
         return len(self.sample_stack)
@@ -77,8 +78,13 @@ def traces(src: Profile | FilterResult, options: Options | None = None) -> Trace
     units = tags.num_label_units(p)
     labels = [_groups(p.labelsets[int(i)], units) for i in used_sets.tolist()]
     values = s.values[printed, index] if len(p.sample_types) else np.zeros(printed.size, np.int64)
+    if o.mean and len(p.sample_types):  # pprof's -mean: each sample's value over its count
+        count = s.values[printed, 0]
+        safe = np.where(count == 0, 1, count)
+        values = np.where(count == 0, values, np.sign(values) * np.sign(safe) * (np.abs(values) // np.abs(safe)))
+        vt = ValueType("mean_" + vt.type, vt.unit)
     return TracesResult(vt, total, stacks_out, labels, stack_ids.reshape(-1), set_ids.reshape(-1), values,
-                        p, fr.active)
+                        p, fr.active, o.unit)
 
 
 def _groups(labelset: tuple, units: dict[str, str]) -> tuple[LabelGroup, ...]:  # noqa: ANN001

@@ -1,34 +1,32 @@
 """``tree`` and ``peek``: every node with its callers and callees, as ``go tool pprof -tree/-peek``.
 
-Nodes are ranked as in ``top`` (flat, then name, then cum); ``nodecount``
-keeps the first N and the call graph is then rebuilt over those nodes only:
+Nodes are ranked as in ``top`` and trimmed as pprof trims its graph
+(:mod:`polyprof.analysis.trim`: node fraction, then ``nodecount``, default
+80, then edge fraction); the call graph is built over the kept nodes only, so
 an edge may jump over dropped nodes (pprof's "residual" edges). An edge's
 weight is the weight of the samples whose stack makes that call at least
 once; an edge is "inline" when every such call is an inlined one. Samples
-with zero value add no edges, as in pprof. ``nodefraction``/``edgefraction``
-are 0: nothing is dropped except by ``nodecount``.
+with zero value add no edges, as in pprof.
 
-``peek`` is the tree without ``nodecount`` whose printed entries are the
-nodes matching a regular expression; totals still cover every node.
+``peek`` is the tree without any trimming (as pprof) whose printed entries
+are the nodes matching a regular expression; totals still cover every node.
 Percentages are relative to the total before filtering (pprof's default).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.graph import NodeMap, Weights, calls, callsite_weights, euler, node_map, node_weights, ranked
+from polyprof.analysis.graph import node_map
 from polyprof.analysis.options import Options
+from polyprof.analysis.trim import report_column, report_graph
 from polyprof.errors import OptionsError
 from polyprof.model.profile import Profile, ValueType
 
-__all__ = ["TreeEdge", "TreeNode", "TreeResult", "call_edges", "peek", "tree"]
+__all__ = ["TreeEdge", "TreeNode", "TreeResult", "peek", "tree"]
 
 
 @dataclass
@@ -53,9 +51,12 @@ class TreeResult:
     sample_type: ValueType
     total: int                 # before filtering: the 100% of every percentage
     nodes: list[TreeNode]      # every kept node, in report order
-    node_count: int            # nodes with any weight, before nodecount
+    node_count: int            # nodes left after the node fraction, before nodecount
     profile: Profile = field(repr=False)
     active_filters: list[str] = field(default_factory=list)
+    dropped_nodes: int = 0     # nodes under the node fraction ("Dropped N nodes")
+    node_cutoff: int = 0       # their cum limit, relative to ``total`` as pprof prints it
+    unit: str = "minimum"      # the unit values are printed in (Options.unit)
 
     @property
     def shown_flat(self) -> int:
@@ -72,25 +73,24 @@ def tree(src: Profile | FilterResult, options: Options | None = None,
     o = options or Options()
     fr = filters.prepare(src, o)
     p = fr.profile
-    _, values, vt, total = fr.column(o.sample_index)
-    nodes = node_map(p, o.granularity, inlines=not o.noinlines)
-    w = callsite_weights(p, values)
-    flat, cum = node_weights(p, nodes, w)
-    order = ranked(nodes, flat, cum)
-    shown = order if o.nodecount <= 0 else order[:o.nodecount]
-    kept = np.zeros(len(nodes), dtype=bool)
-    kept[shown] = True
-    caller, callee, inline, weight = call_edges(p, nodes, w, kept)
+    col = report_column(fr, o)
+    nodes = node_map(p, o.granularity, inlines=not o.noinlines, names=o.symbolize != "none")
+    trim = symbol is None  # peek shows every node (pprof turns its trimming off)
+    g = report_graph(p, nodes, col.values, nodecount=o.count_for("tree") if trim else 0,
+                     nodefraction=o.nodefraction if trim else 0.0, edgefraction=o.edgefraction if trim else 0.0,
+                     by_cum=o.cum, divisor=col.divisor)
     names = nodes.names
-    out = {n: TreeNode(names[n], int(flat[n]), int(cum[n]),
-                       selected=symbol is None or bool(symbol.search(names[n]))) for n in shown}
-    for a, b, inl, wt in zip(caller.tolist(), callee.tolist(), inline.tolist(), weight.tolist()):
+    out = {n: TreeNode(names[n], int(g.flat[n]), int(g.cum[n]),
+                       selected=symbol is None or bool(symbol.search(names[n]))) for n in g.shown}
+    e = g.edges
+    for a, b, inl, wt in zip(e.caller.tolist(), e.callee.tolist(), e.inline.tolist(), e.weight.tolist()):
         out[b].callers.append(TreeEdge(names[a], wt, inl))
         out[a].callees.append(TreeEdge(names[b], wt, inl))
     for node in out.values():
         node.callers.sort(key=lambda e: (-abs(e.weight), e.name))
         node.callees.sort(key=lambda e: (-abs(e.weight), e.name))
-    return TreeResult(vt, total, [out[n] for n in shown], len(order), p, fr.active)
+    return TreeResult(col.sample_type, col.total, [out[n] for n in g.shown], g.node_count, p, fr.active,
+                      g.dropped_nodes, col.cutoff(o.nodefraction) if trim else 0, o.unit)
 
 
 def peek(src: Profile | FilterResult, regex: str, options: Options | None = None) -> TreeResult:
@@ -99,40 +99,4 @@ def peek(src: Profile | FilterResult, regex: str, options: Options | None = None
         symbol = re.compile(regex)
     except re.error as exc:
         raise OptionsError(f"peek: bad regular expression {regex!r}: {exc}") from None
-    return tree(src, dataclasses.replace(options or Options(), nodecount=0), symbol)
-
-
-# ---------------------------------------------------------------- edges
-
-def call_edges(p: Profile, nodes: NodeMap, w: Weights,
-               kept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(caller, callee, inline, weight) of every edge between ``kept`` nodes.
-
-    The calls are :func:`polyprof.analysis.graph.calls`; an edge's weight is
-    the weight of the samples making that call, each counted once.
-    """
-    pc, caller, callee, inline = calls(p, nodes, w, kept)
-    empty = np.zeros(0, dtype=np.int64)
-    if not pc.size:
-        return empty, empty, empty.astype(bool), empty
-    key = caller * np.int64(len(nodes) + 1) + callee
-    uniq, pair = np.unique(key, return_inverse=True)
-    pair = pair.reshape(-1)
-    plain = np.bincount(pair, weights=~inline, minlength=uniq.size) > 0
-    weight = _once_per_stack(p, pair, pc, w.subtree, uniq.size)
-    return uniq // (len(nodes) + 1), uniq % (len(nodes) + 1), ~plain, weight
-
-
-def _once_per_stack(p: Profile, group: np.ndarray, pc: np.ndarray, subtree: np.ndarray, size: int) -> np.ndarray:
-    """Per group: sum of ``subtree`` over occurrences with no occurrence of the group above them."""
-    out = np.zeros(size, dtype=np.int64)
-    tin, tout = euler(p)
-    big = np.int64(len(p.callsites) + 1)
-    key = group * big + tin[pc]
-    order = np.argsort(key, kind="stable")
-    key, sites, grp = key[order], pc[order], group[order]
-    reach = grp * big + tout[sites]
-    prev = np.append(-1, np.maximum.accumulate(reach)[:-1])
-    top = key > prev
-    np.add.at(out, grp[top], subtree[sites[top]])
-    return out
+    return tree(src, options, symbol)

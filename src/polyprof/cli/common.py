@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import re
 
-__all__ = ["add_analysis_flags", "add_filter_flags", "add_input_flags", "add_output_format", "add_report_arguments",
-           "analysis_options", "emit", "load", "parse_time_range", "read_options", "read_profile", "warn_unmatched"]
+__all__ = ["add_analysis_flags", "add_base_flags", "add_filter_flags", "add_input_flags", "add_output_format",
+           "add_report_arguments", "add_report_flags", "analysis_options", "emit", "load", "load_all",
+           "parse_time_range", "read_options", "read_profile", "warn_unmatched", "write_report"]
 
 
 def _int_set(text: str) -> frozenset[int]:
@@ -57,6 +58,35 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
                         "sample type (on-CPU samples, off-CPU time, or both; default on+off)")
     g.add_argument("--module-names", metavar="FILE",
                    help="Chromium: extra module file names (one per line) to resolve module name hashes")
+    add_profile_flag(g)
+    g.add_argument("--seconds", type=_positive, metavar="N",
+                   help="URL inputs: ask the server for an N-second profile (pprof's seconds=N)")
+    g.add_argument("--timeout", type=_positive, metavar="S",
+                   help="URL inputs: give up after S seconds (default 1.5 x --seconds, else 60)")
+
+
+def _positive(text: str) -> int:
+    from polyprof.cli.args import count
+
+    value = count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def add_profile_flag(g) -> None:  # noqa: ANN001 - an argparse group
+    """--profile N: the multi-profile rule's selector (polyprof.selection)."""
+    g.add_argument("--profile", type=_positive_set, metavar="N[,N]",
+                   help="inputs holding several profiles: use profile N as 'polyprof info' numbers them "
+                        "(profiles with the same sample types are otherwise merged; of different kinds, "
+                        "listed with their selectors)")
+
+
+def _positive_set(text: str) -> tuple[int, ...]:
+    numbers = tuple(sorted(_int_set(text)))
+    if not numbers or numbers[0] < 1:
+        raise argparse.ArgumentTypeError(f"expected profile numbers from 1 ('polyprof info' lists them), got {text!r}")
+    return numbers
 
 
 def add_output_format(p: argparse.ArgumentParser) -> None:
@@ -64,13 +94,22 @@ def add_output_format(p: argparse.ArgumentParser) -> None:
                    help="text for people (default) or json for scripts")
 
 
-def add_analysis_flags(p: argparse.ArgumentParser, *, nodecount: int | None = 25) -> None:
-    """--sample-index, --granularity, --noinlines and (unless ``nodecount`` is None) --nodecount."""
+def add_analysis_flags(p: argparse.ArgumentParser, *, nodecount: int | str | None = 25) -> None:
+    """--sample-index, --granularity, --noinlines and --nodecount: an int ``nodecount`` is its
+    default, a string describes pprof's per-report default (the flag stays unset), None
+    means the report ignores it."""
+    from polyprof.cli.args import count
+
     g = p.add_argument_group("analysis")
     g.add_argument("--sample-index", metavar="NAME|N",
-                   help="which sample type to report (default: the profile's default type)")
-    if nodecount is not None:
-        g.add_argument("--nodecount", type=int, default=nodecount, metavar="N",
+                   help="which sample type to report (default: the profile's default type); pprof's "
+                        "-inuse_space, -alloc_objects, -total_delay, -contentions... are shortcuts for it")
+    if nodecount is None:  # accepted everywhere, as pprof accepts it
+        g.add_argument("--nodecount", type=count, default=None, metavar="N",
+                       help="no effect on this report (accepted as pprof accepts it)")
+    else:
+        default = nodecount if isinstance(nodecount, int) else None
+        g.add_argument("--nodecount", type=count, default=default, metavar="N",
                        help=f"show at most N nodes (0 = all; default {nodecount})")
     g.add_argument("--granularity", default="functions",
                    choices=("functions", "filefunctions", "files", "lines", "addresses", "modules"),
@@ -94,20 +133,107 @@ def add_filter_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tagfocus", metavar="[KEY=]REGEX|RANGE",
                    help="keep samples whose labels match: 'worker=a', 'bytes=1kb:', ':64mb', '4kb:1mb'")
     g.add_argument("--tagignore", metavar="[KEY=]REGEX|RANGE", help="drop samples whose labels match")
+    g.add_argument("--tagshow", metavar="REGEX", help="keep only the labels whose key matches REGEX")
+    g.add_argument("--taghide", metavar="REGEX", help="remove the labels whose key matches REGEX")
     g.add_argument("--thread", metavar="REGEX", help="keep samples of threads whose name matches REGEX")
 
 
-def add_report_arguments(p: argparse.ArgumentParser, *, nodecount: int | None = 25, exact: bool = True) -> None:
-    """What a report verb takes: the input file, analysis flags, filters, input selection,
-    --format and (if ``exact``) --exact."""
-    p.add_argument("input", help="profile file (any readable format; gzip is fine)")
+INPUTS_HELP = ("profile files (any readable format; gzip is fine), '-' for standard input, or http(s) "
+               "URLs such as http://host:6060/debug/pprof/heap; several are merged")
+
+
+def add_report_arguments(p: argparse.ArgumentParser, *, nodecount: int | str | None = 25, exact: bool = True,
+                         graph: bool = True) -> None:
+    """What a report verb takes: its inputs, analysis flags, report shaping (pprof's
+    fractions only if ``graph``), filters, input selection, --base/--diff-base, --format,
+    -o and (if ``exact``) --exact."""
+    p.add_argument("input", nargs="+", metavar="INPUT", help=INPUTS_HELP)
     add_analysis_flags(p, nodecount=nodecount)
+    add_report_flags(p, graph=graph)
     add_filter_flags(p)
     add_input_flags(p)
+    add_base_flags(p)
     add_output_format(p)
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
     if exact:
         p.add_argument("--exact", action="store_true",
                        help="print raw values in the sample type's own unit instead of human units")
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.005, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return value
+
+
+def add_report_flags(p: argparse.ArgumentParser, *, graph: bool = True) -> None:
+    """How a report is shaped, with go tool pprof's names and defaults (the node and
+    edge fractions act only on reports drawn from its call graph: ``graph``)."""
+    g = p.add_argument_group("report (go tool pprof's flags of the same names)")
+    idle = "" if graph else " (no effect on this report; accepted as pprof accepts it)"
+    g.add_argument("--nodefraction", type=_fraction, default=0.005, metavar="F",
+                   help="hide nodes whose cum is below F x total (default 0.005; 0 shows every node)" + idle)
+    g.add_argument("--edgefraction", type=_fraction, default=0.001, metavar="F",
+                   help="hide calls whose weight is below F x total (default 0.001)" + idle)
+    g.add_argument("--cum", action="store_true", help="sort by cumulative instead of flat weight")
+    g.add_argument("--unit", default="minimum", metavar="UNIT",
+                   help="print values in UNIT (ms, s, MB...), 'auto' (each value its own) or "
+                        "'minimum' (one unit per table, the default)")
+    g.add_argument("--mean", action="store_true",
+                   help="average values per sample: divide by the sample count (the first sample type)")
+    g.add_argument("--relative-percentages", action="store_true",
+                   help="percentages of the total after filtering (default: before, as pprof)")
+    g.add_argument("--tagroot", metavar="KEY[,KEY]",
+                   help="add the values of these labels as frames at the root of every stack")
+    g.add_argument("--tagleaf", metavar="KEY[,KEY]",
+                   help="add the values of these labels as frames at the leaf of every stack")
+    g.add_argument("--symbolize", default="", type=_symbolize, metavar="MODE",
+                   help="pprof's -symbolize: 'none' shows function names exactly as stored (no C++/Rust "
+                        "name clean-up); local, remote, force and demangle=MODE are accepted")
+
+
+_SYMBOLIZE = ("", "none", "no", "local", "fastlocal", "remote", "force")
+_DEMANGLE = ("none", "full", "templates", "default")
+
+
+def _symbolize(text: str) -> str:
+    """pprof's -symbolize value: options joined by ':' (local, remote, none, force, demangle=X)."""
+    for part in text.lower().split(":"):
+        if part not in _SYMBOLIZE and part.removeprefix("demangle=") not in _DEMANGLE:
+            raise argparse.ArgumentTypeError(
+                f"unknown option {part!r}; use [local|fastlocal|remote|none][:force][:demangle=none|full|"
+                "templates|default], as pprof")
+    return text.lower()
+
+
+def _symbolize_options(args: argparse.Namespace, env) -> str:  # noqa: ANN001
+    """What --symbolize means here: 'none' (names as stored) or '' (pprof's default clean-up).
+
+    ``demangle=MODE`` goes to the demangler's own flag when this version has one
+    (``--demangle``); otherwise a note says it has no effect."""
+    mode = getattr(args, "symbolize", "") or ""
+    parts = mode.split(":")
+    demangle = next((x.removeprefix("demangle=") for x in parts if x.startswith("demangle=")), None)
+    if demangle is not None and demangle != "default":
+        if hasattr(args, "demangle"):
+            args.demangle = demangle
+        elif env is not None:
+            env.note(f"note: --symbolize demangle={demangle} needs polyprof's demangler, not in this version; "
+                     "names keep pprof's default clean-up")
+    return "none" if any(x in ("none", "no") for x in parts) else ""
+
+
+def add_base_flags(p: argparse.ArgumentParser) -> None:
+    """--base/--diff-base: profiles subtracted from the input (go tool pprof's meaning)."""
+    g = p.add_argument_group("comparison (go tool pprof -base / -diff_base)")
+    g.add_argument("--base", action="append", dest="base_profiles", metavar="FILE",
+                   help="subtract this profile (its values negated and merged in); repeatable")
+    g.add_argument("--diff-base", action="append", dest="diff_base_profiles", metavar="FILE",
+                   help="like --base, with percentages of the base's total (pprof -diff_base)")
 
 
 def emit(env, args: argparse.Namespace, to_json, to_text) -> None:  # noqa: ANN001
@@ -115,9 +241,9 @@ def emit(env, args: argparse.Namespace, to_json, to_text) -> None:  # noqa: ANN0
     import json
 
     if args.format == "json":
-        env.out(json.dumps(to_json(), indent=1))
+        write_report(env, args, json.dumps(to_json(), indent=1))
     else:
-        env.out(to_text().rstrip("\n"))
+        write_report(env, args, to_text().rstrip("\n"))
 
 
 def read_options(args: argparse.Namespace):  # noqa: ANN201 - lazy import keeps --help fast
@@ -128,31 +254,39 @@ def read_options(args: argparse.Namespace):  # noqa: ANN201 - lazy import keeps 
                        heap=getattr(args, "heap", None), time_range=getattr(args, "time_range", None),
                        metadata_names=getattr(args, "metadata_names", None),
                        symbols=getattr(args, "symbols", None), merge=getattr(args, "merge", False),
-                       extra=extra)
+                       profiles=getattr(args, "profile", None), extra=extra)
 
 
-def analysis_options(args: argparse.Namespace):  # noqa: ANN201
+def analysis_options(args: argparse.Namespace, env=None):  # noqa: ANN001, ANN201
     from polyprof.analysis.options import Options
 
-    names = ("sample_index", "nodecount", "granularity", "noinlines", "focus", "ignore", "hide", "show",
-             "show_from", "prune_from", "tagfocus", "tagignore", "pid", "tid", "thread", "time_range")
-    return Options(**{n: getattr(args, n) for n in names if getattr(args, n, None) is not None})
+    names = ("sample_index", "base_sample_index", "nodecount", "granularity", "noinlines", "focus", "ignore", "hide", "show",
+             "show_from", "prune_from", "tagfocus", "tagignore", "pid", "tid", "thread", "time_range",
+             "nodefraction", "edgefraction", "cum", "unit", "mean", "relative_percentages", "tagshow", "taghide",
+             "tagroot", "tagleaf", "symbolize")
+    fields = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    if "symbolize" in fields:
+        fields["symbolize"] = _symbolize_options(args, env)
+    return Options(**fields)
 
 
-def read_profile(args: argparse.Namespace, env, path: str | None = None):  # noqa: ANN001, ANN201
-    """Read the verb's input with the shared flags, showing progress on a TTY."""
+def _specs(args: argparse.Namespace, path: str | list[str] | None) -> list[str]:
+    specs = path if path is not None else args.input
+    return [specs] if isinstance(specs, str) else list(specs)
+
+
+def read_profile(args: argparse.Namespace, env, path: str | list[str] | None = None):  # noqa: ANN001, ANN201
+    """Read the verb's inputs with the shared flags (files, '-', URLs; several merged;
+    --base/--diff-base subtracted), showing progress on a TTY."""
     import dataclasses
 
-    import polyprof
+    from polyprof.cli.inputs import read_inputs
 
-    path = path or args.input
-    with env.progress(f"reading {path}") as progress:
-        opts = dataclasses.replace(read_options(args), progress=progress)
-        return polyprof.read(path, format=getattr(args, "input_format", None), options=opts)
+    return read_inputs(args, env, _specs(args, path), dataclasses.replace(read_options(args), note=env.note))
 
 
-def load(args: argparse.Namespace, env, path: str | None = None):  # noqa: ANN001, ANN201
-    """Read the verb's input and apply the filters of its flags; warn on stderr for each
+def load(args: argparse.Namespace, env, path: str | list[str] | None = None):  # noqa: ANN001, ANN201
+    """Read the verb's inputs and apply the filters of its flags; warn on stderr for each
     filter that matched nothing. Returns a FilterResult (``.profile`` is the filtered one).
 
     ``--time-range`` is applied here, not by the reader, so "relative to the profile
@@ -160,33 +294,47 @@ def load(args: argparse.Namespace, env, path: str | None = None):  # noqa: ANN00
     """
     import dataclasses
 
-    import polyprof
     from polyprof.analysis import filters
+    from polyprof.cli.inputs import read_inputs
 
-    path = path or args.input
-    with env.progress(f"reading {path}") as progress:
-        opts = dataclasses.replace(read_options(args), time_range=None, progress=progress)
-        profile = polyprof.read(path, format=getattr(args, "input_format", None), options=opts)
-    result = filters.apply(profile, analysis_options(args))
+    opts = dataclasses.replace(read_options(args), time_range=None, note=env.note)
+    profile = read_inputs(args, env, _specs(args, path), opts)
+    result = filters.apply(profile, analysis_options(args, env))
     warn_unmatched(result, env)
     return result
 
 
 def load_all(args: argparse.Namespace, env, path: str | None = None) -> list:  # noqa: ANN001
-    """Like :func:`load`, but every profile of the input separately (no merging)."""
+    """Like :func:`load`, but every profile of the input separately (no merging), as
+    :class:`polyprof.selection.Choice` holding the filtered profile; only those
+    ``--profile`` names when it is given. An input without profiles is an error."""
     import dataclasses
 
     import polyprof
     from polyprof.analysis import filters
+    from polyprof.selection import choices, pick
 
-    path = path or args.input
+    path = path or _specs(args, None)[0]
     with env.progress(f"reading {path}") as progress:
         opts = dataclasses.replace(read_options(args), time_range=None, progress=progress)
         profiles = polyprof.read_all(path, format=getattr(args, "input_format", None), options=opts)
-    results = [filters.apply(p, analysis_options(args)) for p in profiles]
+    listed = pick(choices(profiles), args.profile or range(1, len(profiles) + 1), path)
+    results = [filters.apply(c.profile, analysis_options(args, env)) for c in listed]
     for result in results[:1]:
         warn_unmatched(result, env)
-    return results
+    return [dataclasses.replace(c, profile=r.profile) for c, r in zip(listed, results)]
+
+
+def write_report(env, args: argparse.Namespace, text: str) -> None:  # noqa: ANN001
+    """Print a text report, or write it atomically to ``-o FILE``."""
+    output = getattr(args, "output", None)
+    if not output or output == "-":
+        env.out(text)
+        return
+    from polyprof.formats.output import write_text_atomic
+
+    write_text_atomic(output, text if text.endswith("\n") or not text else text + "\n")
+    env.note(f"wrote {output}")
 
 
 def warn_unmatched(result, env) -> None:  # noqa: ANN001

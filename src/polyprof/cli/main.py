@@ -22,8 +22,8 @@ from polyprof.cli.env import Env
 __all__ = ["build_parser", "main"]
 
 # The order verbs are listed in --help; verbs not named here follow alphabetically.
-_ORDER = ("info", "top", "tree", "traces", "peek", "flame", "diff", "merge", "convert", "dump",
-          "validate", "symbolize", "formats")
+_ORDER = ("info", "top", "tree", "traces", "peek", "tags", "raw", "list", "disasm", "graph", "flame", "diff",
+          "merge", "convert", "dump", "validate", "symbolize", "formats")
 
 DESCRIPTION = """\
 polyprof reads pprof, Perfetto, simpleperf and Chromium CallStackProfile files,
@@ -64,8 +64,9 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The argument parser; ``only`` builds just that verb (what a run needs)."""
-    parser = argparse.ArgumentParser(prog="polyprof", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=_Formatter)
+    from polyprof.cli.args import Parser
+
+    parser = Parser(prog="polyprof", description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"polyprof {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs")
     for module in _verbs(only):
@@ -80,11 +81,16 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     """Run polyprof with ``argv``; returns the exit code (documented in --help)."""
     env = env or Env()
     argv = sys.argv[1:] if argv is None else argv
-    verb = argv[0] if argv and argv[0] in _verb_names() else None
-    parser = build_parser(verb)
+    from polyprof.cli import args as cli_args
+
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage or help
+        argv = cli_args.pprof_spellings(argv, _verb_names())  # -nodecount=5, -inuse_space, -top ...
+        verb = argv[0] if argv and argv[0] in _verb_names() else None
+        parser = build_parser(verb)
+        args = cli_args.parse(parser, argv, verb)
+    except SystemExit as exc:  # argparse already printed usage or help (or a refused spelling)
+        if getattr(exc, "error", None) is not None:
+            env.stderr.write(f"polyprof: error: {exc.error}\n")  # type: ignore[attr-defined]
         return int(exc.code or 0)
     if not getattr(args, "_run", None):
         parser.print_help(env.stdout)

@@ -26,7 +26,11 @@ class ReadOptions:
     time_range: tuple[int | None, int | None] | None = None
     metadata_names: str | None = None  # file of names to resolve Chromium hashes
     symbols: str | None = None  # Breakpad symbol directory
-    merge: bool = False  # several profiles in one input -> one profile
+    merge: bool = False  # several profiles of different kinds in one input -> one profile (union of types)
+    #: Profiles to pick (1-based, as ``polyprof info`` numbers them); see polyprof.selection.
+    profiles: tuple[int, ...] | None = None
+    #: Told one-line notes about the input (e.g. that several profiles were merged).
+    note: Callable[[str], None] | None = None
     max_inflate: int = DEFAULT_MAX_INFLATE
     #: Resource limits for untrusted input (formats/limits.py; README "Limits").
     limits: Limits = LIMITS

@@ -31,11 +31,16 @@ from polyprof.model import units
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.profile import Label, Profile, SampleTable, ValueType
 
-__all__ = ["align_sample_types", "compact", "copy_into", "merge", "merge_extras", "sample_groups", "union_sample_types"]
+__all__ = ["BASE_LABEL", "align_sample_types", "compact", "copy_into", "merge", "merge_as_pprof", "merge_extras",
+           "negated", "sample_groups", "subtract", "union_sample_types"]
+
+#: The label ``go tool pprof -diff_base`` puts on the samples of the base profile.
+BASE_LABEL = "pprof::base"
 
 
-def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ()) -> None:
-    """Re-intern every table of ``p`` into ``b`` and append its samples."""
+def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ()) -> np.ndarray:
+    """Re-intern every table of ``p`` into ``b`` and append its samples; returns the
+    builder's location id of every location row of ``p``."""
     strs = p.strings
     f = p.functions
     fmap = np.array([b.function(strs[f.name[i]], strs[f.system_name[i]], strs[f.filename[i]],
@@ -64,6 +69,7 @@ def copy_into(b: ProfileBuilder, p: Profile, extra_labels: Sequence[Label] = ())
     sm = p.samples
     optional = {name: getattr(sm, name) for name in sm.OPTIONAL_COLUMNS}
     b.add_samples_bulk(cmap[sm.stack], sm.values, lsmap[sm.labelset], **optional)
+    return lmap
 
 
 def merge_extras(profiles: Sequence[Profile]) -> dict:
@@ -185,17 +191,21 @@ def union_sample_types(profiles: Sequence[Profile]) -> list[Profile]:
     return out
 
 
-def align_sample_types(profiles: Sequence[Profile], names: Sequence[str] | None = None) -> list[Profile]:
+def align_sample_types(profiles: Sequence[Profile], names: Sequence[str] | None = None,
+                       notes: list[str] | None = None) -> list[Profile]:
     """The profiles with one set of sample types, converting units where they differ.
 
     As ``go tool pprof`` does before merging: the i-th types must be of one
     kind (names equal up to a trailing "s") with units of one family (memory
     or time); every column is scaled to the finest unit seen (values
     rounded to integers), and so is the period. Types listed in another
-    order are reordered to the first profile's order. Raises OptionsError
-    with the two type lists when the kinds or units cannot be reconciled.
-    Profiles that need no change are returned as they are. ``names`` (e.g.
-    file names) make the error say which inputs disagree.
+    order are reordered to the first profile's order. A type whose kind the
+    other profile lacks is paired by unit when each profile has exactly one
+    type of that unit family (``cpu/nanoseconds`` with ``cpu-clock/
+    nanoseconds``); it takes the first profile's name, and ``notes`` gets a
+    line saying so. Raises OptionsError naming both inputs and their type
+    lists when the types cannot be paired. Profiles that need no change are
+    returned as they are. ``names`` (e.g. file names) name the inputs.
     """
     if not profiles:
         return []
@@ -207,12 +217,20 @@ def align_sample_types(profiles: Sequence[Profile], names: Sequence[str] | None 
             orders.append(_column_order(first, p.sample_types))
         except OptionsError as exc:
             raise OptionsError(f"{names[0]} and {name}: {exc}") from None
+        for a, j in zip(first, orders[-1]):
+            b = p.sample_types[j]
+            if _kind(a) != _kind(b) and notes is not None:
+                notes.append(f"note: paired {b} of {name} with {a} of {names[0]} (the only type of that "
+                             "unit in each); pick others with --sample-index/--base-sample-index")
     target = [vt for vt in first]
     for p, order in zip(profiles, orders):
         for i, j in enumerate(order):
             unit = units.finest(target[i].unit, p.sample_types[j].unit)
             target[i] = ValueType(target[i].type, unit)
-    period = _common_period_type(profiles)
+    try:
+        period = _common_period_type(profiles)
+    except OptionsError as exc:
+        raise OptionsError(f"{names[0]} and {names[1] if len(names) > 1 else names[0]}: {exc}") from None
     return [_rescaled(p, order, target, period) for p, order in zip(profiles, orders)]
 
 
@@ -224,14 +242,23 @@ def _compatible(a: ValueType, b: ValueType) -> bool:
     return _kind(a) == _kind(b) and units.finest(a.unit, b.unit) is not None
 
 
+def _same_unit(a: ValueType, b: ValueType) -> bool:
+    return units.finest(a.unit, b.unit) is not None
+
+
 def _column_order(first: list[ValueType], types: list[ValueType]) -> list[int]:
-    """For each type of ``first``: its column in ``types``."""
+    """For each type of ``first``: its column in ``types`` (by position, kind, or unique unit)."""
     if len(first) == len(types) and all(_compatible(a, b) for a, b in zip(first, types)):
         return list(range(len(first)))
     by_kind = {_kind(vt): j for j, vt in enumerate(types)}
     order = [by_kind.get(_kind(vt), -1) for vt in first]
-    if len(first) == len(types) and len(by_kind) == len(types) \
-            and all(j >= 0 and _compatible(vt, types[j]) for vt, j in zip(first, order)):
+    for i, a in enumerate(first):  # a kind the other side lacks: the only type of its unit on each side
+        if order[i] < 0 and sum(_same_unit(a, x) for x in first) == 1:
+            unpaired = [j for j, b in enumerate(types) if _same_unit(a, b)]
+            if len(unpaired) == 1 and unpaired[0] not in order:
+                order[i] = unpaired[0]
+    if len(first) == len(types) and len(set(order)) == len(types) \
+            and all(j >= 0 and _same_unit(vt, types[j]) for vt, j in zip(first, order)):
         return order
     raise OptionsError("cannot combine profiles with different sample types: "
                        f"{', '.join(map(str, first)) or 'none'} vs {', '.join(map(str, types)) or 'none'}")
@@ -243,7 +270,7 @@ def _common_period_type(profiles: Sequence[Profile]) -> ValueType | None:
         return None
     out = kinds[0]
     for vt in kinds[1:]:
-        if not _compatible(out, vt):
+        if not _same_unit(out, vt):
             raise OptionsError(f"cannot combine profiles with different period types: {out} vs {vt}")
         out = ValueType(out.type, units.finest(out.unit, vt.unit))
     return out
@@ -271,3 +298,42 @@ def _rescaled(p: Profile, order: list[int], target: list[ValueType], period: Val
         changes["default_sample_type"] = target[order.index(named[0])].type
     return dataclasses.replace(p, comments=list(p.comments), extras=dict(p.extras),
                                warnings=list(p.warnings), **changes)
+
+
+# ---------------------------------------------------------------- go tool pprof's algebra
+
+def merge_as_pprof(profiles: Sequence[Profile], names: Sequence[str] | None = None) -> Profile:
+    """Several sources merged as ``go tool pprof a b ...`` merges them: units aligned,
+    every sample kept, durations added, the first default sample type any input names
+    (pprof's ``combineHeaders``), earliest start."""
+    merged = merge(align_sample_types(profiles, names))
+    merged.duration_nanos = sum(p.duration_nanos for p in profiles)
+    merged.default_sample_type = next((p.default_sample_type for p in profiles if p.default_sample_type), "")
+    return merged
+
+
+def negated(p: Profile, extra_labels: Sequence[Label] = ()) -> Profile:
+    """``p`` with every value negated (pprof's ``Scale(-1)``), ``extra_labels`` added to every sample."""
+    s = p.samples
+    table = SampleTable(stack=s.stack, values=-s.values, labelset=s.labelset,
+                        **{n: getattr(s, n) for n in s.OPTIONAL_COLUMNS})
+    out = dataclasses.replace(p, samples=table, comments=list(p.comments), extras=dict(p.extras),
+                              warnings=list(p.warnings))
+    if not extra_labels:
+        return out
+    b = ProfileBuilder(p.source_format)
+    b.set_sample_types(p.sample_types)
+    b.meta.default_sample_type = p.default_sample_type
+    copy_into(b, out, extra_labels)
+    return dataclasses.replace(b.finish(), period_type=p.period_type, period=p.period, time_nanos=p.time_nanos,
+                               duration_nanos=p.duration_nanos, comments=list(p.comments))
+
+
+def subtract(p: Profile, base: Profile, *, mark_base: bool = False) -> Profile:
+    """``p`` minus ``base`` as ``go tool pprof -base`` (``-diff_base`` with ``mark_base``):
+    the base's samples are merged in with negated values, so totals and reports show
+    the difference. ``mark_base`` labels them ``pprof::base=true``; reports then take
+    their percentages of the base's total, as pprof does."""
+    p, base = align_sample_types([p, base], ["profile", "base"])
+    labels = (Label(BASE_LABEL, str="true"),) if mark_base else ()
+    return merge_as_pprof([p, negated(base, labels)])

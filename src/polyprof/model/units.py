@@ -9,7 +9,9 @@ filters (ranges with units) and the renderers.
 
 from __future__ import annotations
 
-__all__ = ["finest", "scale"]
+import re
+
+__all__ = ["finest", "scale", "scaled_label", "split_unit", "with_unit"]
 
 _UNIT_TYPES = (
     (("B", ("b", "byte"), 1.0), ("kB", ("kb", "kbyte", "kilobyte"), 2.0 ** 10),
@@ -68,3 +70,34 @@ def finest(unit_a: str, unit_b: str) -> str | None:
         if a is not None and b is not None:
             return unit_b if b[1] < a[1] else unit_a
     return None
+
+
+_NAMED_UNIT = re.compile(r"(.+)\(([A-Za-z_]+)\)")
+
+
+def with_unit(name: str, unit: str, implied: str) -> str:
+    """The event name that keeps ``unit`` in formats whose events have no unit field.
+
+    ``name(unit)`` ("alloc_space(bytes)"), or plain ``name`` when the format
+    already gives that name the unit ``implied``. :func:`split_unit` undoes it.
+    """
+    return name if unit == implied else f"{name}({unit})"
+
+
+def split_unit(name: str) -> tuple[str, str | None]:
+    """(name, unit) of an event name written by :func:`with_unit`; unit None when it carries none."""
+    m = _NAMED_UNIT.fullmatch(name)
+    return (m.group(1), m.group(2)) if m else (name, None)
+
+
+def _go_float(v: float) -> str:
+    text = f"{v:.2f}"
+    return text[:-3] if text.endswith(".00") else text
+
+
+def scaled_label(value: int, from_unit: str, to_unit: str) -> str:
+    """``value`` as pprof's ``ScaledLabel`` prints it: scaled to ``to_unit``, two decimals
+    at most, the unit appended ("1.50MB", "12ms", "0")."""
+    v, u = scale(value, from_unit, to_unit)
+    text = _go_float(v)
+    return "0" if text in ("0", "-0") else text + u

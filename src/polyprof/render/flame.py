@@ -75,6 +75,10 @@ def subtitle(tree: FlameTree, notes: Sequence[str] = ()) -> list[str]:
                      f"({_pct(tree.min_width, int(tree.width[0]) if len(tree) else 0)} of the total) not shown")
     if tree.active_filters:
         lines.append("active filters: " + " ".join(tree.active_filters))
+    if tree.inverted:
+        lines.append("inverted: functions with self weight next to the root, their callers beyond them")
+    if tree.hint:
+        lines.append(tree.hint)
     return lines + list(notes)
 
 
@@ -167,18 +171,25 @@ def to_svg(tree: FlameTree, title: str = "Flame graph", *, notes: Sequence[str] 
 
 # ---------------------------------------------------------------- HTML
 
-def _payload(tree: FlameTree, title: str, notes: Sequence[str]) -> dict:
-    names = [clean(x) for x in tree.names]
-    table = list(dict.fromkeys(names))
+def _payload(tree: FlameTree, title: str, notes: Sequence[str], other: FlameTree | None = None) -> dict:
+    """The page's data: ``tree`` and, when given, ``other`` (the same graph inverted or not)
+    under ``inv``, sharing one name table; ``startInverted`` says which one opens."""
+    trees = [tree] + ([other] if other is not None else [])
+    if tree.inverted and other is not None:
+        trees.reverse()  # ``inv`` always holds the inverted one
+    table = list(dict.fromkeys(clean(x) for t in trees for x in t.names))
     index = {x: i for i, x in enumerate(table)}
-    data = {
-        "title": clean(title), "notes": [clean(x) for x in subtitle(tree, notes)],
-        "type": clean(tree.sample_type.type), "unit": clean(tree.sample_type.unit),
-        "names": table, "n": [index[x] for x in names],
-        "p": tree.parent.tolist(), "d": tree.depth.tolist(),
-        "s": tree.self.tolist(), "t": tree.total.tolist(),
-        "x": tree.start.tolist(), "w": tree.width.tolist(),
-    }
+    data = {"title": clean(title), "notes": [clean(x) for x in subtitle(tree, notes)],
+            "type": clean(tree.sample_type.type), "unit": clean(tree.sample_type.unit), "names": table,
+            **_columns(trees[0], index), "startInverted": tree.inverted}
+    if len(trees) > 1:
+        data["inv"] = _columns(trees[1], index)
+    return data
+
+
+def _columns(tree: FlameTree, index: dict[str, int]) -> dict:
+    data = {"n": [index[clean(x)] for x in tree.names], "p": tree.parent.tolist(), "d": tree.depth.tolist(),
+            "s": tree.self.tolist(), "t": tree.total.tolist(), "x": tree.start.tolist(), "w": tree.width.tolist()}
     if tree.is_diff:
         data["bs"] = tree.base_self.tolist()
         data["bt"] = tree.base_total.tolist()
@@ -191,8 +202,10 @@ def _script_json(data: dict) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def to_html(tree: FlameTree, title: str = "Flame graph", *, notes: Sequence[str] = ()) -> str:
-    """One self-contained page: click to zoom, search, flame/icicle toggle, tooltips."""
+def to_html(tree: FlameTree, title: str = "Flame graph", *, notes: Sequence[str] = (),
+            other: FlameTree | None = None) -> str:
+    """One self-contained page: click to zoom, search, flame/icicle toggle, tooltips; with
+    ``other`` (the inverted graph of the same data, or the normal one) a callers/callees toggle."""
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
@@ -202,9 +215,12 @@ def to_html(tree: FlameTree, title: str = "Flame graph", *, notes: Sequence[str]
         "<div id=\"controls\"><input id=\"search\" type=\"search\" placeholder=\"search (regexp)\" "
         "aria-label=\"search\"> <span id=\"matched\"></span> "
         "<button id=\"reset\" type=\"button\">reset zoom</button> "
-        "<button id=\"invert\" type=\"button\">icicle</button></div></header>\n"
+        "<button id=\"invert\" type=\"button\">icicle</button>"
+        + (" <button id=\"callers\" type=\"button\" title=\"invert the stacks: leaf functions at the root, "
+           "their callers above\">callers</button>" if other is not None else "")
+        + "</div></header>\n"
         "<main id=\"chart\" role=\"img\" aria-label=\"flame graph\"></main>\n"
         "<div id=\"tip\" hidden></div>\n"
-        f"<script type=\"application/json\" id=\"data\">{_script_json(_payload(tree, title, notes))}</script>\n"
+        f"<script type=\"application/json\" id=\"data\">{_script_json(_payload(tree, title, notes, other))}</script>\n"
         f"<script>{PAGE_JS}</script>\n</body>\n</html>\n"
     )

@@ -32,24 +32,34 @@ PAGE_JS = r"""
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('data').textContent);
-  var N = D.n.length, ROW = 18, zoom = 0, icicle = false, re = null;
+  // Two trees may come: the flame graph and (D.inv) the inverted one, callers above callees.
+  var TREES = D.inv ? [D, D.inv] : [D], inverted = false;
+  var G, N, T, BT, last, ROW = 18, zoom = 0, icicle = false, re = null, peak = 0, firstDraw = true;
   var chart = document.getElementById('chart'), tip = document.getElementById('tip');
   var search = document.getElementById('search'), matched = document.getElementById('matched');
-  var T = N ? D.t[0] : 0, BT = D.bt ? D.bt[0] : 0;
-  var last = new Int32Array(N);  // pre-order index of each node's last descendant
-  var open = [];
-  for (var i = 0; i < N; i++) {
-    while (open.length && D.d[open[open.length - 1]] >= D.d[i]) { last[open.pop()] = i - 1; }
-    open.push(i);
+  function useTree(inv) {
+    inverted = inv && TREES.length > 1;
+    G = TREES[inverted ? 1 : 0];
+    N = G.n.length; T = N ? G.t[0] : 0; BT = G.bt ? G.bt[0] : 0;
+    last = new Int32Array(N);  // pre-order index of each node's last descendant
+    var open = [];
+    for (var i = 0; i < N; i++) {
+      while (open.length && G.d[open[open.length - 1]] >= G.d[i]) { last[open.pop()] = i - 1; }
+      open.push(i);
+    }
+    while (open.length) { last[open.pop()] = N - 1; }
+    peak = 0;
+    if (G.bt) { for (var j = 0; j < N; j++) { peak = Math.max(peak, Math.abs(delta(j))); } }
+    var button = document.getElementById('callers');
+    if (button) { button.textContent = inverted ? 'callees' : 'callers'; }
   }
-  while (open.length) { last[open.pop()] = N - 1; }
   D.notes.forEach(function (line) {
     var div = document.createElement('div');
     div.textContent = line;
     document.getElementById('notes').appendChild(div);
   });
 
-  function name(i) { return D.names[D.n[i]]; }
+  function name(i) { return D.names[G.n[i]]; }
   function pct(v, t) { return t ? (100 * v / t).toFixed(2) + '%' : 'n/a'; }
   var SCALES = {
     nanoseconds: [[3.6e12, 'hrs'], [1e9, 's'], [1e6, 'ms'], [1e3, 'us'], [1, 'ns']],
@@ -74,11 +84,9 @@ PAGE_JS = r"""
     for (var k = 0; k < bytes.length; k++) { h = Math.imul(h ^ bytes[k], 16777619) >>> 0; }
     return h;
   }
-  var peak = 0;
-  function delta(i) { return (T ? D.t[i] / T : 0) - (BT ? D.bt[i] / BT : 0); }
-  if (D.bt) { for (var j = 0; j < N; j++) { peak = Math.max(peak, Math.abs(delta(j))); } }
+  function delta(i) { return (T ? G.t[i] / T : 0) - (BT ? G.bt[i] / BT : 0); }
   function colour(i) {
-    if (D.bt) {
+    if (G.bt) {
       var dd = delta(i), v = Math.round(235 - 200 * Math.min(Math.abs(dd) / (peak || 1), 1));
       return dd > 0 ? 'rgb(255,' + v + ',' + v + ')' : dd < 0 ? 'rgb(' + v + ',' + v + ',255)' : 'rgb(235,235,235)';
     }
@@ -87,11 +95,11 @@ PAGE_JS = r"""
     return 'rgb(' + (205 + h % 50) + ',' + ((h >>> 8) % 200 + 30) + ',' + ((h >>> 16) % 55) + ')';
   }
   function tipText(i) {
-    var lines = [name(i), 'flat ' + fmt(D.s[i]) + ' (' + pct(D.s[i], T) + '), cum ' + fmt(D.t[i]) +
-                 ' (' + pct(D.t[i], T) + ')'];
-    if (D.bt) {
-      lines.push('base: flat ' + fmt(D.bs[i]) + ' (' + pct(D.bs[i], BT) + '), cum ' + fmt(D.bt[i]) +
-                 ' (' + pct(D.bt[i], BT) + ')');
+    var lines = [name(i), 'flat ' + fmt(G.s[i]) + ' (' + pct(G.s[i], T) + '), cum ' + fmt(G.t[i]) +
+                 ' (' + pct(G.t[i], T) + ')'];
+    if (G.bt) {
+      lines.push('base: flat ' + fmt(G.bs[i]) + ' (' + pct(G.bs[i], BT) + '), cum ' + fmt(G.bt[i]) +
+                 ' (' + pct(G.bt[i], BT) + ')');
       var dd = 100 * delta(i);
       lines.push('cum share ' + (dd >= 0 ? '+' : '') + dd.toFixed(2) + ' points');
     }
@@ -101,15 +109,15 @@ PAGE_JS = r"""
 
   function render() {
     var W = chart.clientWidth || 1200, rows = [], anc = [];
-    for (var a = D.p[zoom]; a >= 0; a = D.p[a]) { anc.push(a); }
+    for (var a = G.p[zoom]; a >= 0; a = G.p[a]) { anc.push(a); }
     anc.reverse();
     anc.forEach(function (k, r) { rows.push([k, 0, W, r, true]); });
-    var scale = D.w[zoom] > 0 ? W / D.w[zoom] : 0, x0 = D.x[zoom], top = anc.length;
+    var scale = G.w[zoom] > 0 ? W / G.w[zoom] : 0, x0 = G.x[zoom], top = anc.length;
     for (var i = zoom; i <= last[zoom];) {
-      var w = D.w[i] * scale;
+      var w = G.w[i] * scale;
       if (w < 0.5 && i !== zoom) { i = last[i] + 1; continue; }
-      rows.push([i, (D.x[i] - x0) * scale, Math.max(w, 0.5), anc.length + D.d[i] - D.d[zoom], false]);
-      top = Math.max(top, anc.length + D.d[i] - D.d[zoom]);
+      rows.push([i, (G.x[i] - x0) * scale, Math.max(w, 0.5), anc.length + G.d[i] - G.d[zoom], false]);
+      top = Math.max(top, anc.length + G.d[i] - G.d[zoom]);
       i++;
     }
     var frag = document.createDocumentFragment();
@@ -127,12 +135,17 @@ PAGE_JS = r"""
     chart.textContent = '';
     chart.style.height = ((top + 1) * ROW) + 'px';
     chart.appendChild(frag);
+    if (firstDraw && !icicle) {  // deep stacks: open with the root (at the bottom) in view
+      firstDraw = false;
+      var bottom = chart.getBoundingClientRect().bottom + window.scrollY;
+      if (bottom > window.innerHeight) { window.scrollTo(0, bottom - window.innerHeight + 8); }
+    }
   }
   function showMatched() {
     if (re === null) { matched.textContent = ''; return; }
     var sum = 0;
     for (var i = 0; i < N;) {
-      if (matches(i)) { sum += D.t[i]; i = last[i] + 1; } else { i++; }
+      if (matches(i)) { sum += G.t[i]; i = last[i] + 1; } else { i++; }
     }
     matched.textContent = 'matched ' + fmt(sum) + ' (' + pct(sum, T) + ')';
   }
@@ -146,6 +159,8 @@ PAGE_JS = r"""
   // The view state lives in the URL fragment (#q=...&zoom=N&view=icicle): links can share a view.
   function readHash() {
     var h = new URLSearchParams(location.hash.slice(1));
+    var inv = h.has('tree') ? h.get('tree') === 'callers' : !!D.startInverted;
+    if (inv !== inverted || !G) { useTree(inv); }
     var z = parseInt(h.get('zoom') || '0', 10);
     zoom = z >= 0 && z < N ? z : 0;
     icicle = h.get('view') === 'icicle';
@@ -158,6 +173,7 @@ PAGE_JS = r"""
     if (search.value) { h.set('q', search.value); }
     if (zoom) { h.set('zoom', String(zoom)); }
     if (icicle) { h.set('view', 'icicle'); }
+    if (inverted !== !!D.startInverted) { h.set('tree', inverted ? 'callers' : 'callees'); }
     try { history.replaceState(null, '', '#' + h.toString()); } catch (e) { /* e.g. sandboxed frames */ }
   }
   function update() { writeHash(); render(); }
@@ -177,6 +193,10 @@ PAGE_JS = r"""
   });
   chart.addEventListener('mouseleave', function () { tip.hidden = true; });
   document.getElementById('reset').addEventListener('click', function () { zoom = 0; update(); });
+  var callers = document.getElementById('callers');
+  if (callers) {
+    callers.addEventListener('click', function () { useTree(!inverted); zoom = 0; setQuery(search.value); update(); });
+  }
   document.getElementById('invert').addEventListener('click', function (e) {
     icicle = !icicle;
     e.target.textContent = icicle ? 'flame' : 'icicle';

@@ -16,7 +16,10 @@ __all__ = ["profile_header", "report_header", "top_json", "top_text", "value_for
 def profile_header(p: Profile, sample_type: str, sample_unit: str, total: int, fmt) -> list[str]:  # noqa: ANN001
     """The lines pprof prints above a report (File, Type, Time, Duration...)."""
     out = []
-    if len(p.mappings):
+    merged_from = p.extras.get("merged_from")
+    if isinstance(merged_from, list) and merged_from:  # several profiles merged: name each (polyprof.selection)
+        out.append("File: " + ", ".join(map(str, merged_from)))
+    elif len(p.mappings):
         first = p.strings[p.mappings.filename[0]]
         build = p.strings[p.mappings.build_id[0]]
         if first:
@@ -42,36 +45,44 @@ def profile_header(p: Profile, sample_type: str, sample_unit: str, total: int, f
 
 
 def report_header(p: Profile, sample_type, total: int, fmt, shown_flat: int,  # noqa: ANN001
-                  shown: int, node_count: int, active_filters: list[str]) -> list[str]:
-    """pprof's report labels: profile header, active filters, "Showing nodes ..." lines."""
+                  shown: int, node_count: int, active_filters: list[str], *,
+                  dropped: tuple[int, int] = (0, 0), dropped_edges: tuple[int, int] = (0, 0)) -> list[str]:
+    """pprof's report labels: profile header, active filters, "Showing nodes ...",
+    "Dropped N nodes (cum <= X)" for ``dropped`` = (count, cutoff), the same for edges."""
     lines = profile_header(p, sample_type.type, sample_type.unit, total, fmt)
     if active_filters:
         lines.append("Active filters:")
         lines.extend("   " + (f[:80] + "…" if len(f) > 80 else f) for f in active_filters)
     lines.append(f"Showing nodes accounting for {fmt(shown_flat)}, "
                  f"{units.percentage(shown_flat, total).strip()} of {fmt(total)} total")
-    if total and 0 < shown < node_count:
-        lines.append(f"Showing top {shown} nodes out of {node_count}")
+    if total:
+        for (count, cutoff), what, limit in ((dropped, "node", "cum"), (dropped_edges, "edge", "freq")):
+            if count > 0:
+                lines.append(f"Dropped {count} {what}{'s' if count > 1 else ''} ({limit} <= {fmt(cutoff)})")
+        if 0 < shown < node_count:
+            lines.append(f"Showing top {shown} nodes out of {node_count}")
     return lines
 
 
-def value_formatter(rows, total: int, unit: str, *, exact: bool = False) -> Callable[[int], str]:  # noqa: ANN001
-    """How a report prints values: one unit for the whole table, chosen as pprof's
-    selectOutputUnit does from ``rows`` (anything with ``flat`` and ``cum``) and the
-    total; ``exact`` keeps raw values in the sample type's own unit."""
+def value_formatter(rows, total: int, unit: str, *, exact: bool = False,  # noqa: ANN001
+                    out_unit: str = "minimum") -> Callable[[int], str]:
+    """How a report prints values. ``out_unit`` "minimum" (pprof's default): one unit for
+    the whole table, chosen as pprof's selectOutputUnit does from ``rows`` (anything with
+    ``flat`` and ``cum``) and the total; "auto": each value in its own best unit; else that
+    unit (``--unit ms``). ``exact`` keeps raw values in the sample type's own unit."""
     if exact:
         out_unit = unit
-    else:
+    elif out_unit == "minimum":
         nonzero = [abs(row.flat) or abs(row.cum) for row in rows if row.flat or row.cum]
-        out_unit = units.output_unit(min(nonzero, default=0), total, unit)
+        out_unit = units.output_unit(min(nonzero, default=0), total, unit) or unit
     return lambda v: units.scaled_label(v, unit, out_unit)
 
 
 def top_text(r: TopResult, *, exact: bool = False) -> str:
     """pprof's ``-top`` text. ``exact`` prints raw values in the type's own unit."""
-    fmt = value_formatter(r.rows, r.total, r.sample_type.unit, exact=exact)
+    fmt = value_formatter(r.rows, r.total, r.sample_type.unit, exact=exact, out_unit=r.unit)
     lines = report_header(r.profile, r.sample_type, r.total, fmt, r.shown_flat, len(r.rows), r.node_count,
-                          r.active_filters)
+                          r.active_filters, dropped=(r.dropped_nodes, r.node_cutoff))
     lines.append(f"{'flat':>10} {'flat':>5}% {'sum':>5}% {'cum':>10} {'cum':>5}%")
     running = 0
     for row in r.rows:

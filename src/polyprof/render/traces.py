@@ -15,16 +15,16 @@ _SEPARATOR = "-----------+------------------------------------------------------
 
 def traces_lines(r: TracesResult) -> Iterator[str]:
     """The lines of pprof's ``-traces`` report (streamed: profiles can have many samples)."""
-    unit = r.sample_type.unit
+    unit, out = r.sample_type.unit, r.unit
     yield from profile_header(r.profile, r.sample_type.type, unit, r.total,
-                              lambda v: units.scaled_label(v, unit, "minimum"))
+                              lambda v: units.scaled_label(v, unit, out))
     stack_text = [_stack_lines(frames) for frames in r.stacks]
     label_text = [_label_lines(groups) for groups in r.labels]
     for s, ls, v in zip(r.sample_stack.tolist(), r.sample_labels.tolist(), r.sample_value.tolist()):
         yield _SEPARATOR
         yield from label_text[ls]
         first, rest = stack_text[s]
-        yield f"{units.scaled_label(v, unit, 'minimum'):>10}   {first}"
+        yield f"{units.scaled_label(v, unit, out):>10}   {first}"
         yield from rest
     yield _SEPARATOR
 

@@ -14,9 +14,9 @@ _LEGEND = "      flat  flat%   sum%        cum   cum%   calls calls% + context \
 
 def tree_text(r: TreeResult, *, exact: bool = False) -> str:
     """pprof's ``-tree`` (or ``-peek``) text. ``exact`` prints raw values in the type's unit."""
-    fmt = value_formatter(r.nodes, r.total, r.sample_type.unit, exact=exact)
+    fmt = value_formatter(r.nodes, r.total, r.sample_type.unit, exact=exact, out_unit=r.unit)
     lines = report_header(r.profile, r.sample_type, r.total, fmt, r.shown_flat, len(r.nodes), r.node_count,
-                          r.active_filters)
+                          r.active_filters, dropped=(r.dropped_nodes, r.node_cutoff))
     lines += [_SEPARATOR, _LEGEND]
     running = 0
     for node in r.selected:

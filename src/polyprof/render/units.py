@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-from polyprof.model.units import scale  # the one unit table, shared with merges and filters
+# the one unit table, shared with merges, filters and the tags report
+from polyprof.model.units import scale, scaled_label
 
 __all__ = ["label", "output_unit", "percentage", "scale", "scaled_label"]
-
-
-def _go_float(v: float) -> str:
-    text = f"{v:.2f}"
-    return text[:-3] if text.endswith(".00") else text
-
-
-def scaled_label(value: int, from_unit: str, to_unit: str) -> str:
-    v, u = scale(value, from_unit, to_unit)
-    text = _go_float(v)
-    return "0" if text in ("0", "-0") else text + u
 
 
 def label(value: int, unit: str) -> str:

@@ -18,7 +18,11 @@ examples:
 writer options (--option KEY[=VALUE], repeatable):
   folded:   thread=auto|name|none, pid, tid, kernel, jit, addrs, unknown_style=STYLE, drop_leaf
   chromium: chromium_container=callstack|sampled|uma
-The output is written atomically: on any error no partial file is left."""
+The output is written atomically: on any error no partial file is left.
+What the target cannot hold (or holds differently, e.g. a renamed sample type) is
+listed on stderr; with --format json that loss report is printed on stdout as
+{"target", "lost": {what: count}, "renamed": {"type/unit": "type/unit"}}, or on
+stderr when the profile itself goes to stdout (-o -)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,8 +56,8 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     with env.status(f"writing {args.output}"):
         report = polyprof.write(profile, args.output, format=args.to,
                                 options=WriteOptions(sample_index=args.sample_index, extra=dict(args.option)))
-    if args.format == "json":
-        env.stderr.write(json.dumps(report.to_json()) + "\n")
+    if args.format == "json":  # the report is the result for scripts: stdout, unless the profile went there
+        (env.stderr if args.output == "-" else env.stdout).write(json.dumps(report.to_json()) + "\n")
     else:
         if args.output != "-":
             env.note(f"wrote {args.output} ({report.target}, {len(profile.samples)} samples)")

@@ -36,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--growth-metric", choices=("flat", "cum"), default="flat",
                    help="which share --fail-on-growth watches (default flat)")
     p.add_argument("--flame", metavar="OUT", help="also write a diff flame graph (.svg or .html)")
+    p.add_argument("--base-sample-index", metavar="NAME|N",
+                   help="the base's sample type, when its name differs from the new one's (--sample-index); "
+                        "by default types pair by name, else by unit when each side has one of that unit")
     common.add_analysis_flags(p)
     common.add_filter_flags(p)
     common.add_input_flags(p)
@@ -48,13 +51,16 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
 
     options = common.analysis_options(args)
     base, new = common.load(args, env, args.base), common.load(args, env, args.new)
-    result = diff(base, new, options, normalize=args.normalize, stacks=args.by != "function")
+    result = diff(base, new, options, normalize=args.normalize, stacks=args.by != "function",
+                  names=(args.base, args.new))
+    for note in result.notes:
+        env.note(note)
     grown = result.growth(args.fail_on_growth, args.growth_metric) if args.fail_on_growth is not None else []
     common.emit(env, args, lambda: diff_json(result, nodecount=args.nodecount, by=args.by, growth=grown,
                                              threshold=args.fail_on_growth),
                 lambda: diff_text(result, nodecount=args.nodecount, by=args.by))
     if args.flame:
-        _write_flame(args, env, base.profile, new.profile, options)
+        _write_flame(args, env, base, new, options)
     if grown:
         names = ", ".join(f"{f.name} ({result.share_delta(*_metric(f, args.growth_metric)):+.2f})"
                           for f in grown[:5])
@@ -69,18 +75,20 @@ def _metric(f, metric: str) -> tuple[int, int]:  # noqa: ANN001
 
 
 def _write_flame(args: argparse.Namespace, env, base, new, options) -> None:  # noqa: ANN001
+    import dataclasses
+
     from polyprof.analysis.flame import flame_tree
     from polyprof.cli.verbs.flame import KINDS
     from polyprof.formats.output import write_text_atomic
     from polyprof.errors import OptionsError
-    from polyprof.model.merge import align_sample_types
+    from polyprof.analysis.diff import pair_sides
     from polyprof.render.flame import to_html, to_svg
 
     kind = KINDS.get(os.path.splitext(args.flame)[1].lower())
     if kind is None:
         raise OptionsError(f"--flame: cannot tell the output type from {args.flame!r}; use .svg or .html")
-    base, new = align_sample_types([base, new], [args.base, args.new])
-    tree = flame_tree(new, options, base=base)
+    _, (base, new), index = pair_sides([base, new], options, (args.base, args.new), [])
+    tree = flame_tree(new, dataclasses.replace(options, sample_index=index), base=base)
     title = f"{os.path.basename(args.new)} vs {os.path.basename(args.base)}"
     write_text_atomic(args.flame, (to_svg if kind == "svg" else to_html)(tree, title=title))
     env.note(f"wrote {args.flame} ({kind} diff flame graph, {len(tree)} frames)")

@@ -42,7 +42,10 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     profiles = [common.load(args, env, path).profile for path in args.inputs]
     labels = [[Label(args.label_inputs, str=os.path.basename(path))] for path in args.inputs] \
         if args.label_inputs else None
-    merged = merge(align_sample_types(profiles, args.inputs), labels)
+    notes: list[str] = []
+    merged = merge(align_sample_types(profiles, args.inputs, notes), labels)
+    for note in dict.fromkeys(notes):
+        env.note(note)
     with env.status(f"writing {args.output}"):
         report = polyprof.write(merged, args.output, format=args.to)
     if args.format == "json":

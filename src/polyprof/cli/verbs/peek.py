@@ -17,7 +17,7 @@ Exits with code 6 when no function matches."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    common.add_report_arguments(p, nodecount=None)
+    common.add_report_arguments(p, nodecount=None, graph=False)
     p.add_argument("regex", metavar="REGEX", help="regular expression on report names (functions, files...)")
 
 

@@ -18,7 +18,7 @@ samples with the function anywhere on the stack (recursion counted once)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    common.add_report_arguments(p)
+    common.add_report_arguments(p, nodecount="all rows left by --nodefraction, as pprof")
 
 
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001

@@ -18,7 +18,7 @@ shown once with their values summed, as go tool pprof does."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    common.add_report_arguments(p, nodecount=None, exact=False)
+    common.add_report_arguments(p, nodecount=None, exact=False, graph=False)
 
 
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
@@ -29,9 +29,11 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
 
     result = traces(common.load(args, env), common.analysis_options(args))
     if args.format == "json":
-        env.out(json.dumps(traces_json(result), indent=1))
-        return 0
-    write = env.stdout.write
-    for line in traces_lines(result):
-        write(line + "\n")
+        common.write_report(env, args, json.dumps(traces_json(result), indent=1))
+    elif args.output and args.output != "-":
+        common.write_report(env, args, "\n".join(traces_lines(result)))
+    else:  # streamed: profiles can have many samples
+        write = env.stdout.write
+        for line in traces_lines(result):
+            write(line + "\n")
     return 0

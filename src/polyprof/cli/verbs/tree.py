@@ -19,7 +19,7 @@ own row are of the total before filtering, as in pprof."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    common.add_report_arguments(p, nodecount=80)
+    common.add_report_arguments(p, nodecount="80, as pprof")
 
 
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001

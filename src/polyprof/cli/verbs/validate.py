@@ -19,7 +19,7 @@ With --strict, exit {EXIT_PROBLEMS} when any problem is found."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    common.add_report_arguments(p, nodecount=None, exact=False)
+    common.add_report_arguments(p, nodecount=None, exact=False, graph=False)
     p.add_argument("--strict", action="store_true", help=f"exit {EXIT_PROBLEMS} when a problem is found")
 
 

@@ -8,28 +8,40 @@ back into delta-encoded metadata, ``continued_work`` and async backtraces.
 A profile whose samples carry ``process_phases`` is written in the
 deprecated ``Sample`` encoding, the only one that holds phases.
 
-What a CallStackProfile cannot hold is counted in the loss report: sample
-types other than count and weight (unless they equal count x period), file
-names, line numbers and inlined frames of symbolized locations (the
-innermost function name is kept as ``function_name``), string labels, pid,
-tid and cpu columns, sub-millisecond times.
+A CPU profile keeps its sample count as ``count`` and one time column (the
+default type if it is a time, else the first): as count x sampling period
+when that is what it holds, else in the samples' ``weight`` (nanoseconds).
+CPU time (``cpu``, ``cpu-clock``, ``task-clock``...) is read back as
+``cpu/nanoseconds``, other times as ``wall/nanoseconds``; the profile
+metadata item ``polyprof.time`` tells the reader which (see
+``reader.TIME_MODES``). Inlined frames become separate Locations (each with
+its function name), so per-function totals survive.
+
+What a CallStackProfile cannot hold is counted in the loss report: other
+sample types, file names and line numbers of symbolized locations, string
+labels, pid, tid and cpu columns, sub-millisecond times, the start time.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
 
 from polyprof.formats.chromium import names as N
 from polyprof.formats.chromium import schema as S
+from polyprof.formats.chromium.reader import CPU_TYPES, HEAP_TYPES
 from polyprof.formats.loss import LossReport
-from polyprof.model.profile import Label, Profile
+from polyprof.model.profile import Label, Profile, ValueType
 from polyprof.wire.encode import Encoder
 
-__all__ = ["CallStackEncoder", "Facts", "metadata_key_hash"]
+__all__ = ["CallStackEncoder", "Facts", "columns", "metadata_key_hash"]
 
 MS = 1_000_000
+_NS = {"nanoseconds": 1, "microseconds": 1_000, "milliseconds": MS, "seconds": 1_000_000_000}
+#: Sample type names of CPU time (read back as cpu/nanoseconds); any other time is wall time.
+_CPU_TIME = {"cpu", "cpu-clock", "task-clock", "cpu-time", "cpu_time", "cputime"}
 _KEYED = re.compile(r"(.*)\[(-?\d+)\]")
 _INT32 = 1 << 31
 #: sample labels the writer turns back into fields (all others are metadata or lost).
@@ -44,14 +56,17 @@ def metadata_key_hash(key: str) -> tuple[int, int | None]:
     return (h if h is not None else N.hash_metric_name(name.encode("utf-8", "surrogatepass")), user_key)
 
 
-def _columns(p: Profile) -> tuple[bool, int | None, int | None]:
+def columns(p: Profile) -> tuple[bool, int | None, int | None]:
     """(heap?, count column, weight column) of ``p``'s sample types.
 
-    A heap profile has a bytes column; Chrome's heap profiles are in-use
-    samples, so in-use columns are preferred over allocation columns.
+    A heap profile has a bytes column (and a default type that is not a
+    time); Chrome's heap profiles are in-use samples, so in-use columns are
+    preferred over allocation columns.
     """
     names = [vt.type for vt in p.sample_types]
     units = [vt.unit for vt in p.sample_types]
+    if units and units[p.default_index()] in _NS:
+        units = [u if u != "bytes" else "" for u in units]  # a time profile with a size column
 
     def first(preferred: tuple[str, ...], unit: str) -> int | None:
         for name in preferred:
@@ -63,6 +78,11 @@ def _columns(p: Profile) -> tuple[bool, int | None, int | None]:
     if weight is not None:
         return True, first(("inuse_objects",), "count"), weight
     return False, first(("samples", "count"), "count"), None
+
+
+@functools.cache
+def _builtin_module_names() -> dict[int, str]:
+    return N.module_names()
 
 
 class Facts:
@@ -112,9 +132,13 @@ class _Labels:
             if label.key in _SPECIAL and label.str is not None:
                 self.special[label.key] = label.str
             elif label.num is not None and label.str is None:
-                self.metadata[metadata_key_hash(label.key)] = label.num
+                ident = metadata_key_hash(label.key)
+                self.metadata[ident] = label.num
                 if label.unit:
                     self.lost.append(f"unit of numeric label '{label.key}'")
+                if N.parse_hash_text(_KEYED.sub(r"\1", label.key)) is None:
+                    self.lost.append(f"name of numeric label '{label.key}' (read back as its hash "
+                                     f"{N.hash_text(ident[0])} unless given with --metadata-names)")
             else:
                 self.lost.append(f"string label '{label.key}'")
         if self.special.get("continued_work", "true") != "true":
@@ -130,7 +154,11 @@ class CallStackEncoder:
     def __init__(self, p: Profile, report: LossReport) -> None:
         self.p = p
         self.report = report
-        self.heap, self.count_col, self.weight_col = _columns(p)
+        self.heap, self.count_col, self.weight_col = columns(p)
+        kept = (HEAP_TYPES if self.heap else CPU_TYPES)[0], (HEAP_TYPES[1] if self.heap else None)
+        for col, as_type in zip((self.count_col, self.weight_col), kept):
+            if col is not None and as_type is not None:
+                report.rename(p.sample_types[col], ValueType(*as_type))
         self.modules: dict[tuple[str, str], int] = {}
         self.module_msgs: list[bytes] = []
         self.loc_cache: dict[int, bytes] = {}
@@ -140,6 +168,7 @@ class CallStackEncoder:
         self.backtrace_msgs: list[bytes] = []
         self.facts = Facts(p.extras, report)
         self.period_ms = self._period_ms()
+        self.time_col, self.time_mode = self._time_plan()
         ms = p.mappings
         for m in range(len(ms)):  # every module, in table order (unused ones too)
             self.module_index(p.strings[ms.filename[m]], p.strings[ms.build_id[m]])
@@ -156,17 +185,21 @@ class CallStackEncoder:
                 m.string_field(1, build_id)
             if filename:
                 h = N.placeholder_hash(filename)
+                if h is None and N.module_name_hash(filename) not in _builtin_module_names():
+                    self.report.add("module file names kept as name hashes only (read back as md5:<hash> "
+                                    "unless listed with --module-names)")
                 m.fixed64_field(2, N.module_name_hash(filename) if h is None else h, always=True)
             self.module_msgs.append(m.getvalue())
         return index
 
-    def location(self, row: int) -> bytes:
+    def location(self, row: int) -> list[bytes]:
+        """The Locations of model location ``row``: one per inlined function, innermost first."""
         data = self.loc_cache.get(row)
         if data is None:
             data = self.loc_cache[row] = self._location(row)
         return data
 
-    def _location(self, row: int) -> bytes:
+    def _location(self, row: int) -> list[bytes]:
         p, e = self.p, Encoder()
         loc, ms = p.locations, p.mappings
         m = int(loc.mapping[row])
@@ -181,32 +214,31 @@ class CallStackEncoder:
                            always=True)
         else:
             e.varint_field(1, address)
-        self._function_name(row, e)
         if loc.folded[row]:
             self.report.add("'folded' flag of locations")
-        return e.getvalue()
+        head = e.getvalue()
+        names = self._function_names(row)
+        return [head + Encoder().string_field(3, name).getvalue() for name in names] or [head]
 
-    def _function_name(self, row: int, e: Encoder) -> None:
+    def _function_names(self, row: int) -> list[str]:
+        """Function name of each line of a location, innermost first ("" when it has none)."""
         p = self.p
         lines = p.locations.lines_of(row)
-        if not len(lines):
-            return
         if len(lines) > 1:
-            self.report.add("inlined frames (only the innermost function name is kept)", len(lines) - 1)
+            self.report.add("inlined frames written as separate frames", len(lines) - 1)
         f = p.functions
+        names = []
         for r in lines:
             fn = int(p.lines.function[r])
             if p.lines.line[r] or p.lines.column[r] or (fn >= 0 and f.filename[fn]):
                 self.report.add("source file and line of symbolized frames")
-                break
-        fn = int(p.lines.function[lines[0]])
-        if fn >= 0 and (f.start_line[fn] or f.system_name[fn] not in (0, f.name[fn])):
-            self.report.add("system name and start line of functions")
-        if fn >= 0 and p.functions.name[fn]:
-            e.string_field(3, p.strings[p.functions.name[fn]])
+            if fn >= 0 and (f.start_line[fn] or f.system_name[fn] not in (0, f.name[fn])):
+                self.report.add("system name and start line of functions")
+            names.append(p.strings[f.name[fn]] if fn >= 0 else "")
+        return names
 
     def frames(self, node: int) -> list[bytes]:
-        return [self.location(loc) for loc in self.p.callsites.path(node)]
+        return [frame for loc in self.p.callsites.path(node) for frame in self.location(loc)]
 
     # ---- labels -----------------------------------------------------------
 
@@ -272,22 +304,48 @@ class CallStackEncoder:
             self.report.add(f"sampling period in {p.period_type.unit if p.period_type else 'unknown units'}")
         return 0
 
+    def _time_plan(self) -> tuple[int | None, int]:
+        """The time column of a CPU profile and its ``polyprof.time`` mode (0: Chrome's own wall time)."""
+        p = self.p
+        times = [i for i, vt in enumerate(p.sample_types) if vt.unit in _NS]
+        if self.heap or not times:
+            return None, 0
+        col = p.default_index() if p.default_index() in times else times[0]
+        vt = p.sample_types[col]
+        cpu = vt.type.lower() in _CPU_TIME
+        values = p.samples.values
+        counts = values[:, self.count_col] if self.count_col is not None else 1
+        by_period = bool((values[:, col] * _NS[vt.unit] == counts * (self.period_ms * MS)).all())
+        how = ("count x sampling period" if by_period else "in the samples' weights") + (
+            ", values converted to nanoseconds" if vt.unit != "nanoseconds" else "")
+        self.report.rename(vt, ValueType("cpu" if cpu else "wall", "nanoseconds"), how)
+        return col, (1 if cpu else 0) if by_period else (2 if cpu else 3)
+
+    @property
+    def time_in_weights(self) -> bool:
+        return self.time_mode in (2, 3)
+
     def counts_weights(self) -> tuple[list[int], list[int]]:
         """Count and weight of every sample; reports columns that are not kept."""
-        values = self.p.samples.values
-        n = len(self.p.samples)
+        p = self.p
+        values = p.samples.values
+        n = len(p.samples)
         counts = values[:, self.count_col].tolist() if self.count_col is not None else [1] * n
         weights = values[:, self.weight_col].tolist() if self.weight_col is not None else [1] * n
-        for i, vt in enumerate(self.p.sample_types):
-            if i in (self.count_col, self.weight_col):
+        if self.time_in_weights:
+            weights = (values[:, self.time_col] * _NS[p.sample_types[self.time_col].unit]).tolist()
+        for i, vt in enumerate(p.sample_types):
+            if i in (self.count_col, self.weight_col, self.time_col):
                 continue
-            col = values[:, i]
-            if not self.heap and vt.unit == "nanoseconds" and self.count_col is not None:
-                differ = int((col != values[:, self.count_col] * (self.period_ms * MS)).sum())
-            else:
-                differ = int((col != 0).sum())
-            if differ:
-                self.report.add(f"values of sample type {vt}", differ)
+            differ = int((values[:, i] != 0).sum())
+            self.report.add(f"sample type {vt} not written (a CallStackProfile holds a count and one "
+                            "time or size per sample)", max(differ, 1))
+        if not self.heap and self.time_col is None:
+            self.report.add("sample types: reading adds wall/nanoseconds (count x sampling period)")
+        default = p.default_index() if p.sample_types else None
+        if default is not None and default not in (self.time_col, self.weight_col):
+            self.report.add(f"default sample type {p.sample_types[default]} not kept: Chromium profiles "
+                            "default to their time or size column")
         return counts, weights
 
     def times_ms(self) -> list[int] | None:

@@ -11,7 +11,10 @@ kept, and where:
 - stacks -> callsites (``frame[0]`` is the leaf).
 - samples, in order. CPU profiles: ``samples/count`` (the count, 1 when
   absent) and ``wall/nanoseconds`` (count x sampling period; the sampler
-  interrupts a thread whether or not it runs). Heap profiles (heap trigger,
+  interrupts a thread whether or not it runs). A profile written by polyprof
+  may carry the profile metadata item ``polyprof.time`` (see ``TIME_MODES``):
+  then the time column is ``cpu/nanoseconds`` and/or is held in the samples'
+  weights, in nanoseconds. Heap profiles (heap trigger,
   or any sample with a weight): ``inuse_objects/count`` (count) and
   ``inuse_space/bytes`` (weight).
 - ``sample_time_offset_ms`` -> the time column (ns from the first sample).
@@ -55,6 +58,10 @@ from polyprof.wire.locate import locate
 __all__ = ["CPU_TYPES", "HEAP_TYPES", "LOG_KEYS", "read"]
 
 CPU_TYPES = (("samples", "count"), ("wall", "nanoseconds"))
+#: Profile metadata name polyprof's writer uses to say what the time column of a CPU profile is:
+#: value -> (time sample type name, the time is in StackSample.weight rather than count x period).
+TIME_METADATA = "polyprof.time"
+TIME_MODES = {1: ("cpu", False), 2: ("cpu", True), 3: ("wall", True)}
 HEAP_TYPES = (("inuse_objects", "count"), ("inuse_space", "bytes"))
 MS = 1_000_000
 HEAP_TRIGGER = S.TRIGGERS.index("PERIODIC_HEAP_COLLECTION")
@@ -246,7 +253,8 @@ class _CallStack:
         self.csp = csp
         self.ctx = ctx
         self.b = ProfileBuilder("chromium")
-        self.heap = heap or any(s.HasField("weight") for s in csp.stack_sample)
+        self.time_mode = _time_mode(csp)
+        self.heap = (heap or any(s.HasField("weight") for s in csp.stack_sample)) and not self.time_mode
         self.b.meta.extras.update(extras)
         self.module_text = [self._module_text(m) for m in csp.module_id]
         self.modules = [self.b.mapping(0, 0, 0, name, build_id, 0) for name, build_id in self.module_text]
@@ -293,7 +301,7 @@ class _CallStack:
 
     def build(self) -> Profile:
         csp, b = self.csp, self.b
-        b.set_sample_types(HEAP_TYPES if self.heap else CPU_TYPES)
+        b.set_sample_types(HEAP_TYPES if self.heap else self._cpu_types())
         self._meta()
         names = _Metadata(list(csp.metadata_name_hash), self.ctx.metadata_names)
         self._profile_metadata(names)
@@ -315,7 +323,7 @@ class _CallStack:
                 p.extras["sampling_period_ms"] = csp.sampling_period_ms
             p.default_sample_type = "inuse_space"
         else:
-            p.period_type = ValueType(*CPU_TYPES[1])
+            p.period_type = ValueType(*self._cpu_types()[1])
             p.period = csp.sampling_period_ms * MS
             if not csp.HasField("sampling_period_ms") and len(csp.stack_sample) + len(csp.DEPRECATED_sample):
                 p.warnings.append("no sampling period: wall time is unknown (0)")
@@ -326,21 +334,31 @@ class _CallStack:
         if not len(self.csp.profile_metadata):
             return
         items: dict[str, int | None] = {}
+        marker = _time_metadata_index(self.csp)
         for item in self.csp.profile_metadata:
+            if item.name_hash_index == marker and self.time_mode:
+                continue  # read into the sample types
             ident = names.key_text(item)
             names.note(ident)
             items[names.label_key(ident)] = item.value if item.HasField("value") else None
+        if not items:
+            return
         p = self.b.meta
         p.extras["profile_metadata"] = items
         labels = p.extras.setdefault("profile_labels", {})
         labels.update({k: v for k, v in items.items() if v is not None})
 
+    def _cpu_types(self) -> tuple[tuple[str, str], tuple[str, str]]:
+        name = TIME_MODES[self.time_mode][0] if self.time_mode in TIME_MODES else CPU_TYPES[1][0]
+        return CPU_TYPES[0], (name, "nanoseconds")
+
     def _values(self, count: int, weight: int, where: str = "a sample") -> tuple[int, int]:
-        if self.heap:
+        if self.heap or TIME_MODES.get(self.time_mode, ("", False))[1]:
             return count, weight
         period = self.b.meta.period
         check_int64(f"{where}: count {count} x sampling period {period} ns", count * period)
         return count, count * period
+
 
     def _stack_samples(self, names: _Metadata) -> None:
         csp, b = self.csp, self.b
@@ -383,3 +401,19 @@ class _CallStack:
             b.add_sample(stack, self._values(count, 1, f"deprecated sample {i}"), labels=labels)
         if no_count:
             b.meta.warnings.append(f"{no_count} deprecated Sample(s) had no count; taken as 1")
+
+
+def _time_metadata_index(csp: Any) -> int | None:
+    """Index of the ``polyprof.time`` name hash in the profile's metadata name table."""
+    h = N.hash_metric_name(TIME_METADATA.encode())
+    table = list(csp.metadata_name_hash)
+    return table.index(h) if h in table else None
+
+
+def _time_mode(csp: Any) -> int:
+    """The value of the ``polyprof.time`` profile metadata item (0 when absent or unknown)."""
+    index = _time_metadata_index(csp)
+    for item in csp.profile_metadata if index is not None else ():
+        if item.name_hash_index == index and item.value in TIME_MODES:
+            return int(item.value)
+    return 0

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from polyprof.formats.chromium import schema as S
+from polyprof.formats.chromium import names as N
 from polyprof.formats.chromium.callstack import MS, CallStackEncoder, metadata_key_hash
+from polyprof.formats.chromium.reader import TIME_METADATA
 from polyprof.wire.encode import Encoder
 
 __all__ = ["encode_body"]
@@ -77,8 +79,9 @@ def _deprecated_samples(enc: CallStackEncoder) -> list[bytes]:
     """Encoded deprecated Samples (frames, count, newly reached phases)."""
     p, report = enc.p, enc.report
     counts, _ = enc.counts_weights()
-    if enc.heap:
-        report.add("sample weights (the deprecated Sample encoding holds counts only)", len(p.samples))
+    if enc.heap or enc.time_in_weights:
+        what = p.sample_types[enc.weight_col if enc.heap else enc.time_col]
+        report.add(f"values of {what} not kept: the deprecated Sample encoding holds counts only", len(p.samples))
     if p.samples.time is not None:
         report.add("sample times (the deprecated Sample encoding has none)", len(p.samples))
     reached: list[str] = []
@@ -109,6 +112,8 @@ def _deprecated_samples(enc: CallStackEncoder) -> list[bytes]:
 def _profile_metadata(enc: CallStackEncoder) -> list[Encoder]:
     items = enc.p.extras.get("profile_metadata") or {}
     out = []
+    if enc.time_mode:  # what the time column is (see reader.TIME_MODES)
+        out.append(enc.metadata_item((N.hash_metric_name(TIME_METADATA.encode()), None), enc.time_mode))
     for key, value in (items.items() if isinstance(items, dict) else ()):
         if value is not None and not isinstance(value, int):
             enc.report.add(f"profile metadata {key!r} (not a number)")

@@ -17,7 +17,7 @@ from typing import Any, BinaryIO
 
 from polyprof.errors import OptionsError
 from polyprof.formats.chromium import schema as S
-from polyprof.formats.chromium.callstack import CallStackEncoder, Facts
+from polyprof.formats.chromium.callstack import CallStackEncoder, Facts, columns
 from polyprof.formats.chromium.reader import LOG_KEYS
 from polyprof.formats.chromium.samples import encode_body
 from polyprof.formats.chromium.shape import CALLSTACK, SAMPLED, UMA
@@ -59,6 +59,9 @@ def encode(p: Profile, report: LossReport, container: str | None = None) -> byte
     for name in ("pid", "tid", "cpu"):
         if getattr(p.samples, name) is not None:
             report.add(f"sample {name} column", len(p.samples))
+    if p.time_nanos:
+        report.add("profile start time (time_nanos) not kept: a CallStackProfile holds times relative to "
+                   "the profile only")
     body = encode_body(CallStackEncoder(p, report))
     if kind != CALLSTACK:
         kept |= set(_SAMPLED_KEYS)
@@ -94,7 +97,7 @@ def _uniform_label(p: Profile, key: str, expected: str | None, report: LossRepor
 def _trigger(p: Profile, report: LossReport) -> int | None:
     if "trigger_event" in p.extras:
         return _enum(S.TRIGGERS, p.extras["trigger_event"], "trigger_event", report)
-    if "bytes" in (vt.unit for vt in p.sample_types):  # a heap profile from elsewhere
+    if columns(p)[0]:  # a heap profile from elsewhere
         return S.TRIGGERS.index("PERIODIC_HEAP_COLLECTION")
     return None
 

@@ -84,7 +84,26 @@ def build_profiles(r: "TraceReader") -> list[Profile]:
         out += _stack_sample_profiles(r, stacks, window)
     for p in out:
         p.warnings = list(warnings)
+    apply_profile_facts(r.profile_facts, out)
     return out
+
+
+def apply_profile_facts(facts: dict[str, Any], profiles: list[Profile]) -> None:
+    """Profile facts a polyprof-written trace keeps in its ``polyprof.profile`` metadata.
+
+    A trace has no field for the default sample type, or for the start time
+    and duration of a profile without sample times; polyprof's writer puts
+    them in a ChromeEventBundle metadata entry (which trace processor shows
+    in its ``metadata`` table). The default applies to every profile that
+    has a sample type of that name.
+    """
+    default = facts.get("default_sample_type")
+    for p in profiles:
+        if isinstance(default, str) and any(vt.type == default for vt in p.sample_types):
+            p.default_sample_type = default
+        for key in ("time_nanos", "duration_nanos"):
+            if isinstance(facts.get(key), int) and not isinstance(facts[key], bool):
+                setattr(p, key, facts[key])
 
 
 def _window(r: "TraceReader", origin: int) -> tuple[int | None, int | None]:
@@ -210,16 +229,22 @@ def _perf_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple)
             types = cfg.sample_types()
             b = _new_builder(types, "samples", labels)
             _perf_meta(r, b, cfg, config, cols, rows)
-            width = len(types)
-            sub = dict(cols, values=cols["values"][:, :width])
+            sub = dict(cols, values=_value_columns(cols["values"], cfg.columns()))
             out.append(_finish(r, b, sub, rows, _labelsets(b, combo, sets), present))
     return out
+
+
+def _value_columns(values: np.ndarray, columns: list[int]) -> np.ndarray:
+    """The value columns of one configuration, in sample-type order (a view when they are in order)."""
+    if columns == list(range(len(columns))):
+        return values[:, :len(columns)]
+    return values[:, columns]
 
 
 def _perf_meta(r: "TraceReader", b: ProfileBuilder, cfg: Any, config: int, cols: dict[str, np.ndarray],
                rows: np.ndarray) -> None:
     meta = b.meta
-    meta.period_type = b.profile.sample_types[1]
+    meta.period_type = b.profile.sample_types[cfg.columns().index(1)]
     if cfg.interval[0] == "period":
         meta.period = cfg.interval[1]
     elif cfg.interval[0] == "frequency" and cfg.timebase[1] == "nanoseconds" and cfg.interval[1]:
@@ -293,7 +318,8 @@ def _stack_sample_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window
     out = []
     for stream in np.unique(cols["stream"][keep]).tolist():
         source, primary, followers = r.stack_samples.streams[stream]
-        types = PerfConfig(primary, followers).sample_types()
+        cfg = PerfConfig(primary, followers)
+        types = cfg.sample_types()
         in_stream = keep & (cols["stream"] == stream)
         for pid in np.unique(cols["pid"][in_stream]).tolist():
             rows = np.nonzero(in_stream & (cols["pid"] == pid))[0]
@@ -304,6 +330,6 @@ def _stack_sample_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window
                     labels["process_name"] = r.processes[pid]
             b = _new_builder(types, "samples", labels)
             present = ("time",) + tuple(k for k in ("pid", "tid", "cpu") if (cols[k][rows] >= 0).any())
-            sub = dict(cols, values=cols["values"][:, :len(types)])
+            sub = dict(cols, values=_value_columns(cols["values"], cfg.columns()))
             out.append(_finish(r, b, sub, rows, _labelsets(b, inverse, sets), present))
     return out

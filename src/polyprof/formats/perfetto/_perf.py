@@ -27,12 +27,16 @@ import numpy as np
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._sequence import text
 from polyprof.model.profile import Label
+from polyprof.model.units import split_unit
 from polyprof.wire import vector as V
 
 if TYPE_CHECKING:
     from polyprof.formats.perfetto._reader import TraceReader
 
 __all__ = ["PerfCollector", "PerfConfig"]
+
+
+SAMPLES = ("samples", "count")
 
 
 @dataclass(frozen=True)
@@ -44,8 +48,25 @@ class PerfConfig:
     interval: tuple[str, int] = ("", 0)  # ("frequency" | "period" | "poll_period_ms", value)
     legacy: bool = False  # no defaults: trace processor assumes cpu-clock
 
+    def explicit_samples(self) -> int | None:
+        """Value column (1 = timebase, 2.. = followers) of an event named ``samples`` counting samples.
+
+        polyprof writes the sample count of profiles whose rows stand for
+        several samples as such an event; it then replaces the one-per-sample
+        column instead of adding a second ``samples`` column.
+        """
+        events = [self.timebase, *self.followers]
+        return events.index(SAMPLES) + 1 if SAMPLES in events else None
+
+    def columns(self) -> list[int]:
+        """Value columns in sample-type order: the sample count, the timebase, the followers."""
+        explicit = self.explicit_samples()
+        rest = [c for c in range(1, 2 + len(self.followers)) if c != explicit]
+        return [explicit if explicit is not None else 0, *rest]
+
     def sample_types(self) -> list[tuple[str, str]]:
-        types = [("samples", "count"), self.timebase, *self.followers]
+        events = [self.timebase, *self.followers]
+        types = [SAMPLES] + [events[c - 1] for c in self.columns()[1:]]
         seen: set[str] = set()
         out = []
         for name, unit in types:
@@ -79,8 +100,9 @@ def _event_name(ev: Any, stats: Any, counter_field: str = "counter") -> tuple[st
         name = f"raw.0x{r.type:x}.0x{r.config:x}.0x{r.config1:x}.0x{r.config2:x}"
     else:  # no event: the kernel default, per-cpu timer
         name, unit = S.PERF_COUNTERS[1]
-    if ev.name:
-        name = text(ev.name, stats)
+    if ev.name:  # a name given by the producer; polyprof's writer appends "(unit)" when the counter has none
+        name, named_unit = split_unit(text(ev.name, stats))
+        unit = named_unit or unit
     mods = "".join(S.EVENT_MODIFIERS.get(m, "") for m in ev.modifiers)
     return (f"{name}:{mods}" if mods else name), unit
 

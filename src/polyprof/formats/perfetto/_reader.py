@@ -17,6 +17,7 @@ by the bounded ``Source.stream()`` (``max_inflate`` and the ratio limit).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable
 from typing import Any
 
@@ -71,6 +72,7 @@ class TraceReader:
         self.allocs = AllocCollector(self)
         self.stack_samples = StackSampleCollector(self)
         self.packets = 0
+        self.profile_facts: dict[str, Any] = {}
 
     # ---------------------------------------------------------------- state
 
@@ -282,10 +284,25 @@ class TraceReader:
             self.allocs.packet(pkt, s)
         if pkt.HasField("stack_sample"):
             self.stack_samples.packet(pkt, s)
+        if pkt.HasField("chrome_events"):
+            self._metadata(pkt.chrome_events)
         if pkt.HasField("module_symbols"):
             self._module_symbols(pkt.module_symbols)
         if pkt.HasField("profiled_frame_symbols"):
             self.stats["legacy ProfiledFrameSymbols packets (not read; use ModuleSymbols)"] += 1
+
+    def _metadata(self, bundle: Any) -> None:
+        """polyprof's profile facts (see ``_build.apply_profile_facts``); other metadata is not read."""
+        for item in bundle.metadata:
+            if text(item.name, self.stats) == S.POLYPROF_METADATA:
+                try:
+                    facts = json.loads(text(item.string_value, self.stats))
+                except ValueError:
+                    facts = None
+                if not isinstance(facts, dict):
+                    self.stats[f"{S.POLYPROF_METADATA} metadata that is not a JSON object (ignored)"] += 1
+                    continue
+                self.profile_facts.update(facts)
 
     def _bundle(self, data: bytes, offset: int, depth: int) -> None:
         if depth >= _MAX_NESTING:

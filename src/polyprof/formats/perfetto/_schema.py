@@ -17,6 +17,7 @@ __all__ = ["BUILTIN_CLOCKS", "CPU_MODES", "PERF_COUNTERS", "SKIP_REASONS", "UNWI
 
 # --- TracePacket field numbers ------------------------------------------------
 F_PROCESS_TREE = 2
+F_CHROME_EVENTS = 5  # ChromeEventBundle: its key/value metadata carries polyprof's profile facts
 F_CLOCK_SNAPSHOT = 6
 F_TIMESTAMP = 8
 F_SEQ_ID = 10
@@ -83,6 +84,10 @@ PERF_COUNTERS = {
 }
 EVENT_MODIFIERS = {1: "u", 2: "k", 3: "h"}
 
+#: ChromeMetadata name of the JSON object in which polyprof's writer keeps the profile facts
+#: a trace has no field for (default sample type, start time, duration).
+POLYPROF_METADATA = "polyprof.profile"
+
 CLIENT_ERRORS = ("none", "hit_timeout", "invalid_stack_bounds")
 
 
@@ -127,9 +132,12 @@ def _build() -> dict[str, type]:
     s.message("ClockSnapshot", clocks=(1, "Clock", "repeated"), primary_trace_clock=(2, "int32"))
     s.message("ClockSnapshot.Clock", clock_id=(1, "uint32"), timestamp=(2, "uint64"),
               is_incremental=(3, "bool"), unit_multiplier_ns=(4, "uint64"))
+    s.message("ChromeMetadata", name=(1, "bytes"), string_value=(2, "bytes"))
+    s.message("ChromeEventBundle", metadata=(2, "ChromeMetadata", "repeated"))
     s.message("TracePacket",
               timestamp=(F_TIMESTAMP, "uint64"), timestamp_clock_id=(F_CLOCK_ID, "uint32"),
               trusted_packet_sequence_id=(F_SEQ_ID, "uint32"), trusted_pid=(79, "int32"),
+              chrome_events=(F_CHROME_EVENTS, "ChromeEventBundle"),
               interned_data=(F_INTERNED_DATA, "InternedData"), sequence_flags=(F_SEQUENCE_FLAGS, "uint32"),
               incremental_state_cleared=(F_INCREMENTAL_CLEARED, "bool"),
               previous_packet_dropped=(F_PREVIOUS_DROPPED, "uint32"),

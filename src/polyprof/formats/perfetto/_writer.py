@@ -12,15 +12,21 @@ ProcessTree carries process and thread names. Packets are written as they
 are made, so memory stays small.
 
 PerfSample profiles: ``samples/count`` is implicit when every sample counts
-1; the next column is the timebase event and the others are followers,
-written as running totals per cpu; labels ``cpu_mode``, ``unwind_error``,
-``sample_skipped`` and ``thread_name`` map to their fields. Anything else
-(other labels, negative values, more processes than one profile reads back
-as) is in the loss report.
+1, else a follower event named ``samples`` (read back as the sample count,
+not as a second column); the first other column is the timebase event and
+the rest are followers, in the profile's order, written as running totals
+per cpu. A type that is not a perf counter is named after itself, with
+``(unit)`` appended when no counter has its unit (``wall(microseconds)``).
+The default sample type, start time and duration go in a ChromeEventBundle
+metadata entry ``polyprof.profile`` (JSON), which the reader applies. Labels
+``cpu_mode``, ``unwind_error``, ``sample_skipped`` and ``thread_name`` map to
+their fields. Anything else (other labels, negative values, more processes
+than one profile reads back as) is in the loss report.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -30,6 +36,7 @@ from polyprof.formats.options import WriteOptions
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._intern import Interner
 from polyprof.model.profile import Profile
+from polyprof.model.units import with_unit
 from polyprof.wire.encode import Encoder, varint
 
 __all__ = ["Out", "write_trace"]
@@ -39,6 +46,7 @@ _KNOWN_EXTRAS = {"profile_labels", "perf_event", "kernel_records_lost", "profile
                  "unwind_errors", "heapprofd", "mapping_offsets"}
 _UNIT_COUNTER = {"nanoseconds": 1, "cycles": 10, "instructions": 11, "count": 20}
 _BY_NAME = {v: k for k, v in S.PERF_COUNTERS.items()}
+SAMPLES = ("samples", "count")
 
 
 class Out:
@@ -78,6 +86,7 @@ def write_trace(p: Profile, fh: BinaryIO, options: WriteOptions) -> LossReport:
     if p.comments:
         report.add("comments not kept", len(p.comments))
     out = Out(fh)
+    profile_facts(out, p)
     kind = kind_of(p)
     if kind == "perf":
         PerfWriter(p, out, report).write()
@@ -91,6 +100,21 @@ def write_trace(p: Profile, fh: BinaryIO, options: WriteOptions) -> LossReport:
         write_other(kind, p, out, report)
     out.flush()
     return report
+
+
+def profile_facts(out: Out, p: Profile) -> None:
+    """The facts a trace has no field for, as ChromeEventBundle metadata (see ``_build.apply_profile_facts``)."""
+    facts: dict[str, Any] = {}
+    if p.sample_types:
+        facts["default_sample_type"] = p.sample_types[p.default_index()].type
+    for key in ("time_nanos", "duration_nanos"):
+        if getattr(p, key):
+            facts[key] = int(getattr(p, key))
+    if not facts:
+        return
+    item = Encoder().string_field(1, S.POLYPROF_METADATA).string_field(2, json.dumps(facts, sort_keys=True))
+    bundle = Encoder().message(2, item)
+    out.packet(Encoder().message(S.F_CHROME_EVENTS, bundle).varint_field(S.F_SEQ_ID, SERVICE_SEQ).getvalue())
 
 
 def mapping_extras(p: Profile) -> dict[tuple[str, str, int], tuple[int, int]]:
@@ -160,9 +184,7 @@ def str_label(lb: Any) -> str | None:
 def times_plan(p: Profile, report: LossReport) -> tuple[np.ndarray | None, int]:
     """Sample times and the shift that makes them unsigned (0 when none is needed)."""
     t = p.samples.time
-    if t is None:
-        if p.time_nanos:
-            report.add("time_nanos not kept (the profile has no sample times)")
+    if t is None:  # time_nanos and duration are kept by profile_facts
         return None, 0
     base = min(int(t.min()), 0) if t.size else 0
     return t, base
@@ -197,17 +219,11 @@ class PerfWriter:
         p, report = self.p, self.report
         s = p.samples
         values = s.values
-        counters = list(range(len(p.sample_types)))
-        if p.sample_types and tuple(p.sample_types[0]) == ("samples", "count") and (values[:, 0] == 1).all():
-            counters = counters[1:]
-        else:
-            report.add("sample types: reading adds a samples/count column (one per sample)")
-        timebase = [c for c in counters if p.period_type is not None
-                    and tuple(p.sample_types[c]) == tuple(p.period_type)]
-        if timebase and timebase[0] != counters[0]:  # the period's type is the sampling event
-            counters.remove(timebase[0])
-            counters.insert(0, timebase[0])
-            report.add("sample types reordered: the period's type becomes the timebase event")
+        counters = self._counters()
+        if p.period and p.period_type is not None and (
+                not counters or tuple(p.sample_types[counters[0]]) != tuple(p.period_type)):
+            report.add(f"sampling period ({p.period} {p.period_type}) not kept: "
+                       "a trace holds the period of its timebase event only")
         if (values[:, counters] < 0).any() if counters else False:
             report.add("negative counter values (written as 0)", int((values[:, counters] < 0).sum()))
         names = label_table(p, report, {"cpu_mode": enum_label(S.CPU_MODES, "mode_"),
@@ -223,6 +239,25 @@ class PerfWriter:
         self._samples(counters, times, base, names)
         self._non_samples()
 
+    def _counters(self) -> list[int]:
+        """The value columns written as events: the timebase first, then the followers, in type order.
+
+        ``samples/count`` is the implicit one-per-PerfSample count when every
+        row is one sample; otherwise it is written as a follower named
+        ``samples``, which the reader takes as the sample count.
+        """
+        p, report = self.p, self.report
+        types = [tuple(vt) for vt in p.sample_types]
+        samples = types.index(SAMPLES) if SAMPLES in types else None
+        counters = [i for i in range(len(types)) if i != samples]
+        if samples is None:
+            report.add("sample types: reading adds samples/count (one per sample) as the first type")
+        elif not (p.samples.values[:, samples] == 1).all():
+            counters.append(samples)
+        if samples not in (None, 0):
+            report.add("sample types reordered: samples/count becomes the first type")
+        return counters
+
     def _header(self, times: np.ndarray | None, base: int, names: list[dict[str, Any]]) -> None:
         p, s = self.p, self.p.samples
         if times is not None and (base < 0 or p.time_nanos):
@@ -235,15 +270,17 @@ class PerfWriter:
         process_tree(self.out, processes, threads_from_labels(p, s.tid, s.pid, names, self.report))
 
     def _event(self, vt: Any, counter_field: int, name_field: int) -> Encoder:
-        """A Timebase (fields 4, 10) or FollowerEvent (1, 4) for a sample type."""
+        """A Timebase (fields 4, 10) or FollowerEvent (1, 4) for a sample type.
+
+        A perf counter of that name and unit is written as itself; anything
+        else as a counter of its unit (or a plain count) named after the type,
+        with ``(unit)`` appended when the counter's unit is not the type's.
+        """
         e = Encoder()
         counter = _BY_NAME.get((vt.type, vt.unit))
         if counter is None:
-            counter = _UNIT_COUNTER.get(vt.unit)
-            if counter is None:
-                counter = _UNIT_COUNTER["count"]
-                self.report.add(f"unit of sample type {vt.type} ({vt.unit}) read back as count")
-            e.string_field(name_field, vt.type)
+            counter = _UNIT_COUNTER.get(vt.unit, _UNIT_COUNTER["count"])
+            e.string_field(name_field, with_unit(vt.type, vt.unit, S.PERF_COUNTERS[counter][1]))
         return e.varint_field(counter_field, counter, always=True)
 
     def _defaults(self, counters: list[int], base: int) -> None:

@@ -102,8 +102,9 @@ def _write_heap(p: Profile, out: Out, report: LossReport) -> None:
     labels = p.extras.get("profile_labels", {})
     facts = p.extras.get("heapprofd", {})
     values = _heap_values(p, report)
-    if any(p.labelsets[i] for i in np.unique(p.samples.labelset).tolist()):
-        report.add("sample labels not kept in a heap dump")
+    keys = {lb.key for i in np.unique(p.samples.labelset).tolist() for lb in p.labelsets[i]}
+    if keys:
+        report.add(f"sample labels not kept in a heap dump: {', '.join(sorted(keys))}")
     stacks, inverse = np.unique(p.samples.stack, return_inverse=True)
     if stacks.size < len(p.samples):
         report.add("samples with the same stack (summed in the dump)", len(p.samples) - int(stacks.size))

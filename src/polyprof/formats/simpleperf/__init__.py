@@ -57,10 +57,17 @@ Writing gives the same framing, records in simpleperf's order (MetaInfo,
 samples, LostSituation, Files with ids 0.. in order, Threads). A profile this
 reader made is written back exactly (read -> write -> read gives the same
 canonical dump); off-CPU times are written as a switch-off/switch-on
-ContextSwitch pair around each switch-off sample. Other profiles keep one
-value column (``WriteOptions.sample_index`` or the default type) as the event
-count; a nanoseconds column becomes event ``cpu-clock`` so Firefox and
-Android Studio weight it as CPU time. The loss report lists the rest.
+ContextSwitch pair around each switch-off sample. Other profiles write every
+sample type but ``samples/count`` as an event (only
+``WriteOptions.sample_index`` when given), the default type first, since
+simpleperf's default is its first event. CPU time (``cpu``, ``cpu-time``...)
+becomes event ``cpu-clock`` in nanoseconds, so Firefox and Android Studio
+weight it as CPU time; other types keep their name, and their unit as
+``name(unit)`` when the reader would otherwise give another one
+(``wall(microseconds)``, ``alloc_space(bytes)``): wall time is never called
+cpu-clock. A row standing for k samples becomes k records sharing its values,
+so ``samples/count`` survives. The loss report lists the rest, and
+``renamed`` the types read back under another name.
 """
 
 from __future__ import annotations

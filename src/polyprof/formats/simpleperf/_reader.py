@@ -13,7 +13,7 @@ from polyprof.errors import MalformedInputError, OptionsError
 from polyprof.formats.limits import Limits, over_limit
 from polyprof.formats.options import ReadOptions
 from polyprof.formats.simpleperf._framing import records
-from polyprof.formats.simpleperf._layout import Layout, event_unit
+from polyprof.formats.simpleperf._layout import Layout, event_type
 from polyprof.formats.simpleperf._offcpu import offcpu_times
 from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES, OFFCPU_VIEWS, record_class
 from polyprof.model.builder import ProfileBuilder
@@ -151,7 +151,7 @@ def _layout(recs: _Records, text: _Text, p: Profile, limits: Limits) -> Layout:
     offcpu = bool(meta is not None and meta.trace_offcpu)
     if recs.switches and not offcpu:
         p.warnings.append(f"{len(recs.switches)} ContextSwitch record(s) ignored: MetaInfo.trace_offcpu is not set")
-    if offcpu and (not events or event_unit(events[0]) != "nanoseconds"):
+    if offcpu and (not events or event_type(events[0]).unit != "nanoseconds"):
         p.warnings.append("trace_offcpu is set but the first event is not cpu-clock/task-clock; "
                           "no off-CPU columns were made")
         offcpu = False
@@ -179,7 +179,7 @@ def _default_type(layout: Layout, options: ReadOptions) -> str:
         return "samples"
     if layout.offcpu and view != "on":
         return layout.types[-1 if view != "off" else -2].type
-    return layout.events[0]
+    return event_type(layout.events[0]).type
 
 
 def _threads(recs: _Records, text: _Text, p: Profile) -> dict[int, tuple[int, str | None]]:

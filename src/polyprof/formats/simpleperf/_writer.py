@@ -10,9 +10,9 @@ import numpy as np
 from polyprof.formats.loss import LossReport
 from polyprof.formats.options import WriteOptions
 from polyprof.formats.simpleperf._framing import frame
-from polyprof.formats.simpleperf._layout import Layout, infer_events
+from polyprof.formats.simpleperf._layout import SAMPLES, Layout, event_name, infer_events
 from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES
-from polyprof.model.profile import Profile
+from polyprof.model.profile import Profile, ValueType
 from polyprof.wire.encode import Encoder
 
 __all__ = ["encode"]
@@ -30,13 +30,14 @@ def _record(kind: str, body: Encoder) -> bytes:
 
 @dataclass
 class _Plan:
-    """Per sample: event id and event count; plus the event names and off-CPU times."""
+    """Per Sample record: event id and event count (and source row); plus the event names and off-CPU times."""
 
     events: tuple[str, ...]
     event: np.ndarray
     count: np.ndarray
     offcpu: np.ndarray | None
     exact: bool
+    rows: np.ndarray | None = None  # source row of each record; None = one record per row
 
 
 def encode(p: Profile, options: WriteOptions) -> tuple[bytes, LossReport]:
@@ -53,35 +54,119 @@ def encode(p: Profile, options: WriteOptions) -> tuple[bytes, LossReport]:
         bodies.append(_record("lost", Encoder().varint_field(1, int(lost.get("sample_count", 0)), always=True)
                               .varint_field(2, int(lost.get("lost_count", 0)), always=True)))
     bodies.extend(files.records())
-    bodies.extend(_threads(p))
+    bodies.extend(_threads(p, report))
+    _profile_facts(p, report)
     for key in sorted(set(p.extras) - _KEPT_EXTRAS):
         report.add(f"format-specific fact not kept: {key}")
     return frame(bodies), report
+
+
+def _profile_facts(p: Profile, report: LossReport) -> None:
+    """What a report-sample file has no field for."""
+    if p.time_nanos:
+        report.add("profile start time (time_nanos) not kept: simpleperf keeps sample times only")
+    if p.duration_nanos:
+        report.add("profile duration not kept")
+    if p.period:
+        report.add(f"sampling period ({p.period} {p.period_type}) not kept")
 
 
 # ---------------------------------------------------------------- events
 
 def _plan(p: Profile, options: WriteOptions, report: LossReport) -> _Plan:
     layout = infer_events(p.sample_types)
-    values = p.samples.values
     n = len(p.samples)
-    if layout is not None and (layout.events or n == 0):
-        return _exact_plan(layout, values, report)
+    if layout is not None and (layout.events or n == 0) and options.sample_index is None:
+        return _exact_plan(layout, p.samples.values, report)
     if not p.sample_types:
         return _Plan(("event0",), np.zeros(n, np.int64), np.zeros(n, np.int64), None, False)
-    col = p.sample_index(options.sample_index)
-    vt = p.sample_types[col]
-    name = "cpu-clock" if vt.unit == "nanoseconds" else ("events" if vt.type == "samples" else vt.type)
-    for i, other in enumerate(p.sample_types):
-        if i != col:
-            report.add(f"sample type {other} not written (a simpleperf sample holds one event count)")
-    count = values[:, col].copy() if n else np.zeros(0, np.int64)
-    _check_counts(count, report)
-    samples_col = next((i for i, t in enumerate(p.sample_types) if t == ("samples", "count")), None)
-    if samples_col is not None and n:
-        report.add("rows standing for several samples written as one sample",
-                   int((values[:, samples_col] > 1).sum()))
-    return _Plan((name,), np.zeros(n, np.int64), np.maximum(count, 0), None, False)
+    return _general_plan(p, options, report)
+
+
+def _general_plan(p: Profile, options: WriteOptions, report: LossReport) -> _Plan:
+    """Any profile: each sample type but ``samples/count`` an event, the default first.
+
+    A row standing for k samples (its ``samples/count``) becomes k records
+    sharing its values; with several events, one record per event the row
+    has a value for.
+    """
+    types, values, n = list(p.sample_types), p.samples.values, len(p.samples)
+    samples = types.index(SAMPLES) if SAMPLES in types else None
+    cols = _event_columns(p, options, samples, report)
+    names, scales = _event_names(types, cols, report)
+    vals = values[:, cols] * np.array(scales, dtype=np.int64) if cols else values[:, [samples]]
+    _check_counts(vals, report)
+    vals = np.maximum(vals, 0)
+    m = vals.shape[1]
+    present = np.ones((n, m), dtype=bool) if m == 1 else vals != 0
+    if m > 1:
+        present[~present.any(axis=1), 0] = True  # a row without values still counts as a sample
+        if samples is not None:
+            report.add("sample type samples/count read back as the number of Sample records (one per event "
+                       "with a value); each event's own <event>_samples column keeps the source's counts")
+    k = np.maximum(values[:, samples], 1) if samples is not None else np.ones(n, np.int64)
+    if int(k.sum()) > max(_MAX_EXPANSION * n, 1 << 20):
+        report.add("values of samples/count not kept: rows standing for several samples written as one "
+                   "sample (too many to write one record each)", int((k > 1).sum()))
+        k = np.ones(n, np.int64)
+    reps = np.where(present, k[:, None], 0).ravel()
+    pair = np.repeat(np.arange(n * m), reps)
+    start = np.cumsum(reps) - reps
+    step = np.arange(pair.size) - start[pair]
+    q, r = np.divmod(vals.ravel()[pair], reps[pair])
+    count = q + (step < r)
+    return _Plan(tuple(names), pair % m, count, None, False, pair // m)
+
+
+_MAX_EXPANSION = 16  # records per row on average, beyond which rows are not split into samples
+_CPU_TIME = {"cpu", "cpu-time", "cpu_time", "cputime"}
+_NS = {"nanoseconds": 1, "microseconds": 1_000, "milliseconds": 1_000_000, "seconds": 1_000_000_000}
+
+
+def _event_columns(p: Profile, options: WriteOptions, samples: int | None, report: LossReport) -> list[int]:
+    """The value columns written as events, the default type first (simpleperf's default is its first event)."""
+    types = p.sample_types
+    if options.sample_index is not None:
+        chosen = p.sample_index(options.sample_index)
+        for i, vt in enumerate(types):
+            if i not in (chosen, samples):
+                report.add(f"sample type {vt} not written (--sample-index chose {types[chosen]})")
+        cols = [chosen] if chosen != samples else []
+    else:
+        cols = [i for i in range(len(types)) if i != samples]
+    default = p.default_index()
+    if default in cols and cols[0] != default:
+        cols.remove(default)
+        cols.insert(0, default)
+        report.add(f"sample types reordered: the default type {types[default]} becomes the first event")
+    elif default == samples and cols:
+        report.add("default sample type samples/count not kept: simpleperf's default is its first event")
+    if not cols:
+        report.add("sample types: reading adds events/count (the sample count as an event)")
+    return cols
+
+
+def _event_names(types: list[ValueType], cols: list[int], report: LossReport) -> tuple[list[str], list[int]]:
+    """Event name and value scale per column: CPU time becomes cpu-clock (in nanoseconds), other types keep
+    their name (and unit, as ``name(unit)`` when simpleperf would read another unit); wall time is never
+    called cpu-clock."""
+    if not cols:
+        return ["events"], [1]
+    taken = {types[c].type for c in cols}
+    names, scales = [], []
+    for c in cols:
+        vt = types[c]
+        if vt.type.lower() in _CPU_TIME and vt.unit in _NS and "cpu-clock" not in taken:
+            taken.add("cpu-clock")
+            names.append("cpu-clock")
+            scales.append(_NS[vt.unit])
+            how = "simpleperf's CPU-time event" + (", values converted to nanoseconds" if vt.unit != "nanoseconds"
+                                                    else "")
+            report.rename(vt, ValueType("cpu-clock", "nanoseconds"), how)
+        else:
+            names.append(event_name(vt))
+            scales.append(1)
+    return names, scales
 
 
 def _exact_plan(layout: Layout, values: np.ndarray, report: LossReport) -> _Plan:
@@ -149,7 +234,8 @@ def _samples(p: Profile, plan: _Plan, files: "_Files", report: LossReport) -> li
     chains: dict[int, bytes] = {}
     label_bytes: dict[int, bytes] = {}
     out = []
-    for i in range(len(s)):
+    rows = plan.rows.tolist() if plan.rows is not None else range(len(s))
+    for rec, i in enumerate(rows):
         chain = chains.get(stacks[i])
         if chain is None:
             chain = chains[stacks[i]] = files.chain(stacks[i])
@@ -161,7 +247,7 @@ def _samples(p: Profile, plan: _Plan, files: "_Files", report: LossReport) -> li
             e.varint_field(1, time[i], always=True)
         if tid is not None:
             e.varint_field(2, tid[i], always=True)
-        e.raw(chain).varint_field(4, count[i], always=True).varint_field(5, event[i], always=True).raw(extra)
+        e.raw(chain).varint_field(4, count[rec], always=True).varint_field(5, event[rec], always=True).raw(extra)
         if off is not None and off[i] > 0 and tid is not None and time is not None:
             out.append(_switch(False, time[i], tid[i]))
             out.append(_record("sample", e))
@@ -298,19 +384,26 @@ class _Files:
 
 # ---------------------------------------------------------------- threads
 
-def _threads(p: Profile) -> list[bytes]:
+def _threads(p: Profile, report: LossReport) -> list[bytes]:
+    """Thread records: those the reader listed, then one per sampled tid (with its pid and name)."""
     listed = p.extras.get("threads")
     rows: list[tuple[int, int, str | None]] = []
     if isinstance(listed, list):
         rows = [(int(t[0]), int(t[1]), t[2]) for t in listed if isinstance(t, list) and len(t) == 3]
     known = {t for t, _, _ in rows}
     s = p.samples
+    if s.pid is not None and s.tid is None:
+        report.add("sample pid column not written (simpleperf keeps a pid per thread, and there are no tids)",
+                   len(s))
     if s.tid is not None and (s.pid is not None or len(p.labelsets) > 1):
+        # Threads without pid and name need no record, unless none has one: the reader makes
+        # a pid column only when the file has Thread records.
+        bare = s.pid is not None and not rows
         for i in np.unique(s.tid, return_index=True)[1].tolist():
             tid = int(s.tid[i])
             pid = int(s.pid[i]) if s.pid is not None else 0
             name = next((lb.str for lb in p.labelsets[int(s.labelset[i])] if lb.key == "thread_name"), None)
-            if tid not in known and (pid or name is not None):
+            if tid not in known and (pid or name is not None or bare):
                 rows.append((tid, pid, name))
                 known.add(tid)
     out = []
