@@ -73,7 +73,7 @@ def pprof_empty_strings(n: int = 40_000_000) -> bytes:
 
 def pprof_trailing_garbage() -> bytes:
     """A valid profile followed by bytes that are no protobuf field (malformed, not unrecognized)."""
-    return _pprof([_sample([1])], _PPROF_STRINGS) + b"\xff\xff\xff"
+    return _pprof([_sample([1])], _PPROF_STRINGS) + b"garbage!"
 
 
 def pprof_bad_label_string() -> bytes:

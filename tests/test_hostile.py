@@ -253,3 +253,17 @@ def test_a_compressed_packets_bomb_stops_at_the_ratio_limit():
     with pytest.raises(DecompressionLimitError, match="compressed_packets bundle: gzip data inflates") as err:
         polyprof.read(trace, format="perfetto", options=ReadOptions(limits=SMALL))
     assert err.value.offset == len(trace) - len(packet)  # the packet, after its 0A len header
+
+
+def test_a_huge_sample_count_is_not_a_million_simpleperf_records():
+    from polyprof.model.builder import ProfileBuilder
+
+    b = ProfileBuilder("pprof")
+    b.set_sample_types([("samples", "count"), ("cpu", "nanoseconds")])
+    b.add_sample(b.stack([b.frame("main")]), [1_000_000, 10**15])  # a few bytes that say "a million samples"
+    out = io.BytesIO()
+    t0 = time.process_time()
+    report = registry.by_name("simpleperf").load().write(b.finish(), out, WriteOptions())
+    assert time.process_time() - t0 < 2.0
+    assert len(polyprof.read(out.getvalue()).samples) == 1
+    assert any("samples/count not kept" in line for line in report.lines())
