@@ -32,16 +32,13 @@ test: $(VENV)/.test-installed $(VENV)/.fuzz-installed
 
 # Fuzz every target for FUZZ_SECONDS each (make fuzz FUZZ_SECONDS=1800 FUZZ_TARGETS=pprof).
 FUZZ_SECONDS ?= 300
-FUZZ_TARGETS ?= $(shell $(BIN)/python fuzz/run.py --list 2>/dev/null)
+FUZZ_TARGETS ?=
 fuzz: $(VENV)/.fuzz-installed
-	@for t in $(FUZZ_TARGETS); do \
+	@targets="$(FUZZ_TARGETS)"; [ -n "$$targets" ] || targets="$$($(BIN)/python fuzz/run.py --list)"; \
+	for t in $$targets; do \
 		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 		$(BIN)/python fuzz/run.py $$t --seconds $(FUZZ_SECONDS) || exit 1; \
 	done
-
-bench: $(VENV)/.test-installed
-	$(BIN)/python benchmarks/bench_pprof.py
-	@if [ -f benchmarks/bench_perfetto.py ]; then $(BIN)/python benchmarks/bench_perfetto.py; fi
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache fuzz/.work
