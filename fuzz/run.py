@@ -171,7 +171,10 @@ def _python_engine(target: str, args: argparse.Namespace, dirs: tuple[Path, ...]
 def _atheris_engine(target: str, args: argparse.Namespace, dirs: tuple[Path, ...]) -> int:
     import atheris
 
+    # Everything of polyprof must be imported inside this block to be instrumented
+    # (coverage feedback), seeds included: building them imports the writers.
     with atheris.instrument_imports(include=["polyprof"]):
+        _write_seeds(target, dirs[1])
         import targets
         from polyprof.formats import registry
 
@@ -243,7 +246,6 @@ def main() -> int:
     if args.replay:
         return _replay(args.target, args)
     dirs = _dirs(args.target)
-    _write_seeds(args.target, dirs[1])
     engine = args.engine
     if engine == "auto":
         try:
@@ -251,7 +253,10 @@ def main() -> int:
             engine = "atheris"
         except ImportError:
             engine = "python"
-    return (_atheris_engine if engine == "atheris" else _python_engine)(args.target, args, dirs)
+    if engine == "atheris":
+        return _atheris_engine(args.target, args, dirs)
+    _write_seeds(args.target, dirs[1])
+    return _python_engine(args.target, args, dirs)
 
 
 if __name__ == "__main__":

@@ -17,24 +17,26 @@ from __future__ import annotations
 
 import io
 
-import polyprof
-from polyprof.errors import PolyprofError
-from polyprof.formats import registry
-from polyprof.formats.options import ReadOptions, WriteOptions
+# polyprof is imported inside the functions: the atheris driver must import it
+# (after importing this module) within its instrumentation block.
 
 __all__ = ["FORMATS", "TARGETS", "run"]
 
 FORMATS = ("pprof", "perfetto", "simpleperf", "chromium")
 
 
-def _check_error(exc: PolyprofError) -> None:
+def _check_error(exc: Exception) -> None:
     text = str(exc)
     if not text or "\n" in text:
         raise AssertionError(f"a polyprof error must be one non-empty line, got {text!r}")
 
 
 def _pipeline(data: bytes, fmt: str | None) -> None:
+    import polyprof
     from polyprof.analysis.top import top
+    from polyprof.errors import PolyprofError
+    from polyprof.formats import registry
+    from polyprof.formats.options import ReadOptions, WriteOptions
 
     try:
         profiles = polyprof.read_all(data, format=fmt, options=ReadOptions())
@@ -66,6 +68,10 @@ def _format_target(fmt: str):  # noqa: ANN202
 
 def sniff(data: bytes) -> None:
     """Every sniffer answers True or False; detection raises only polyprof errors."""
+    import polyprof
+    from polyprof.errors import PolyprofError
+    from polyprof.formats import registry
+
     for spec in registry.available():
         sniffer = getattr(spec.load(), "sniff", None) if spec.can_read else None
         if sniffer is not None and sniffer(data[: 1 << 16]) not in (True, False):
@@ -78,6 +84,7 @@ def sniff(data: bytes) -> None:
 
 def breakpad(data: bytes) -> None:
     """Parse a Breakpad symbol file and look up a few addresses."""
+    from polyprof.errors import PolyprofError
     from polyprof.symbolize.breakpad import parse_lines
 
     lines = data.decode("utf-8", errors="replace").splitlines()
