@@ -78,7 +78,7 @@ def test_rate_weights_counted_samples_by_their_period():
 def test_rate_needs_durations_and_units_convert():
     base = _cpu({"main;f": 5_000}, unit="microseconds", duration=10**9)
     new = _cpu({"main;f": 5 * MS}, duration=0)
-    with pytest.raises(OptionsError, match="--normalize rate needs each profile's duration; the new profile has none"):
+    with pytest.raises(OptionsError, match="normalize=rate needs each profile's duration; the new profile has none"):
         diff(base, new, normalize="rate")
     r = diff(base, new)
     assert r.sample_type.unit == "nanoseconds" and r.functions[0].base_flat == r.functions[0].new_flat == 5 * MS

@@ -16,12 +16,14 @@ from polyprof.formats import registry
 from polyprof.formats.loss import LossReport
 from polyprof.formats.options import ReadOptions, WriteOptions
 from polyprof.formats.output import atomic_output
-from polyprof.formats.source import GZIP_MAGIC, Source
+from polyprof.formats.source import GZIP_MAGIC, Input, Source
 from polyprof.model.profile import Profile
 
 __all__ = ["convert", "detect", "read", "read_all", "write"]
 
-PathOrBytes = "str | os.PathLike[str] | bytes | Source"
+#: A path (str or os.PathLike), bytes, bytearray, memoryview, a binary file object
+#: (seekable or not: sys.stdin.buffer, an HTTP response) or a Source.
+PathOrBytes = Input
 
 
 def detect(src: PathOrBytes) -> registry.FormatSpec:
@@ -29,7 +31,7 @@ def detect(src: PathOrBytes) -> registry.FormatSpec:
     source = Source.of(src)
     head = source.head()
     if head.startswith(GZIP_MAGIC) and _raw_is_gzip(source):
-        raise MalformedInputError("gzip inside gzip: unpack the outer layer first", path=source.path)
+        raise MalformedInputError("gzip inside gzip: unpack the outer layer first", path=source.name)
     for spec in registry.available():
         if not spec.can_read:
             continue
@@ -37,11 +39,11 @@ def detect(src: PathOrBytes) -> registry.FormatSpec:
         if sniff is not None and sniff(head):
             return spec
     if not head:
-        raise UnrecognizedFormatError("file is empty", path=source.path)
+        raise UnrecognizedFormatError("file is empty", path=source.name)
     readable = ", ".join(registry.names(readable=True))
     raise UnrecognizedFormatError(
         f"not a profile format polyprof reads (tried {readable}); run 'polyprof formats' for the list",
-        path=source.path)
+        path=source.name)
 
 
 def _raw_is_gzip(source: Source) -> bool:
@@ -87,7 +89,8 @@ def read_all(src: PathOrBytes, *, format: str | None = None,
 
 
 def read(src: PathOrBytes, *, format: str | None = None, options: ReadOptions | None = None) -> Profile:
-    """One profile from ``src``, by the rule of :mod:`polyprof.selection` for inputs holding several.
+    """One profile from ``src`` (a path, bytes-like data or a binary file object), by the
+    rule of :mod:`polyprof.selection` for inputs holding several.
 
     ``options.profiles`` picks profiles by number (as ``polyprof info`` lists
     them); several profiles with the same sample types are merged, each
@@ -114,8 +117,8 @@ def _target(path: str, format: str | None) -> registry.FormatSpec:
         return spec
     spec = registry.by_extension(path)
     if spec is None or not spec.can_write:
-        raise OptionsError(f"cannot tell the output format from {path!r}; pass --to "
-                           f"({', '.join(registry.names(writable=True))})")
+        raise OptionsError(f"cannot tell the output format from {path!r}; pass {{format}}=NAME "
+                           f"({', '.join(registry.names(writable=True))})", options=("format",))
     return spec
 
 

@@ -9,6 +9,7 @@
     │   │   └── DecompressionLimitError   it inflates past the limit
     │   └── UnsupportedFeatureError   valid, but uses something we cannot read
     ├── OptionsError              a flag or option value does not make sense
+    ├── MissingDependencyError    an optional extra (pandas, pyarrow) is not installed
     └── OutputError               a result could not be written
 
     PolyprofWarning (a UserWarning)   something the user should know, e.g. a
@@ -21,10 +22,14 @@ of an error is the one line the command line prints.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Container, Sequence
+
 __all__ = [
     "DecompressionLimitError",
     "InputError",
     "MalformedInputError",
+    "MissingDependencyError",
     "OptionsError",
     "OutputError",
     "PolyprofError",
@@ -92,9 +97,66 @@ class UnsupportedFeatureError(InputError):
 
 
 class OptionsError(PolyprofError):
-    """An option or flag value does not make sense for this input."""
+    """An option or flag value does not make sense for this input.
+
+    ``options`` names the options the message is about. The message refers
+    to each as ``{name}`` (followed by ``=value`` where it shows one) or
+    ``{name=value}``; ``str()`` spells them as library keywords (``pid=1234``,
+    ``profiles=[2]``; a switch, given as ``"merge=True"`` in ``options``, as
+    ``merge=True``) and :meth:`spelled` as another front end does (the CLI:
+    ``--pid=1234``, ``--profile 2``, ``--merge``).
+    """
 
     exit_code = 6
+
+    def __init__(self, message: str, *, options: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.template = message
+        self.options = tuple(o.removesuffix("=True") for o in options)
+        self.switches = frozenset(o.removesuffix("=True") for o in options if o.endswith("=True"))
+
+    def spelled(self, spell: Spelling) -> str:
+        """The message with every placeholder replaced by ``spell(name, is_switch, value)``."""
+        return spell_options(self.template, self.options, spell, self.switches)
+
+    def __str__(self) -> str:
+        return self.spelled(keyword_spelling)
+
+
+#: How a front end writes an option: (name, is_switch, value or None) -> text.
+Spelling = Callable[[str, bool, "str | None"], str]
+#: Options that take a list of values (``profiles=[2]``).
+_LIST_OPTIONS = frozenset({"profiles"})
+
+
+def keyword_spelling(name: str, switch: bool, value: str | None = None) -> str:
+    """An option as a library keyword: ``pid``, ``pid=7``, ``profiles=[2]``, ``merge=True``."""
+    if switch:
+        return f"{name}=True"
+    if value is None:
+        return name
+    return f"{name}=[{value}]" if name in _LIST_OPTIONS else f"{name}={value}"
+
+
+def spell_options(text: str, options: Sequence[str], spell: Spelling,
+                  switches: Container[str] = ()) -> str:
+    """``text`` with its ``{name}`` and ``{name=value}`` placeholders (for names in
+    ``options``) spelled by ``spell``."""
+    for name in options:
+        switch = name in switches
+        text = text.replace("{" + name + "}", spell(name, switch, None))
+        text = re.sub(r"\{" + re.escape(name) + r"=([^{}]*)\}", lambda m: spell(name, switch, m.group(1)), text)
+    return text
+
+
+class MissingDependencyError(PolyprofError, ImportError):
+    """An optional dependency is not installed; ``extra`` names the polyprof extra
+    that installs it (``pip install 'polyprof[pandas]'``)."""
+
+    def __init__(self, message: str, *, module: str, extra: str) -> None:
+        super().__init__(message)
+        self.module = module
+        self.extra = extra
 
 
 class OutputError(PolyprofError):

@@ -27,19 +27,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from polyprof.errors import MalformedInputError, OptionsError
+from polyprof.errors import MalformedInputError, OptionsError, Spelling, keyword_spelling, spell_options
 from polyprof.model.profile import Label, Profile
 
-__all__ = ["Choice", "choices", "latest_snapshots", "pick", "select"]
+__all__ = ["SELECTOR_OPTIONS", "Choice", "choices", "latest_snapshots", "pick", "select"]
+
+#: The options a selector names.
+SELECTOR_OPTIONS = ("profiles", "pid", "heap")
 
 
 @dataclass(frozen=True)
 class Choice:
     """One profile of a multi-profile input, as it is listed to the user."""
 
-    number: int  # 1-based: what --profile takes
+    number: int  # 1-based: what ``profiles=[N]`` (--profile N) takes
     profile: Profile
-    selectors: tuple[str, ...] = ()  # command-line selectors that pick this profile alone
+    #: Selectors that pick this profile alone, as option placeholders (``{pid=7}``):
+    #: spell them with :meth:`spelled_selectors` (see :class:`polyprof.errors.OptionsError`).
+    selectors: tuple[str, ...] = ()
 
     @property
     def labels(self) -> dict:
@@ -49,10 +54,16 @@ class Choice:
         """``kind=perf event=cpu-clock pid=7 process_name=app`` (or ``profile N``)."""
         return " ".join(f"{k}={v}" for k, v in self.labels.items()) or f"profile {self.number}"
 
-    def line(self) -> str:
-        """One line of the list an error or ``info`` shows."""
+    def spelled_selectors(self, spell: Spelling = keyword_spelling) -> list[str]:
+        """The selectors as ``spell`` writes options (library keywords by default)."""
+        return [spell_options(s, SELECTOR_OPTIONS, spell) for s in self.selectors]
+
+    def line(self, spell: Spelling | None = None) -> str:
+        """One line of the list an error or ``info`` shows; with ``spell`` the selectors
+        are spelled, else left as placeholders (for an OptionsError message)."""
         types = ", ".join(map(str, self.profile.sample_types)) or "no sample types"
-        return f"[{self.number}] {self.describe()}: {types} (select with {' or '.join(self.selectors)})"
+        sel = self.spelled_selectors(spell) if spell is not None else list(self.selectors)
+        return f"[{self.number}] {self.describe()}: {types} (select with {' or '.join(sel)})"
 
 
 def choices(profiles: Sequence[Profile]) -> list[Choice]:
@@ -64,11 +75,11 @@ def choices(profiles: Sequence[Profile]) -> list[Choice]:
     heaps = [str(lb["heap"]) for lb in labels if "heap" in lb]
     out = []
     for i, (p, lb) in enumerate(zip(profiles, labels), 1):
-        sel = [f"--profile {i}"]
+        sel = [f"{{profiles={i}}}"]
         if "pid" in lb and pids.count(str(lb["pid"])) == 1:
-            sel.append(f"--pid {lb['pid']}")
+            sel.append(f"{{pid={lb['pid']}}}")
         if "heap" in lb and len(heaps) == len(profiles) and heaps.count(str(lb["heap"])) == 1:
-            sel.append(f"--heap {lb['heap']}")
+            sel.append(f"{{heap={lb['heap']}}}")
         out.append(Choice(i, p, tuple(sel)))
     return out
 
@@ -79,8 +90,8 @@ def pick(listed: list[Choice], numbers: Sequence[int], name: str = "<input>") ->
         raise MalformedInputError("holds no profiling data", path=name)
     for n in numbers:
         if not 1 <= n <= len(listed):
-            raise OptionsError(f"{name}: --profile {n}: the input holds {len(listed)} profile(s), "
-                               f"numbered 1 to {len(listed)} (see 'polyprof info')")
+            raise OptionsError(f"{name}: {{profiles={n}}}: the input holds {len(listed)} profile(s), "
+                               f"numbered 1 to {len(listed)} (see 'polyprof info')", options=("profiles",))
     return [listed[n - 1] for n in dict.fromkeys(numbers)]
 
 
@@ -100,8 +111,8 @@ def select(profiles: Sequence[Profile], *, numbers: Sequence[int] | None = None,
     first = picked[0].profile.sample_types
     if any(c.profile.sample_types != first for c in picked) and not merge_kinds:
         raise OptionsError(f"{name} holds {len(picked)} profiles of different kinds; pick one "
-                           "(or combine them into one with --merge):\n  "
-                           + "\n  ".join(c.line() for c in picked))
+                           "(or combine them into one with {merge}):\n  "
+                           + "\n  ".join(c.line() for c in picked), options=(*SELECTOR_OPTIONS, "merge=True"))
     merged = _merge([c.profile for c in picked], merge_kinds)
     if note is not None:
         note(f"note: {name}: merged {len(picked)} profiles with the same sample types "

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
 from polyprof.analysis import filters, tags
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import NodeMap, callsite_weights, euler, node_map, node_weights, pairs
-from polyprof.analysis.options import Options
+from polyprof.analysis.options import Options, resolve
+from polyprof.analysis.result import ProfileSummary, Result
 from polyprof.analysis.trim import Edges, call_edges, report_column
 from polyprof.model.profile import Profile, ValueType
 from polyprof.model.units import scaled_label
@@ -66,8 +68,14 @@ class GraphEdge:
     residual: bool
 
 
-@dataclass
-class GraphResult:
+@dataclass(repr=False)
+class GraphResult(Result):
+    """The call graph. Tables: ``nodes`` (one row per node, with its tags) and
+    ``edges`` (caller and callee as node positions)."""
+
+    ROW: ClassVar[type] = GraphNode
+    TABLES: ClassVar[tuple[str, ...]] = ("nodes", "edges")
+
     sample_type: ValueType
     total: int
     nodes: list[GraphNode]        # in pprof's order (node ids are positions + 1)
@@ -78,18 +86,30 @@ class GraphResult:
     node_cutoff: int
     edge_cutoff: int
     unit: str = "minimum"
-    profile: Profile | None = field(default=None, repr=False)
+    summary: ProfileSummary | None = None  # the profile's header facts (None: no header)
     active_filters: list[str] = field(default_factory=list)
 
     @property
     def shown_flat(self) -> int:
         return sum(n.flat for n in self.nodes)
 
+    def _row_objects(self) -> list[GraphNode]:
+        return self.nodes
 
-def call_graph(src: Profile | FilterResult, options: Options | None = None) -> GraphResult:
-    """The call graph of ``src`` (filters of ``options`` applied unless already), trimmed as
-    ``go tool pprof -dot`` trims it (``nodecount`` defaults to 80)."""
-    o = options or Options()
+    def _columns(self, table: str) -> dict[str, Any]:
+        if table == "nodes":
+            return super()._columns(table)
+        return {f: [getattr(e, f) for e in self.edges] for f in GraphEdge.__dataclass_fields__}
+
+    def _summary(self) -> str:
+        return f"{self.sample_type}, total={self.total}, {len(self.nodes)} nodes, {len(self.edges)} edges"
+
+
+def call_graph(src: Profile | FilterResult, options: Options | None = None, **overrides: Any) -> GraphResult:
+    """The call graph of ``src`` (filters of ``options`` applied unless already; keywords
+    override its fields), trimmed as ``go tool pprof -dot`` trims it (``nodecount``
+    defaults to 80)."""
+    o = resolve(options, **overrides)
     fr = filters.prepare(src, o)
     p = fr.profile
     col = report_column(fr, o)
@@ -122,7 +142,8 @@ def call_graph(src: Profile | FilterResult, options: Options | None = None) -> G
                         e.residual.tolist())),
                    key=lambda x: (-abs(x.weight), nodes.names[order[x.caller]], nodes.names[order[x.callee]]))
     return GraphResult(col.sample_type, col.total, out_nodes, edges, len(members), int(live.sum()) - len(members),
-                       dropped_edges, col.cutoff(o.nodefraction), col.cutoff(o.edgefraction), o.unit, p, fr.active)
+                       dropped_edges, col.cutoff(o.nodefraction), col.cutoff(o.edgefraction), o.unit,
+                       ProfileSummary.of(p), fr.active)
 
 
 def _edges_over(p: Profile, nodes: NodeMap, w, members: list[int]) -> Edges:  # noqa: ANN001

@@ -28,13 +28,15 @@ Lost: functions and stacks with zero weight on both sides.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import callsite_weights, node_map, node_weights
-from polyprof.analysis.options import Options
+from polyprof.analysis.options import Options, resolve
+from polyprof.analysis.result import NodeFields, Result, node_fields
 from polyprof.errors import OptionsError
 from polyprof.model import units
 from polyprof.model.merge import align_sample_types
@@ -45,9 +47,11 @@ __all__ = ["NORMALIZE", "DiffResult", "FunctionDiff", "StackDiff", "diff", "pair
 NORMALIZE = ("none", "total", "rate")
 
 
-@dataclass
-class FunctionDiff:
-    name: str
+@dataclass(frozen=True, kw_only=True)
+class FunctionDiff(NodeFields):
+    """Raw weights of one report node on both sides (identity fields from the new
+    side, else the base)."""
+
     base_flat: int
     new_flat: int
     base_cum: int
@@ -61,13 +65,17 @@ class StackDiff:
     new: int
 
 
-@dataclass
-class DiffResult:
+@dataclass(repr=False)
+class DiffResult(Result):
     """Raw weights per function and stack, with what normalises them.
 
     ``norm(side, value)`` gives a value in the chosen normalisation and
-    ``share(side, value)`` its fraction of that side's total.
+    ``share(side, value)`` its fraction of that side's total. Tables:
+    ``functions`` and ``stacks`` (see :meth:`function_record`,
+    :meth:`stack_record`).
     """
+
+    TABLES: ClassVar[tuple[str, ...]] = ("functions", "stacks")
 
     sample_type: ValueType
     normalize: str
@@ -99,10 +107,46 @@ class DiffResult:
         pick = (lambda f: (f.base_flat, f.new_flat)) if metric == "flat" else (lambda f: (f.base_cum, f.new_cum))
         return [f for f in self.functions if self.share_delta(*pick(f)) > threshold]
 
+    def function_record(self, f: FunctionDiff) -> dict[str, Any]:
+        """Every number of one function: ``base``/``new``/``delta`` normalised,
+        ``*_raw`` in the sample type's unit, ``*_share_delta`` in percentage points;
+        then its identity fields."""
+        ident = {k: getattr(f, k) for k in NodeFields.__dataclass_fields__ if k != "name"}
+        return {"name": f.name,
+                "base_flat": self.norm(0, f.base_flat), "new_flat": self.norm(1, f.new_flat),
+                "delta_flat": self.delta(f.base_flat, f.new_flat),
+                "base_cum": self.norm(0, f.base_cum), "new_cum": self.norm(1, f.new_cum),
+                "delta_cum": self.delta(f.base_cum, f.new_cum),
+                "base_flat_raw": f.base_flat, "new_flat_raw": f.new_flat,
+                "base_cum_raw": f.base_cum, "new_cum_raw": f.new_cum,
+                "flat_share_delta": self.share_delta(f.base_flat, f.new_flat),
+                "cum_share_delta": self.share_delta(f.base_cum, f.new_cum), **ident}
+
+    def stack_record(self, s: StackDiff) -> dict[str, Any]:
+        """Every number of one stack (``frames`` root first), as :meth:`function_record`."""
+        return {"frames": list(s.frames), "base": self.norm(0, s.base), "new": self.norm(1, s.new),
+                "delta": self.delta(s.base, s.new), "base_raw": s.base, "new_raw": s.new,
+                "share_delta": self.share_delta(s.base, s.new)}
+
+    def _columns(self, table: str) -> dict[str, Any]:
+        if table == "functions":
+            records = [self.function_record(f) for f in self.functions]
+            keys = list(self.function_record(FunctionDiff(name="", base_flat=0, new_flat=0, base_cum=0, new_cum=0)))
+        else:
+            records = [self.stack_record(s) for s in self.stacks]
+            keys = list(self.stack_record(StackDiff((), 0, 0)))
+        return {k: [r[k] for r in records] for k in keys}
+
+    def _summary(self) -> str:
+        return (f"{self.sample_type}, normalize={self.normalize}, base_total={self.base_total}, "
+                f"new_total={self.new_total}, {len(self.functions)} functions, {len(self.stacks)} stacks")
+
 
 def diff(base: Profile | FilterResult, new: Profile | FilterResult, options: Options | None = None, *,
-         normalize: str = "none", stacks: bool = True, names: tuple[str, str] = ("base", "new")) -> DiffResult:
-    """Compare ``new`` against ``base`` (filters of ``options`` applied unless already).
+         normalize: str = "none", stacks: bool = True, names: tuple[str, str] = ("base", "new"),
+         **overrides: Any) -> DiffResult:
+    """Compare ``new`` against ``base`` (filters of ``options`` applied unless already;
+    keywords override its fields).
 
     ``names`` (file names) name the two sides in errors and notes. The
     compared type is ``options.sample_index`` of ``new`` and, in ``base``,
@@ -110,8 +154,9 @@ def diff(base: Profile | FilterResult, new: Profile | FilterResult, options: Opt
     kind, or the only type of the same unit on each side).
     """
     if normalize not in NORMALIZE:
-        raise OptionsError(f"unknown normalisation {normalize!r}; choose from {', '.join(NORMALIZE)}")
-    o = options or Options()
+        raise OptionsError(f"unknown normalisation {normalize!r} for {{normalize}}; choose from "
+                           f"{', '.join(NORMALIZE)}", options=("normalize",))
+    o = resolve(options, **overrides)
     sides = [filters.prepare(x, o) for x in (base, new)]
     notes: list[str] = []
     originals, profiles, index = pair_sides(sides, o, names, notes)
@@ -119,11 +164,12 @@ def diff(base: Profile | FilterResult, new: Profile | FilterResult, options: Opt
     totals = [int(np.abs(p.samples.values[:, index]).sum()) if p.sample_types else 0 for p in originals]
     factors, unit = _factors(normalize, originals, vt, totals)
     weights = [_function_weights(p, o, index) for p in profiles]
-    names = sorted(set(weights[0]) | set(weights[1]))
     rows = []
-    for n in names:
-        (base_flat, base_cum), (new_flat, new_cum) = weights[0].get(n, (0, 0)), weights[1].get(n, (0, 0))
-        rows.append(FunctionDiff(n, base_flat, new_flat, base_cum, new_cum))
+    for n in sorted(set(weights[0]) | set(weights[1])):
+        base_flat, base_cum, base_id = weights[0].get(n, (0, 0, {}))
+        new_flat, new_cum, new_id = weights[1].get(n, (0, 0, {}))
+        rows.append(FunctionDiff(**(new_id or base_id), base_flat=base_flat, new_flat=new_flat,
+                                 base_cum=base_cum, new_cum=new_cum))
     result = DiffResult(vt, normalize, unit, totals[0], totals[1], factors, rows,
                         active_filters=sides[1].active, notes=list(dict.fromkeys(notes)))
     rows.sort(key=lambda f: (-abs(result.delta(f.base_flat, f.new_flat)),
@@ -169,7 +215,8 @@ def _base_column(base: Profile, vt: ValueType, chosen: str | int | None, names: 
     if same or len(unit) == 1:
         return (same or unit)[0]
     raise OptionsError(f"{names[0]} has no sample type to compare with {vt} of {names[1]} "
-                       f"({', '.join(map(str, types)) or 'none'}); choose one with --base-sample-index")
+                       f"({', '.join(map(str, types)) or 'none'}); choose one with {{base_sample_index}}=TYPE",
+                       options=("base_sample_index",))
 
 
 def _only(p: Profile, column: int) -> Profile:
@@ -189,14 +236,17 @@ def _values(p: Profile, index: int) -> np.ndarray:
     return p.samples.values[:, index] if p.sample_types else np.zeros(len(p.samples), np.int64)
 
 
-def _function_weights(p: Profile, o: Options, index: int) -> dict[str, tuple[int, int]]:
-    """(flat, cum) by report name; rows that print alike are added together."""
+def _function_weights(p: Profile, o: Options, index: int) -> dict[str, tuple[int, int, dict]]:
+    """(flat, cum, identity fields) by report name; rows that print alike are added
+    together (the fields are the first such node's)."""
     nodes = node_map(p, o.granularity, inlines=not o.noinlines)
     flat, cum = node_weights(p, nodes, callsite_weights(p, _values(p, index)))
-    out: dict[str, tuple[int, int]] = {}
-    for n in np.nonzero((flat != 0) | (cum != 0))[0].tolist():
-        f, c = out.get(nodes.names[n], (0, 0))
-        out[nodes.names[n]] = (f + int(flat[n]), c + int(cum[n]))
+    live = np.nonzero((flat != 0) | (cum != 0))[0].tolist()
+    ident = node_fields(p, nodes, live)
+    out: dict[str, tuple[int, int, dict]] = {}
+    for n in live:
+        f, c, fields = out.get(nodes.names[n], (0, 0, ident[n]))
+        out[nodes.names[n]] = (f + int(flat[n]), c + int(cum[n]), fields)
     return out
 
 
@@ -235,15 +285,16 @@ def _factors(normalize: str, profiles: list[Profile], vt: ValueType,
         return tuple(1.0 / t if t else 0.0 for t in totals), ""  # type: ignore[return-value]
     rates = [_rate(p, vt, side) for p, side in zip(profiles, ("base", "new"))]
     if rates[0][1] != rates[1][1]:
-        raise OptionsError(f"--normalize rate: base is in {rates[0][1]}/s but new in {rates[1][1]}/s "
-                           "(one of them has no sampling period)")
+        raise OptionsError(f"{{normalize}}=rate: base is in {rates[0][1]}/s but new in {rates[1][1]}/s "
+                           "(one of them has no sampling period)", options=("normalize",))
     return (rates[0][0], rates[1][0]), rates[1][1]
 
 
 def _rate(p: Profile, vt: ValueType, side: str) -> tuple[float, str]:
     """Multiplier to a per-second rate, and the unit per second."""
     if p.duration_nanos <= 0:
-        raise OptionsError(f"--normalize rate needs each profile's duration; the {side} profile has none")
+        raise OptionsError(f"{{normalize}}=rate needs each profile's duration; the {side} profile has none",
+                           options=("normalize",))
     seconds = p.duration_nanos / 1e9
     counted = units.finest(vt.unit, "nanoseconds") is None and units.finest(vt.unit, "bytes") is None
     pt = p.period_type

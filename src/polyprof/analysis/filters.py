@@ -54,13 +54,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from polyprof.analysis import stacks, tags
 from polyprof.analysis.graph import display_name
-from polyprof.analysis.labels import keep_label_keys, label_frames
-from polyprof.analysis.options import Options
+from polyprof.analysis.labels import keep_label_keys, label_frames, option_regex
+from polyprof.analysis.options import Options, resolve
 from polyprof.errors import OptionsError
 from polyprof.formats.viewer import sample_threads
 from polyprof.model.profile import Profile, ValueType
@@ -85,6 +86,10 @@ class FilterResult:
     matched: dict[str, bool] = field(default_factory=dict)
     #: For every sample of ``profile``: its row in ``original``.
     rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __repr__(self) -> str:
+        flt = ", ".join(self.active) or "no filters"
+        return f"FilterResult({len(self.profile.samples)} of {len(self.original.samples)} samples kept, {flt})"
 
     def unmatched(self) -> list[str]:
         """Names of the filters that matched nothing."""
@@ -113,10 +118,15 @@ def prepare(src: Profile | FilterResult, options: Options | None) -> FilterResul
     return apply(src, options)
 
 
-def apply(p: Profile, options: Options | None = None) -> FilterResult:
-    """Apply every filter set in ``options`` to ``p``, in pprof's order (see module doc)."""
-    o = options or Options()
-    rx = {name: _compile(name, getattr(o, name)) for name in _REGEX_OPTIONS}
+def apply(p: Profile, options: Options | None = None, **overrides: Any) -> FilterResult:
+    """Apply every filter set in ``options`` to ``p``, in pprof's order (see module doc).
+
+    Keywords override fields of ``options`` (``apply(p, focus="sha256")``). Every
+    analysis accepts the result in place of a profile; ``.profile`` is the
+    filtered profile, ``.unmatched()`` the filters that matched nothing.
+    """
+    o = resolve(options, **overrides)
+    rx = {name: option_regex(name, getattr(o, name)) for name in _REGEX_OPTIONS}
     tagf = tags.compile_filter("tagfocus", o.tagfocus, p)
     tagi = tags.compile_filter("tagignore", o.tagignore, p)
     framed = {}
@@ -167,15 +177,6 @@ def _active(o: Options) -> list[str]:
             value = ":".join("" if v is None else f"{v}ns" for v in value)
         out.append(f"{name}={value}")
     return out
-
-
-def _compile(name: str, value: str | None) -> re.Pattern[str] | None:
-    if not value:
-        return None
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise OptionsError(f"--{name.replace('_', '-')}: bad regular expression {value!r}: {exc}") from None
 
 
 # ---------------------------------------------------------------- name matching
@@ -366,7 +367,8 @@ def _select(p: Profile, o: Options, thread: re.Pattern[str] | None,
         if wanted:
             values, present = tags.sample_numbers(p, name)
             if values is None:
-                raise OptionsError(f"--{name}: the samples of this profile carry no {name}")
+                raise OptionsError(f"cannot select {{{name}}}={','.join(map(str, sorted(wanted)))}: "
+                                   f"the samples of this profile carry no {name}", options=(name,))
             hit = present & np.isin(values, np.fromiter(wanted, dtype=np.int64))
             matched[name] = bool(hit.any())
             keep &= hit
@@ -384,8 +386,8 @@ def _select(p: Profile, o: Options, thread: re.Pattern[str] | None,
 def _thread_match(p: Profile, rx: re.Pattern[str]) -> np.ndarray:
     thread_of, threads = sample_threads(p)
     if all(t.name is None for t in threads):
-        raise OptionsError("--thread: this profile has no thread names "
-                           "(no thread_name/thread/comm labels, no threads/thread_names table)")
+        raise OptionsError(f"cannot select {{thread}}={rx.pattern!r}: this profile has no thread names "
+                           "(no thread_name/thread/comm labels, no threads/thread_names table)", options=("thread",))
     ok = np.array([t.name is not None and bool(rx.search(t.name)) for t in threads], dtype=bool)
     return ok[thread_of]
 
@@ -401,7 +403,8 @@ def time_origin(p: Profile, times: np.ndarray) -> int:
 def _in_time_range(p: Profile, window: tuple[int | None, int | None]) -> np.ndarray:
     times, present = tags.sample_numbers(p, "time")
     if times is None:
-        raise OptionsError("--time-range: the samples of this profile have no timestamps")
+        raise OptionsError("cannot select by {time_range}: the samples of this profile have no timestamps",
+                           options=("time_range",))
     origin = time_origin(p, times[present])
     rel = times - origin
     start, end = window

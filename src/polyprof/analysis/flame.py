@@ -27,14 +27,17 @@ code that vanished entirely is not drawn (its base weight is in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import node_map, sum_by
-from polyprof.analysis.options import Options
+from polyprof.analysis.nodes import NodeMap
+from polyprof.analysis.options import Options, resolve
+from polyprof.analysis.result import NodeFields, Result, node_fields
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MIN_FRACTION", "FlameTree", "flame_tree"]
@@ -44,9 +47,17 @@ DEFAULT_MAX_NODES = 30_000
 ROOT_NAME = "root"
 
 
-@dataclass
-class FlameTree:
-    """A flame graph as columns; row 0 is the root, rows are in pre-order."""
+@dataclass(repr=False)
+class FlameTree(Result):
+    """A flame graph as columns; row 0 is the root, rows are in pre-order.
+
+    Its table (``to_pandas()``) has one row per node: ``name``, ``parent``,
+    ``depth``, ``self``, ``total``, ``start``, ``width`` (and ``base_self``,
+    ``base_total`` for a diff), then the identity fields of the report node
+    the name stands for (:class:`~polyprof.analysis.result.NodeFields`).
+    """
+
+    TABLES: ClassVar[tuple[str, ...]] = ("nodes",)
 
     names: list[str]
     parent: np.ndarray      # int64, -1 for the root
@@ -64,9 +75,27 @@ class FlameTree:
     active_filters: tuple[str, ...] = ()  # ``name=value`` of the filters applied (pprof's legend)
     inverted: bool = False  # callers above their callees: root, then leaf functions, then their callers
     hint: str = ""          # advice for the reader (most weight in leaves spread over many paths)
+    #: Identity fields (NodeFields keywords) of the report node each name stands for.
+    identity: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.names)
+
+    def _columns(self, table: str) -> dict[str, Any]:
+        cols: dict[str, Any] = {"name": self.names, "parent": self.parent, "depth": self.depth,
+                                "self": self.self, "total": self.total, "start": self.start, "width": self.width}
+        if self.base_self is not None and self.base_total is not None:
+            cols.update(base_self=self.base_self, base_total=self.base_total)
+        blank: dict[str, Any] = {}
+        ident = [self.identity.get(name, blank) for name in self.names]
+        for key, default in NodeFields(name="").__dict__.items():
+            if key != "name":
+                cols[key] = [i.get(key, default) for i in ident]
+        return cols
+
+    def _summary(self) -> str:
+        diff = ", diff" if self.is_diff else ""
+        return f"{self.sample_type}, {len(self)} nodes, total={self.root_total}, dropped={self.dropped}{diff}"
 
     @property
     def root_total(self) -> int:
@@ -102,8 +131,8 @@ class _Side:
     sample_type: ValueType
 
 
-def _side(p: Profile, o: Options) -> tuple[_Side, list[str], np.ndarray]:
-    """The callsites of ``p`` as pairs; local node names and their node id per pair."""
+def _side(p: Profile, o: Options) -> tuple[_Side, NodeMap, np.ndarray]:
+    """The callsites of ``p`` as pairs; its report nodes and their node id per pair."""
     index = p.sample_index(o.sample_index)
     values = p.samples.values[:, index] if p.sample_types else np.zeros(len(p.samples), np.int64)
     nodes = node_map(p, o.granularity, inlines=not o.noinlines)
@@ -120,7 +149,7 @@ def _side(p: Profile, o: Options) -> tuple[_Side, list[str], np.ndarray]:
     empty = int(values[~has].astype(np.int64).sum())
     vt = p.sample_types[index] if p.sample_types else ValueType("", "")
     side = _Side(p.callsites.parent.astype(np.int64), count, local, leaf, empty, vt)
-    return side, nodes.names, local
+    return side, nodes, local
 
 
 def _merge_sides(sides: list[_Side]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -217,24 +246,24 @@ def _layout(parent, levels, width, size):  # noqa: ANN001, ANN202
 
 def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
                base: Profile | FilterResult | None = None, *, min_fraction: float = DEFAULT_MIN_FRACTION,
-               max_nodes: int = DEFAULT_MAX_NODES, inverted: bool = False) -> FlameTree:
+               max_nodes: int = DEFAULT_MAX_NODES, inverted: bool = False, **overrides: Any) -> FlameTree:
     """The flame graph of ``profile`` (``base`` adds the weights for a diff colouring).
 
     The filters set in ``options`` apply to both profiles (a FilterResult is
-    taken as already filtered). ``max_nodes`` 0 means no cap. ``inverted``
-    turns every stack around (leaf first): the functions with self weight sit
-    on the root and their callers above them, so a hot leaf reached through
-    many paths is one wide frame.
+    taken as already filtered); keywords override its fields. ``max_nodes``
+    0 means no cap. ``inverted`` turns every stack around (leaf first): the
+    functions with self weight sit on the root and their callers above them,
+    so a hot leaf reached through many paths is one wide frame.
     """
-    o = options or Options()
+    o = resolve(options, **overrides)
     new = filters.prepare(profile, o)
     old = filters.prepare(base, o) if base is not None else None
     results = [_side(new.profile, o)] + ([_side(old.profile, o)] if old is not None else [])
     sides = [r[0] for r in results]
-    names = sorted(set().union(*(r[1] for r in results)))
+    names = sorted(set().union(*(r[1].names for r in results)))
     gid = {name: i for i, name in enumerate(names)}
-    for side, (_, local_names, local) in zip(sides, results):
-        lookup = np.array([gid[x] for x in local_names], dtype=np.int64)
+    for side, (_, local_nodes, local) in zip(sides, results):
+        lookup = np.array([gid[x] for x in local_nodes.names], dtype=np.int64)
         side.frames = lookup[local] if local.size else local
     if inverted:
         sides = [_inverted(side) for side in sides]
@@ -259,7 +288,21 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     tree.inverted = inverted
     if not inverted:
         tree.hint = _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
+    tree.identity = _identity(set(tree.names), [(prep.profile, r[1]) for prep, r in
+                                                 zip([new] + ([old] if old is not None else []), results)])
     return tree
+
+
+def _identity(wanted: set[str], sides: list[tuple[Profile, NodeMap]]) -> dict[str, dict[str, Any]]:
+    """Identity fields of the first node named like each of ``wanted`` (new side first)."""
+    out: dict[str, dict[str, Any]] = {}
+    for p, nodes in sides:
+        first: dict[str, int] = {}
+        for n, name in enumerate(nodes.names):
+            if name in wanted and name not in out:
+                first.setdefault(name, n)
+        out.update((nodes.names[n], f) for n, f in node_fields(p, nodes, list(first.values())).items())
+    return out
 
 
 def _inverted(side: _Side) -> _Side:

@@ -1,17 +1,70 @@
-"""``info``: what a profile holds, as one plain dict (text and JSON render it)."""
+"""``info``: what a profile holds, as plain data (text and JSON render it)."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
+from polyprof.analysis.result import Result
 from polyprof.model.profile import Profile
 
-__all__ = ["info"]
+__all__ = ["InfoResult", "SampleTypeInfo", "info"]
 
 
-def info(p: Profile) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SampleTypeInfo:
+    type: str
+    unit: str
+    total: int
+    default: bool
+
+
+@dataclass(repr=False)
+class InfoResult(Result):
+    """Summary of a profile. ``as_dict()`` is the JSON of ``polyprof info``; the
+    table (``to_pandas()``) is one row per sample type."""
+
+    ROW: ClassVar[type] = SampleTypeInfo
+    TABLES: ClassVar[tuple[str, ...]] = ("sample_types",)
+
+    format: str
+    sample_types: list[SampleTypeInfo]
+    samples: int
+    stacks: int
+    callsites: int
+    locations: int
+    functions: int
+    mappings: int
+    max_depth: int
+    period_type: str | None
+    period: int
+    time_nanos: int
+    duration_nanos: int
+    comments: list[str] = field(default_factory=list)
+    labels: dict[str, int] = field(default_factory=dict)       # label key -> samples carrying it
+    columns: dict[str, dict[str, int]] = field(default_factory=dict)  # optional column -> min, max, distinct
+    drop_frames: str = ""
+    keep_frames: str = ""
+    doc_url: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field as plain JSON-compatible data."""
+        return dataclasses.asdict(self)
+
+    def _row_objects(self) -> list[SampleTypeInfo]:
+        return self.sample_types
+
+    def _summary(self) -> str:
+        types = ", ".join(f"{t.type}/{t.unit}" for t in self.sample_types)
+        return f"{self.format or '?'}, {self.samples} samples, [{types}]"
+
+
+def info(p: Profile) -> InfoResult:
     """Summary of ``p``: types, totals, table sizes, time, comments, extras, warnings."""
     s = p.samples
     totals = p.totals()
@@ -29,30 +82,29 @@ def info(p: Profile) -> dict[str, Any]:
         # where --time-range counts from, so readers can show sample times relative to it
         columns["time"]["origin"] = time_origin(p, np.asarray(s.time, dtype=np.int64))
     stacks = np.unique(s.stack).size if len(s) else 0
-    return {
-        "format": p.source_format,
-        "sample_types": [{"type": vt.type, "unit": vt.unit, "total": totals[i], "default": i == default}
-                         for i, vt in enumerate(p.sample_types)],
-        "samples": len(s),
-        "stacks": int(stacks),
-        "callsites": len(p.callsites),
-        "locations": len(p.locations),
-        "functions": len(p.functions),
-        "mappings": len(p.mappings),
-        "max_depth": int(p.callsites.depth().max()) + 1 if len(p.callsites) else 0,
-        "period_type": str(p.period_type) if p.period_type else None,
-        "period": p.period,
-        "time_nanos": p.time_nanos,
-        "duration_nanos": p.duration_nanos,
-        "comments": list(p.comments),
-        "labels": dict(sorted(label_keys.items())),
-        "columns": columns,
-        "drop_frames": p.drop_frames,
-        "keep_frames": p.keep_frames,
-        "doc_url": p.doc_url,
-        "extras": p.extras,
-        "warnings": list(p.warnings),
-    }
+    return InfoResult(
+        format=p.source_format,
+        sample_types=[SampleTypeInfo(vt.type, vt.unit, totals[i], i == default) for i, vt in enumerate(p.sample_types)],
+        samples=len(s),
+        stacks=int(stacks),
+        callsites=len(p.callsites),
+        locations=len(p.locations),
+        functions=len(p.functions),
+        mappings=len(p.mappings),
+        max_depth=int(p.callsites.depth().max()) + 1 if len(p.callsites) else 0,
+        period_type=str(p.period_type) if p.period_type else None,
+        period=p.period,
+        time_nanos=p.time_nanos,
+        duration_nanos=p.duration_nanos,
+        comments=list(p.comments),
+        labels=dict(sorted(label_keys.items())),
+        columns=columns,
+        drop_frames=p.drop_frames,
+        keep_frames=p.keep_frames,
+        doc_url=p.doc_url,
+        extras=p.extras,
+        warnings=list(p.warnings),
+    )
 
 
 def _range(col: np.ndarray) -> dict[str, int]:

@@ -23,21 +23,23 @@ from polyprof.model.merge import copy_into
 from polyprof.model.profile import Profile, SampleTable
 from polyprof.model.units import scaled_label
 
-__all__ = ["keep_label_keys", "label_frames"]
+__all__ = ["keep_label_keys", "label_frames", "option_regex"]
 
 
-def _regex(name: str, text: str | None) -> re.Pattern[str] | None:
+def option_regex(name: str, text: str | None) -> re.Pattern[str] | None:
+    """The regular expression of option ``name`` (None when unset); an OptionsError naming
+    the option when it does not compile."""
     if not text:
         return None
     try:
         return re.compile(text)
     except re.error as exc:
-        raise OptionsError(f"--{name}: bad regular expression {text!r}: {exc}") from None
+        raise OptionsError(f"bad regular expression {{{name}}}={text!r}: {exc}", options=(name,)) from None
 
 
 def keep_label_keys(p: Profile, show: str | None, hide: str | None) -> tuple[Profile, bool, bool]:
     """``p`` without the labels ``show``/``hide`` remove; and whether each matched a key."""
-    rx_show, rx_hide = _regex("tagshow", show), _regex("taghide", hide)
+    rx_show, rx_hide = option_regex("tagshow", show), option_regex("taghide", hide)
     shown = hidden = False
     out: list[tuple] = []
     for labels in p.labelsets:

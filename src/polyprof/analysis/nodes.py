@@ -71,6 +71,10 @@ class NodeMap:
     loc_nodes: np.ndarray   # node ids, innermost line first
     loc_inlined: np.ndarray  # True where that line is inlined (not the last)
     entry_dup: np.ndarray    # True where the node already occurs earlier in its location
+    #: Per node: the function (-1 none) and mapping (-1 none) of its first entry,
+    #: for result fields a granularity does not key on (system name, module).
+    functions: np.ndarray | None = None
+    mappings: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.infos)
@@ -92,7 +96,8 @@ class NodeMap:
 def _aggregate_flags(granularity: str, inlines: bool) -> tuple[bool, bool, bool, bool]:
     """(function, filename, linenumber, address) kept at ``granularity`` (pprof driver rules)."""
     if granularity not in GRANULARITIES:
-        raise OptionsError(f"unknown granularity {granularity!r}; choose from {', '.join(GRANULARITIES)}")
+        raise OptionsError(f"unknown {{granularity}}={granularity!r}; choose from {', '.join(GRANULARITIES)}",
+                           options=("granularity",))
     if granularity == "addresses":
         return True, True, True, True
     return (granularity in ("functions", "filefunctions", "lines"),
@@ -159,7 +164,7 @@ def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True
         dup[idx[first_at]] = False
     loc_start = np.zeros(len(loc) + 1, dtype=np.int64)
     np.cumsum(per_loc, out=loc_start[1:])
-    return NodeMap(infos, [n.printable() for n in infos], loc_start, node, inlined, dup)
+    return NodeMap(infos, [n.printable() for n in infos], loc_start, node, inlined, dup, fn[rep], mapping[rep])
 
 
 def _function_keys(p: Profile, function: bool, filename: bool, clean: bool = True):  # noqa: ANN202

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+from dataclasses import dataclass, fields, replace
+from typing import Any
 
-__all__ = ["Options"]
+from polyprof.errors import OptionsError
+
+__all__ = ["Options", "resolve"]
 
 
 @dataclass
@@ -65,3 +69,32 @@ class Options:
         if self.nodecount is not None:
             return self.nodecount
         return 0 if report == "top" else 80
+
+
+_FIELDS = frozenset(f.name for f in fields(Options))
+
+
+def resolve(options: Options | None = None, /, **overrides: Any) -> Options:
+    """``options`` (default ``Options()``) with keyword ``overrides``.
+
+    Every analysis takes ``(profile, options=None, **overrides)``, so
+    ``top(p, nodecount=10, focus="sha256")`` works. Unknown names raise
+    OptionsError listing the valid ones; ``pid``/``tid`` accept an int or
+    any iterable of ints, ``time_range`` any pair.
+    """
+    if options is not None and not isinstance(options, Options):
+        raise OptionsError(f"options must be an Options, not {type(options).__name__}")
+    unknown = sorted(set(overrides) - _FIELDS)
+    if unknown:
+        guess = difflib.get_close_matches(unknown[0], _FIELDS, n=1)
+        hint = f" (did you mean {guess[0]}?)" if guess else ""
+        raise OptionsError(f"unknown option(s) {', '.join(unknown)}{hint}; options are: {', '.join(sorted(_FIELDS))}")
+    if not overrides:
+        return options or Options()
+    for name in ("pid", "tid"):
+        value = overrides.get(name)
+        if value is not None and not isinstance(value, frozenset):
+            overrides[name] = frozenset([int(value)] if isinstance(value, int) else (int(v) for v in value))
+    if overrides.get("time_range") is not None:
+        overrides["time_range"] = tuple(overrides["time_range"])
+    return replace(options or Options(), **overrides)

@@ -59,7 +59,7 @@ def compile_filter(name: str, value: str | None, p: Profile) -> LabelPredicate |
     try:
         regexes = [re.compile(part) for part in expr.split(",")]
     except re.error as exc:
-        raise OptionsError(f"--{name}: bad regular expression in {value!r}: {exc}") from None
+        raise OptionsError(f"bad regular expression in {{{name}}}={value!r}: {exc}", options=(name,)) from None
     if key:
         return lambda labels: any(rx.search(lab.str) for lab in labels
                                   if lab.key == key and lab.str is not None for rx in regexes)

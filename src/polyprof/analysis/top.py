@@ -11,52 +11,67 @@ every call into them that survives the edge fraction is inlined.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import node_map
-from polyprof.analysis.options import Options
+from polyprof.analysis.options import Options, resolve
+from polyprof.analysis.result import NodeFields, ProfileSummary, Result, node_fields, percent
 from polyprof.analysis.trim import report_column, report_graph
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["TopResult", "TopRow", "top"]
 
 
-@dataclass
-class TopRow:
-    name: str
+@dataclass(frozen=True, kw_only=True)
+class TopRow(NodeFields):
+    """One node of the table: its identity fields, weights and percentages of the total."""
+
     flat: int
     cum: int
+    flat_percent: float = 0.0
+    sum_percent: float = 0.0   # running sum of flat, down to this row
+    cum_percent: float = 0.0
     inline: str = ""  # "", "(inline)" or "(partial-inline)"
 
 
-@dataclass
-class TopResult:
+@dataclass(repr=False)
+class TopResult(Result):
+    """The rows of ``top`` with what a report header needs; ``to_pandas()`` gives the table."""
+
+    ROW: ClassVar[type] = TopRow
+
     sample_type: ValueType
-    total: int
+    total: int                 # before filtering: the 100% of every percentage
     rows: list[TopRow]
-    node_count: int  # nodes left after the node fraction, before nodecount
-    profile: Profile = field(repr=False)
+    node_count: int            # nodes left after the node fraction, before nodecount
+    summary: ProfileSummary = field(default_factory=ProfileSummary)
     active_filters: list[str] = field(default_factory=list)
-    dropped_nodes: int = 0   # nodes under the node fraction ("Dropped N nodes")
-    node_cutoff: int = 0     # their cum limit, relative to ``total`` as pprof prints it
-    unit: str = "minimum"    # the unit values are printed in (Options.unit)
+    granularity: str = "functions"
+    dropped_nodes: int = 0     # nodes under the node fraction ("Dropped N nodes")
+    node_cutoff: int = 0       # their cum limit, relative to ``total`` as pprof prints it
+    unit: str = "minimum"      # the unit values are printed in (Options.unit)
 
     @property
     def shown_flat(self) -> int:
         return sum(r.flat for r in self.rows)
 
+    def _summary(self) -> str:
+        return f"{self.sample_type}, total={self.total}, {len(self.rows)} of {self.node_count} nodes"
 
-def top(src: Profile | FilterResult, options: Options | None = None) -> TopResult:
+
+def top(src: Profile | FilterResult, options: Options | None = None, **overrides: Any) -> TopResult:
     """The top table of ``src`` for ``options.sample_index`` (pprof's default type if unset).
 
     The filters of ``options`` are applied first (unless ``src`` is already a
     FilterResult); percentages stay relative to the total before filtering
-    (after, with ``relative_percentages``).
+    (after, with ``relative_percentages``). Keywords override fields of
+    ``options``: ``top(p, nodecount=10, focus="sha256")``.
     """
-    o = options or Options()
+    o = resolve(options, **overrides)
     fr = filters.prepare(src, o)
     p = fr.profile
     col = report_column(fr, o)
@@ -69,7 +84,14 @@ def top(src: Profile | FilterResult, options: Options | None = None) -> TopResul
     has_inline: set[int] = set(e.callee[e.inline].tolist())
     has_plain: set[int] = set(e.callee[~e.inline].tolist())
     marks = {n: "(partial-inline)" if n in has_plain else "(inline)" for n in has_inline}
-    names = nodes.names
-    rows = [TopRow(names[n], int(g.flat[n]), int(g.cum[n]), marks.get(n, "")) for n in g.shown]
-    return TopResult(col.sample_type, col.total, rows, g.node_count, p, fr.active, g.dropped_nodes,
-                     col.cutoff(o.nodefraction), o.unit)
+    ident = node_fields(p, nodes, g.shown)
+    rows = []
+    running = 0
+    for n in g.shown:
+        f, c = int(g.flat[n]), int(g.cum[n])
+        running += f
+        rows.append(TopRow(**ident[n], flat=f, cum=c, flat_percent=percent(f, col.total),
+                           sum_percent=percent(running, col.total), cum_percent=percent(c, col.total),
+                           inline=marks.get(n, "")))
+    return TopResult(col.sample_type, col.total, rows, g.node_count, ProfileSummary.of(p), fr.active,
+                     o.granularity, g.dropped_nodes, col.cutoff(o.nodefraction), o.unit)

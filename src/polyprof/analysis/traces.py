@@ -13,22 +13,26 @@ another. Stacks and label sets are resolved once each, not per sample.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from polyprof.analysis import filters, tags
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.graph import node_map
-from polyprof.analysis.options import Options
+from polyprof.analysis.graph import NodeMap, node_map
+from polyprof.analysis.options import Options, resolve
+from polyprof.analysis.result import NodeFields, ProfileSummary, Result, node_fields
+from polyprof.model.table import label_column
 from polyprof.model.merge import compact, sample_groups
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["Frame", "LabelGroup", "TracesResult", "traces"]
 
 
-@dataclass(frozen=True)
-class Frame:
-    name: str
+@dataclass(frozen=True, kw_only=True)
+class Frame(NodeFields):
+    """One report node of a stack; ``inline`` when its line is not its frame's outermost."""
+
     inline: bool = False
 
 
@@ -40,8 +44,17 @@ class LabelGroup:
     numeric: bool = False
 
 
-@dataclass
-class TracesResult:
+@dataclass(repr=False)
+class TracesResult(Result):
+    """The printed samples as columns over their distinct stacks and label groupings.
+
+    ``to_pandas()`` gives one row per printed sample: ``value``, ``stack``
+    (index into ``stacks``), ``frames`` (report names, leaf first), then one
+    column per label key (its values as text, comma-separated; None where
+    the sample has none), named by the key (``label:key`` when the key is one
+    of the other column names).
+    """
+
     sample_type: ValueType
     total: int                               # before filtering
     stacks: list[tuple[Frame, ...]]          # distinct stacks, leaf first
@@ -49,17 +62,33 @@ class TracesResult:
     sample_stack: np.ndarray                 # per printed sample: index into ``stacks``
     sample_labels: np.ndarray                # per printed sample: index into ``labels``
     sample_value: np.ndarray                 # per printed sample: its value
-    profile: Profile = field(repr=False)
+    summary: ProfileSummary = field(default_factory=ProfileSummary)
     active_filters: list[str] = field(default_factory=list)
     unit: str = "minimum"                    # how values print (Options.unit)
 
     def __len__(self) -> int:
         return len(self.sample_stack)
 
+    def _columns(self, table: str) -> dict[str, Any]:
+        names = [[f.name for f in frames] for frames in self.stacks]
+        cols: dict[str, Any] = {"value": self.sample_value, "stack": self.sample_stack,
+                                "frames": [names[s] for s in self.sample_stack.tolist()]}
+        keys = list(dict.fromkeys(g.key for groups in self.labels for g in groups))
+        sets = self.sample_labels.tolist()
+        for key in keys:
+            text = [next((",".join(map(str, g.values)) for g in groups if g.key == key), None)
+                    for groups in self.labels]
+            cols[label_column(key, cols)] = [text[ls] for ls in sets]
+        return cols
 
-def traces(src: Profile | FilterResult, options: Options | None = None) -> TracesResult:
-    """Every non-empty sample of ``src`` (filters of ``options`` applied unless already)."""
-    o = options or Options()
+    def _summary(self) -> str:
+        return f"{self.sample_type}, total={self.total}, {len(self)} samples, {len(self.stacks)} stacks"
+
+
+def traces(src: Profile | FilterResult, options: Options | None = None, **overrides: Any) -> TracesResult:
+    """Every non-empty sample of ``src`` (filters of ``options`` applied unless already;
+    keywords override its fields)."""
+    o = resolve(options, **overrides)
     fr = filters.prepare(src, o)
     # pprof merges equal samples when it reads a profile, before any filter:
     # samples that only became equal through hide/show/... stay apart.
@@ -69,10 +98,7 @@ def traces(src: Profile | FilterResult, options: Options | None = None) -> Trace
     printed = np.nonzero(s.stack >= 0)[0]
     used, stack_ids = np.unique(s.stack[printed], return_inverse=True)
     nodes = node_map(p, o.granularity, inlines=not o.noinlines)
-    names = nodes.names
-    frames_of_loc = [tuple(Frame(names[int(nodes.loc_nodes[e])], bool(nodes.loc_inlined[e]))
-                           for e in range(int(nodes.loc_start[i]), int(nodes.loc_start[i + 1])))
-                     for i in range(len(p.locations))]
+    frames_of_loc = _location_frames(p, nodes)
     stacks_out = [tuple(f for loc in p.callsites.path(int(c)) for f in frames_of_loc[loc]) for c in used.tolist()]
     used_sets, set_ids = np.unique(s.labelset[printed], return_inverse=True)
     units = tags.num_label_units(p)
@@ -84,7 +110,24 @@ def traces(src: Profile | FilterResult, options: Options | None = None) -> Trace
         values = np.where(count == 0, values, np.sign(values) * np.sign(safe) * (np.abs(values) // np.abs(safe)))
         vt = ValueType("mean_" + vt.type, vt.unit)
     return TracesResult(vt, total, stacks_out, labels, stack_ids.reshape(-1), set_ids.reshape(-1), values,
-                        p, fr.active, o.unit)
+                        ProfileSummary.of(p), fr.active, o.unit)
+
+
+def _location_frames(p: Profile, nodes: NodeMap) -> list[tuple[Frame, ...]]:
+    """The frames of every location (one per node entry, innermost first), each
+    distinct (node, inline) frame built once."""
+    ident = node_fields(p, nodes, np.unique(nodes.loc_nodes).tolist())
+    made: dict[tuple[int, bool], Frame] = {}
+
+    def frame(n: int, inline: bool) -> Frame:
+        f = made.get((n, inline))
+        if f is None:
+            f = made[(n, inline)] = Frame(**ident[n], inline=inline)
+        return f
+
+    node_ids, inlined, start = nodes.loc_nodes.tolist(), nodes.loc_inlined.tolist(), nodes.loc_start.tolist()
+    return [tuple(frame(node_ids[e], inlined[e]) for e in range(start[i], start[i + 1]))
+            for i in range(len(p.locations))]
 
 
 def _groups(labelset: tuple, units: dict[str, str]) -> tuple[LabelGroup, ...]:  # noqa: ANN001

@@ -30,12 +30,14 @@ extras mean "not reported", never zero.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.options import Options
+from polyprof.analysis.options import Options, resolve
+from polyprof.analysis.result import Result
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["STACK_LIMITS", "MappingQuality", "QualityReport", "validate"]
@@ -53,10 +55,15 @@ class MappingQuality:
     unsymbolized: int      # of which without a function name
     leaf_weight: int       # weight of samples whose leaf frame is in this mapping
     unsymbolized_leaf_weight: int
+    build_id: str = ""
 
 
-@dataclass
-class QualityReport:
+@dataclass(repr=False)
+class QualityReport(Result):
+    """The checks' findings; its table (``to_pandas()``) is the per-mapping rows."""
+
+    ROW: ClassVar[type] = MappingQuality
+    TABLES: ClassVar[tuple[str, ...]] = ("mappings",)
     source_format: str
     sample_type: ValueType
     samples: int
@@ -96,10 +103,19 @@ class QualityReport:
         out.extend(f"{n} {what}" for what, n in self.invalid.items() if n)
         return out
 
+    def _row_objects(self) -> list[MappingQuality]:
+        return self.mappings
 
-def validate(src: Profile | FilterResult, options: Options | None = None) -> QualityReport:
-    """The quality report of ``src`` (filters of ``options`` applied unless already)."""
-    o = options or Options()
+    def _summary(self) -> str:
+        problems = self.problems()
+        verdict = f"{len(problems)} problem(s)" if problems else "no problems"
+        return f"{self.source_format or '?'}, {self.samples} samples, {len(self.mappings)} mappings, {verdict}"
+
+
+def validate(src: Profile | FilterResult, options: Options | None = None, **overrides: Any) -> QualityReport:
+    """The quality report of ``src`` (filters of ``options`` applied unless already;
+    keywords override its fields)."""
+    o = resolve(options, **overrides)
     fr = filters.prepare(src, o)
     p = fr.profile
     _, values, vt, _ = fr.column(o.sample_index)
@@ -178,8 +194,9 @@ def _mappings(p: Profile, values: np.ndarray) -> list[MappingQuality]:
     leaf_unsym = np.bincount(key[leaf_loc], weights=values[has] * ~symbolized[leaf_loc], minlength=n)
     out = []
     for m in np.nonzero(frames)[0].tolist():
+        build = p.strings[p.mappings.build_id[m]] if m < len(p.mappings) else ""
         out.append(MappingQuality(_mapping_name(p, m), int(frames[m]), int(unsym[m]),
-                                  int(leaf_w[m]), int(leaf_unsym[m])))
+                                  int(leaf_w[m]), int(leaf_unsym[m]), build))
     out.sort(key=lambda q: (-q.unsymbolized, -q.frames, q.mapping))
     return out
 

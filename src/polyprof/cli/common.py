@@ -6,8 +6,8 @@ import argparse
 import re
 
 __all__ = ["add_analysis_flags", "add_base_flags", "add_filter_flags", "add_input_flags", "add_output_format",
-           "add_report_arguments", "add_report_flags", "analysis_options", "emit", "load", "load_all",
-           "parse_time_range", "read_options", "read_profile", "warn_unmatched", "write_report"]
+           "add_report_arguments", "add_report_flags", "analysis_options", "emit", "error_text", "flag_spelling",
+           "load", "load_all", "parse_time_range", "read_options", "read_profile", "warn_unmatched", "write_report"]
 
 
 def _int_set(text: str) -> frozenset[int]:
@@ -340,3 +340,21 @@ def write_report(env, args: argparse.Namespace, text: str) -> None:  # noqa: ANN
 def warn_unmatched(result, env) -> None:  # noqa: ANN001
     for name in result.unmatched():
         env.note(f"warning: --{name.replace('_', '-')} matched nothing")
+
+
+#: Library option names whose command-line flag has another name.
+_FLAG_OF = {"format": "to", "profiles": "profile"}
+
+
+def flag_spelling(name: str, switch: bool = False, value: str | None = None) -> str:  # noqa: ARG001
+    """The command-line flag of library option ``name`` (``time_range`` -> ``--time-range``),
+    with ``value`` after it when given (``--pid 7``)."""
+    flag = "--" + _FLAG_OF.get(name, name).replace("_", "-")
+    return flag if value is None else f"{flag} {value}"
+
+
+def error_text(exc: Exception) -> str:
+    """The one line the command line prints for ``exc``: option names spelled as flags."""
+    from polyprof.errors import OptionsError
+
+    return exc.spelled(flag_spelling) if isinstance(exc, OptionsError) else str(exc)

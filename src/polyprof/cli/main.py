@@ -104,7 +104,9 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
         env.stderr.write("polyprof: terminated\n")
         return 143
     except PolyprofError as exc:
-        env.stderr.write(f"polyprof: error: {exc}\n")
+        from polyprof.cli.common import error_text
+
+        env.stderr.write(f"polyprof: error: {error_text(exc)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         env.stderr.write("polyprof: interrupted\n")

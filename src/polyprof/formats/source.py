@@ -16,12 +16,12 @@ import os
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, TypeAlias, Union
 
 from polyprof.errors import InputError, MalformedInputError
 from polyprof.formats.limits import DEFAULT_MAX_INFLATE, LIMITS, Limits
 
-__all__ = ["DEFAULT_MAX_INFLATE", "GZIP_MAGIC", "GunzipReader", "Source", "inflate"]
+__all__ = ["DEFAULT_MAX_INFLATE", "GZIP_MAGIC", "GunzipReader", "Input", "Source", "inflate"]
 
 GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 20
@@ -116,6 +116,8 @@ class Source:
 
     path: str | None = None
     raw: bytes | None = None
+    #: Display name of an input that is not a path (a file object's name); errors use it.
+    label: str | None = None
     max_inflate: int = DEFAULT_MAX_INFLATE
     #: The ratio limit (and the others) of formats/limits.py; api.read_all sets ReadOptions.limits.
     limits: Limits = field(default=LIMITS, repr=False)
@@ -125,17 +127,39 @@ class Source:
     progress: Callable[[int, int], None] | None = field(default=None, repr=False)
 
     @classmethod
-    def of(cls, src: "str | os.PathLike[str] | bytes | Source", max_inflate: int | None = None) -> "Source":
+    def of(cls, src: Input, max_inflate: int | None = None) -> "Source":
+        """A Source over a path (``str``/``os.PathLike``), bytes-like data, or a
+        binary file object (read to its end once, so non-seekable streams such as
+        ``sys.stdin.buffer`` or an HTTP response work)."""
         if isinstance(src, Source):
             return src
         limit = DEFAULT_MAX_INFLATE if max_inflate is None else max_inflate
         if isinstance(src, (bytes, bytearray, memoryview)):
             return cls(raw=bytes(src), max_inflate=limit)
-        return cls(path=os.fspath(src), max_inflate=limit)
+        if isinstance(src, (str, os.PathLike)):
+            return cls(path=os.fspath(src), max_inflate=limit)
+        if callable(getattr(src, "read", None)):
+            return cls._of_file(src, limit)
+        raise TypeError(f"cannot read a profile from {type(src).__name__}: pass a path, bytes or a binary file object")
+
+    @classmethod
+    def _of_file(cls, fh: BinaryIO, limit: int) -> "Source":
+        name = getattr(fh, "name", None)
+        label = name if isinstance(name, str) and name else f"<{type(fh).__name__}>"
+        text_mode = InputError("is open in text mode; open it in binary mode ('rb')", path=label)
+        if isinstance(fh, io.TextIOBase):
+            raise text_mode
+        try:
+            data = fh.read()
+        except OSError as exc:
+            raise InputError(f"cannot read ({exc.strerror or exc})", path=label) from None
+        if isinstance(data, str):
+            raise text_mode
+        return cls(raw=bytes(data or b""), label=label, max_inflate=limit)
 
     @property
     def name(self) -> str:
-        return self.path or "<bytes>"
+        return self.path or self.label or "<bytes>"
 
     def _raw(self) -> bytes:
         if self.raw is None:
@@ -207,6 +231,10 @@ class Source:
             return GunzipReader(fh, self.max_inflate, self.limits)  # type: ignore[return-value]
         fh.seek(0)
         return fh
+
+
+#: What ``Source.of`` (and so ``polyprof.read``) accepts.
+Input: TypeAlias = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO, Source]
 
 
 class _Progress:

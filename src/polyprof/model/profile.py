@@ -91,8 +91,18 @@ def _empty(dtype: Any) -> np.ndarray:
     return np.zeros(0, dtype=dtype)
 
 
-@dataclass
-class FunctionTable:
+class _TableRepr:
+    """A short repr for a table: its class, row count and column names (never the data,
+    which can be millions of rows, and never forcing a deferred column)."""
+
+    def __repr__(self) -> str:
+        names = [f for f in getattr(self, "__dataclass_fields__", {}) if not f.startswith("_")]
+        shown = [f for f in names if self.__dict__.get(f, 0) is not None]
+        return f"{type(self).__name__}({len(self)} rows: {', '.join(shown)})"  # type: ignore[arg-type]
+
+
+@dataclass(repr=False)
+class FunctionTable(_TableRepr):
     name: np.ndarray = field(default_factory=lambda: _empty(I32))
     system_name: np.ndarray = field(default_factory=lambda: _empty(I32))
     filename: np.ndarray = field(default_factory=lambda: _empty(I32))
@@ -102,8 +112,8 @@ class FunctionTable:
         return len(self.name)
 
 
-@dataclass
-class MappingTable:
+@dataclass(repr=False)
+class MappingTable(_TableRepr):
     start: np.ndarray = field(default_factory=lambda: _empty(U64))
     limit: np.ndarray = field(default_factory=lambda: _empty(U64))
     offset: np.ndarray = field(default_factory=lambda: _empty(U64))
@@ -115,8 +125,8 @@ class MappingTable:
         return len(self.start)
 
 
-@dataclass
-class LineTable:
+@dataclass(repr=False)
+class LineTable(_TableRepr):
     function: np.ndarray = field(default_factory=lambda: _empty(I32))
     line: np.ndarray = field(default_factory=lambda: _empty(I64))
     column: np.ndarray = field(default_factory=lambda: _empty(I64))
@@ -125,8 +135,8 @@ class LineTable:
         return len(self.function)
 
 
-@dataclass
-class LocationTable:
+@dataclass(repr=False)
+class LocationTable(_TableRepr):
     mapping: np.ndarray = field(default_factory=lambda: _empty(I32))
     address: np.ndarray = field(default_factory=lambda: _empty(U64))
     folded: np.ndarray = field(default_factory=lambda: _empty(np.bool_))
@@ -140,8 +150,8 @@ class LocationTable:
         return range(int(self.line_start[loc]), int(self.line_start[loc + 1]))
 
 
-@dataclass
-class CallsiteTable:
+@dataclass(repr=False)
+class CallsiteTable(_TableRepr):
     parent: np.ndarray = field(default_factory=lambda: _empty(I32))
     location: np.ndarray = field(default_factory=lambda: _empty(I32))
     #: Derived, cached: depth of every callsite (set by the builder or on first use).
@@ -243,8 +253,8 @@ class _Deferrable:
         return {k: v for k, v in self.__dict__.items() if k != "_deferred"}
 
 
-@dataclass
-class SampleTable(_Deferrable):
+@dataclass(repr=False)
+class SampleTable(_TableRepr, _Deferrable):
     stack: np.ndarray = field(default_factory=lambda: _empty(I32))
     values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=I64))
     labelset: np.ndarray = field(default_factory=lambda: _empty(I32))
@@ -259,7 +269,7 @@ class SampleTable(_Deferrable):
     OPTIONAL_COLUMNS = ("time", "pid", "tid", "cpu")
 
 
-@dataclass
+@dataclass(repr=False)
 class Profile(_Deferrable):
     """A stack-sampling profile in columnar form (see the module docstring)."""
 
@@ -301,6 +311,33 @@ class Profile(_Deferrable):
         self._defer("labelsets", once, lambda r: r[1])
         self.samples._defer("labelset", once, lambda r: r[0])
 
+    def __repr__(self) -> str:
+        """A one-line summary (the tables can hold millions of rows)."""
+        default = self.default_index() if self.sample_types else -1
+        types = ", ".join(f"{vt}{'*' if i == default else ''}" for i, vt in enumerate(self.sample_types))
+        cols = [name for name in SampleTable.OPTIONAL_COLUMNS if getattr(self.samples, name) is not None]
+        extra = f", columns {'/'.join(cols)}" if cols else ""
+        seconds = f", {self.duration_nanos / 1e9:g}s" if self.duration_nanos else ""
+        return (f"Profile({self.source_format or '?'}, {len(self.samples)} samples of [{types}]{extra}, "
+                f"{len(self.callsites)} callsites, {len(self.locations)} locations, "
+                f"{len(self.functions)} functions{seconds})")
+
+    def to_arrow(self, table: str = "samples", *, stacks: str = "id") -> Any:
+        """One row per sample as a ``pyarrow.Table`` (or the ``"callsites"`` table):
+        every value column, time/pid/tid/cpu, labels as columns, the stack as a
+        callsite id and/or (``stacks="names"``/``"both"``) as frame names root to
+        leaf. See :mod:`polyprof.model.table`; needs ``polyprof[arrow]``."""
+        from polyprof.model.table import to_arrow
+
+        return to_arrow(self, table, stacks=stacks)
+
+    def to_pandas(self, table: str = "samples", *, stacks: str = "id") -> Any:
+        """:meth:`to_arrow` as a ``pandas.DataFrame`` (needs ``polyprof[pandas]``
+        and ``polyprof[arrow]``)."""
+        from polyprof.model.table import to_pandas
+
+        return to_pandas(self, table, stacks=stacks)
+
     # ---- small conveniences (views computed on demand, never storage) ----
 
     def string(self, sid: int) -> str:
@@ -324,7 +361,7 @@ class Profile(_Deferrable):
         return max(len(self.sample_types) - 1, 0)
 
     def sample_index(self, spec: str | int | None) -> int:
-        """Resolve ``--sample-index`` (a type name or a number) to a column."""
+        """Resolve ``sample_index`` (a type name or a number) to a column."""
         from polyprof.errors import OptionsError
 
         if spec is None or spec == "":
@@ -338,7 +375,8 @@ class Profile(_Deferrable):
                 if vt.type == spec:
                     return i
         names = ", ".join(vt.type for vt in self.sample_types) or "none"
-        raise OptionsError(f"unknown sample type {spec!r}; this profile has: {names}")
+        raise OptionsError(f"unknown sample type {{sample_index}}={spec!r}; this profile has: {names}",
+                           options=("sample_index",))
 
     def totals(self) -> list[int]:
         """Sum of every sample-value column."""

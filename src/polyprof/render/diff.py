@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from polyprof.analysis.diff import DiffResult, FunctionDiff, StackDiff
+from polyprof.analysis.diff import DiffResult, FunctionDiff
 from polyprof.render import units
 
 __all__ = ["diff_json", "diff_text"]
@@ -94,27 +94,9 @@ def diff_json(r: DiffResult, *, nodecount: int = 0, by: str = "function",
         "active_filters": r.active_filters,
     }
     if by in ("function", "both"):
-        out["functions"] = [_function_json(r, f) for f in _shown(r.functions, nodecount)]
+        out["functions"] = [r.function_record(f) for f in _shown(r.functions, nodecount)]
     if by in ("stack", "both"):
-        out["stacks"] = [_stack_json(r, s) for s in _shown(r.stacks, nodecount)]
+        out["stacks"] = [r.stack_record(s) for s in _shown(r.stacks, nodecount)]
     if threshold is not None:
         out["growth"] = {"threshold": threshold, "exceeded": [f.name for f in growth or []]}
     return out
-
-
-def _function_json(r: DiffResult, f: FunctionDiff) -> dict:
-    return {"name": f.name,
-            "base_flat": r.norm(0, f.base_flat), "new_flat": r.norm(1, f.new_flat),
-            "delta_flat": r.delta(f.base_flat, f.new_flat),
-            "base_cum": r.norm(0, f.base_cum), "new_cum": r.norm(1, f.new_cum),
-            "delta_cum": r.delta(f.base_cum, f.new_cum),
-            "base_flat_raw": f.base_flat, "new_flat_raw": f.new_flat,
-            "base_cum_raw": f.base_cum, "new_cum_raw": f.new_cum,
-            "flat_share_delta": r.share_delta(f.base_flat, f.new_flat),
-            "cum_share_delta": r.share_delta(f.base_cum, f.new_cum)}
-
-
-def _stack_json(r: DiffResult, s: StackDiff) -> dict:
-    return {"frames": list(s.frames), "base": r.norm(0, s.base), "new": r.norm(1, s.new),
-            "delta": r.delta(s.base, s.new), "base_raw": s.base, "new_raw": s.new,
-            "share_delta": r.share_delta(s.base, s.new)}

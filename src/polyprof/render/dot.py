@@ -47,9 +47,9 @@ def _escape(text: str) -> str:
 def dot_text(r: GraphResult, *, title: str = "") -> str:
     """pprof's ``-dot`` output for ``r``; ``title`` names the graph (pprof: the main binary)."""
     fmt = value_formatter(r.nodes, r.total, r.sample_type.unit, out_unit=r.unit)
-    labels = report_header(r.profile, r.sample_type, r.total, fmt, r.shown_flat, len(r.nodes), r.node_count,
+    labels = report_header(r.summary, r.sample_type, r.total, fmt, r.shown_flat, len(r.nodes), r.node_count,
                            r.active_filters, dropped=(r.dropped_nodes, r.node_cutoff),
-                           dropped_edges=(r.dropped_edges, r.edge_cutoff)) if r.profile is not None else []
+                           dropped_edges=(r.dropped_edges, r.edge_cutoff)) if r.summary is not None else []
     labels.append("\nSee https://git.io/JfYMW for how to read the graph")
     out = [f'digraph "{title or "unnamed"}" {{', 'node [style=filled fillcolor="#f8f8f8"]']
     legend = f'subgraph cluster_L {{ "{_escape(labels[0])}" [shape=box fontsize=16 label="' + \

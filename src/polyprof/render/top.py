@@ -6,26 +6,23 @@ import datetime as _dt
 import os
 from collections.abc import Callable
 
+from polyprof.analysis.result import ProfileSummary
 from polyprof.analysis.top import TopResult
-from polyprof.model.profile import Profile
 from polyprof.render import units
 
 __all__ = ["profile_header", "report_header", "top_json", "top_text", "value_formatter"]
 
 
-def profile_header(p: Profile, sample_type: str, sample_unit: str, total: int, fmt) -> list[str]:  # noqa: ANN001
+def profile_header(p: ProfileSummary, sample_type: str, sample_unit: str, total: int, fmt) -> list[str]:  # noqa: ANN001
     """The lines pprof prints above a report (File, Type, Time, Duration...)."""
     out = []
-    merged_from = p.extras.get("merged_from")
-    if isinstance(merged_from, list) and merged_from:  # several profiles merged: name each (polyprof.selection)
-        out.append("File: " + ", ".join(map(str, merged_from)))
-    elif len(p.mappings):
-        first = p.strings[p.mappings.filename[0]]
-        build = p.strings[p.mappings.build_id[0]]
-        if first:
-            out.append("File: " + os.path.basename(first))
-        if build:
-            out.append("Build ID: " + build)
+    if p.merged_from:  # several profiles merged: name each (polyprof.selection)
+        out.append("File: " + ", ".join(p.merged_from))
+    else:
+        if p.file:
+            out.append("File: " + os.path.basename(p.file))
+        if p.build_id:
+            out.append("Build ID: " + p.build_id)
     out.extend(c for c in p.comments if not c.startswith("#"))
     if sample_type:
         out.append("Type: " + sample_type)
@@ -44,7 +41,7 @@ def profile_header(p: Profile, sample_type: str, sample_unit: str, total: int, f
     return out
 
 
-def report_header(p: Profile, sample_type, total: int, fmt, shown_flat: int,  # noqa: ANN001
+def report_header(p: ProfileSummary, sample_type, total: int, fmt, shown_flat: int,  # noqa: ANN001
                   shown: int, node_count: int, active_filters: list[str], *,
                   dropped: tuple[int, int] = (0, 0), dropped_edges: tuple[int, int] = (0, 0)) -> list[str]:
     """pprof's report labels: profile header, active filters, "Showing nodes ...",
@@ -81,7 +78,7 @@ def value_formatter(rows, total: int, unit: str, *, exact: bool = False,  # noqa
 def top_text(r: TopResult, *, exact: bool = False) -> str:
     """pprof's ``-top`` text. ``exact`` prints raw values in the type's own unit."""
     fmt = value_formatter(r.rows, r.total, r.sample_type.unit, exact=exact, out_unit=r.unit)
-    lines = report_header(r.profile, r.sample_type, r.total, fmt, r.shown_flat, len(r.rows), r.node_count,
+    lines = report_header(r.summary, r.sample_type, r.total, fmt, r.shown_flat, len(r.rows), r.node_count,
                           r.active_filters, dropped=(r.dropped_nodes, r.node_cutoff))
     lines.append(f"{'flat':>10} {'flat':>5}% {'sum':>5}% {'cum':>10} {'cum':>5}%")
     running = 0
@@ -95,12 +92,21 @@ def top_text(r: TopResult, *, exact: bool = False) -> str:
 
 
 def top_json(r: TopResult) -> dict:
-    """``{"sample_type", "unit", "total", "rows": [{"name", "flat", "cum"}]}`` in raw units."""
+    """``{"sample_type", "unit", "total", "node_count", "rows": [{"name", "flat", "cum", ...}]}``
+    in raw units; each row also has the node's identity fields and its percentages
+    (``TopRow``), and ``inline`` only when set."""
     return {
         "sample_type": r.sample_type.type,
         "unit": r.sample_type.unit,
         "total": r.total,
+        "node_count": r.node_count,
+        "granularity": r.granularity,
         **({"active_filters": r.active_filters} if r.active_filters else {}),
-        "rows": [{"name": row.name, "flat": row.flat, "cum": row.cum,
-                  **({"inline": row.inline} if row.inline else {})} for row in r.rows],
+        "rows": [_row_json(row) for row in r.to_records()],
     }
+
+
+def _row_json(row: dict) -> dict:
+    if not row["inline"]:
+        del row["inline"]
+    return row

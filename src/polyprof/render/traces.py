@@ -16,7 +16,7 @@ _SEPARATOR = "-----------+------------------------------------------------------
 def traces_lines(r: TracesResult) -> Iterator[str]:
     """The lines of pprof's ``-traces`` report (streamed: profiles can have many samples)."""
     unit, out = r.sample_type.unit, r.unit
-    yield from profile_header(r.profile, r.sample_type.type, unit, r.total,
+    yield from profile_header(r.summary, r.sample_type.type, unit, r.total,
                               lambda v: units.scaled_label(v, unit, out))
     stack_text = [_stack_lines(frames) for frames in r.stacks]
     label_text = [_label_lines(groups) for groups in r.labels]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from polyprof.analysis.result import NodeFields
 from polyprof.analysis.tree import TreeEdge, TreeNode, TreeResult
 from polyprof.render import units
 from polyprof.render.top import report_header, value_formatter
@@ -15,7 +18,7 @@ _LEGEND = "      flat  flat%   sum%        cum   cum%   calls calls% + context \
 def tree_text(r: TreeResult, *, exact: bool = False) -> str:
     """pprof's ``-tree`` (or ``-peek``) text. ``exact`` prints raw values in the type's unit."""
     fmt = value_formatter(r.nodes, r.total, r.sample_type.unit, exact=exact, out_unit=r.unit)
-    lines = report_header(r.profile, r.sample_type, r.total, fmt, r.shown_flat, len(r.nodes), r.node_count,
+    lines = report_header(r.summary, r.sample_type, r.total, fmt, r.shown_flat, len(r.nodes), r.node_count,
                           r.active_filters, dropped=(r.dropped_nodes, r.node_cutoff))
     lines += [_SEPARATOR, _LEGEND]
     running = 0
@@ -43,6 +46,8 @@ def tree_json(r: TreeResult) -> dict:
         "sample_type": r.sample_type.type,
         "unit": r.sample_type.unit,
         "total": r.total,
+        "node_count": r.node_count,
+        "granularity": r.granularity,
         "active_filters": r.active_filters,
         "nodes": [_node_json(n) for n in r.selected],
     }
@@ -52,5 +57,6 @@ def _node_json(n: TreeNode) -> dict:
     def edge(e: TreeEdge) -> dict:
         return {"name": e.name, "weight": e.weight, **({"inline": True} if e.inline else {})}
 
-    return {"name": n.name, "flat": n.flat, "cum": n.cum,
+    fields = {f.name: getattr(n, f.name) for f in dataclasses.fields(NodeFields)}
+    return {**fields, "flat": n.flat, "cum": n.cum, "flat_percent": n.flat_percent, "cum_percent": n.cum_percent,
             "callers": [edge(e) for e in n.callers], "callees": [edge(e) for e in n.callees]}

@@ -426,3 +426,43 @@ def span_column(fields: Fields, field: int, n_msgs: int) -> tuple[np.ndarray, np
     start[sel.msg] = sel.start
     length[sel.msg] = sel.length
     return start, length
+
+
+def varint_fields(buf: np.ndarray, ends: np.ndarray) -> Fields | None:
+    """:func:`walk_fields` for the usual small messages that hold only VARINT fields
+    with one-byte tags, packed back to back in ``buf`` (message i ends at
+    ``ends[i]``, the last at ``buf.size``); None when the data is not like that
+    (the caller then walks it field by field, which also reports any damage).
+
+    Every byte below 0x80 ends a varint, so all varints decode at once; a
+    message must then be an even run of (tag, value) varints.
+    """
+    ends = ends.astype(np.int64)
+    if not buf.size or ends.size == 0 or int(ends[-1]) != buf.size or (np.diff(ends) < 0).any():
+        return None
+    last = np.flatnonzero(buf < 0x80)  # the final byte of every varint
+    first = np.empty_like(last)
+    first[0], first[1:] = 0, last[:-1] + 1
+    size = last - first + 1
+    if not last.size or int(last[-1]) != buf.size - 1 or int(size.max()) > 10:
+        return None
+    shift = (7 * (np.arange(buf.size, dtype=np.int64) - np.repeat(first, size))).astype(np.uint64)
+    values = np.add.reduceat((buf & 0x7F).astype(np.uint64) << shift, first)
+    starts = np.empty_like(ends)
+    starts[0], starts[1:] = 0, ends[:-1]
+    starts = starts[ends > starts]  # empty messages hold no field
+    begins = np.zeros(buf.size, dtype=bool)
+    begins[first] = True
+    if not begins[starts].all():
+        return None  # a message boundary inside a varint
+    msg_start = np.zeros(buf.size, dtype=np.int64)
+    msg_start[starts] = 1
+    msg_of = (np.cumsum(msg_start) - 1)[first]  # among the non-empty messages
+    if (np.bincount(msg_of, minlength=starts.size) % 2).any():
+        return None  # an odd number of varints: not (tag, value) pairs
+    msg_of = np.flatnonzero(ends > np.append(0, ends[:-1]))[msg_of[0::2]]
+    tag, value = values[0::2], values[1::2]
+    if (size[0::2] != 1).any() or (tag & np.uint64(7)).any() or (tag < 8).any():
+        return None
+    zeros = np.zeros(tag.size, dtype=np.int64)
+    return Fields(msg_of, (tag >> np.uint64(3)).astype(np.int64), zeros.astype(np.int8), value, zeros, zeros)

@@ -50,10 +50,9 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     if args.format == "json":
         import dataclasses
 
-        common.emit(env, args, lambda: {k: v for k, v in dataclasses.asdict(result).items() if k != "profile"}, str)
+        common.emit(env, args, lambda: {k: v for k, v in dataclasses.asdict(result).items() if k != "summary"}, str)
         return 0
-    p = result.profile
-    title = os.path.basename(p.strings[p.mappings.filename[0]]) if p is not None and len(p.mappings) else ""
+    title = os.path.basename(result.summary.file) if result.summary is not None else ""
     text = dot_text(result, title=title)
     if kind == "dot":
         common.write_report(env, args, text)

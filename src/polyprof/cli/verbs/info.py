@@ -37,10 +37,10 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
         listed = [Choice(1, common.load(args, env).profile)]
     else:  # an input holding several profiles is described profile by profile, numbered for --profile
         listed = common.load_all(args, env)
-    summaries = [info(c.profile) for c in listed]
+    summaries = [info(c.profile).as_dict() for c in listed]
     if len(summaries) > 1:
         for c, s in zip(listed, summaries):
-            s["profile"], s["selectors"] = c.number, list(c.selectors)
+            s["profile"], s["selectors"] = c.number, c.spelled_selectors(common.flag_spelling)
     if args.format == "json":
         body = summaries[0] if len(summaries) == 1 else {"profiles": summaries, "count": len(summaries)}
         env.out(json.dumps(body, indent=1, sort_keys=True))
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
         for c, s in zip(listed, summaries):
             labels = c.profile.extras.get("profile_labels") or {}
             env.out(f"\n[{c.number}] {profile_heading(labels, c.number)}")
-            env.out(f"select with {' or '.join(c.selectors)}")
+            env.out(f"select with {' or '.join(c.spelled_selectors(common.flag_spelling))}")
             env.out(render(s).rstrip("\n"))
     return 0
 

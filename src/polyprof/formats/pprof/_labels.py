@@ -50,7 +50,11 @@ def label_columns(buf: np.ndarray, fields: V.Fields, first_sample: int, strings)
     """Decode the label records ``fields`` (LEN records of samples) and check
     their string indexes against ``strings`` (the reader's string table)."""
     nl = len(fields)
-    lf = V.walk_fields(buf, fields.start, fields.start + fields.length)
+    lbuf = V.gather_spans(buf, fields.start, fields.length)
+    end = np.cumsum(fields.length)
+    lf = V.varint_fields(lbuf, end)  # the usual labels: key and str or num (and unit), all varints
+    if lf is None:
+        lf = V.walk_fields(lbuf, end - fields.length, end)
     key, sval, num, unit = (V.scalar_column(lf, k, nl).view(np.int64) for k in (1, 2, 3, 4))
     for col, what in ((key, "key"), (sval, "str"), (unit, "num_unit")):
         bad = (col < 0) | (col >= strings.size)
@@ -85,6 +89,10 @@ def _labelsets(b: ProfileBuilder, cols: LabelColumns, n: int, texts: dict[int, s
     key, sval, num, unit = (c[label_first].tolist() for c in (cols.key, cols.str, cols.num, cols.unit))
     label_objs = [Label(texts[key[i]], str=texts[sval[i]]) if sval[i]
                   else Label(texts[key[i]], num=num[i], unit=texts[unit[i]]) for i in range(len(key))]
+    if run_start.size == nl:  # one label per labelled sample (the usual case): the sets are the labels
+        model = np.array([b.labelset((obj,)) for obj in label_objs], dtype=np.int32)
+        out[owners] = model[label_id]
+        return out
     for width in np.unique(run_len).tolist():
         group = np.flatnonzero(run_len == width)
         rows = label_id[run_start[group][:, None] + np.arange(width)]
