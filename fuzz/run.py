@@ -187,7 +187,7 @@ def _atheris_engine(target: str, args: argparse.Namespace, dirs: tuple[Path, ...
     argv = [sys.argv[0], str(corpus), str(seed_dir), str(regressions),
             f"-max_total_time={int(args.seconds)}", f"-timeout={max(1, round(args.wall_timeout))}",
             f"-rss_limit_mb={args.rss_mb + _rss_now_mb()}", f"-max_len={args.max_len}", f"-artifact_prefix={findings}/",
-            f"-seed={args.seed}", "-use_value_profile=1", "-print_final_stats=1"]
+            f"-seed={args.seed}", "-print_final_stats=1"]
     if args.keep_going:
         argv.append("-fork=1")  # a crash ends a child, not the campaign
         argv += ["-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1"]
