@@ -4,8 +4,8 @@
     python tests/go_pprof_refs.py --check    # compare the stored references with a live run
     python tests/go_pprof_refs.py --flags    # refresh only tests/references/go_pprof_flags
 
-For every peer file that ``go tool pprof -raw`` reads (pprof protobufs; not
-the legacy formats, which polyprof refuses with an explanation) this stores,
+For every peer file that ``go tool pprof -raw`` reads (pprof protobufs and
+pprof's legacy formats in google__pprof/profile/testdata) this stores,
 under
 ``tests/references/go_pprof/<peer path>/``:
 
@@ -48,8 +48,8 @@ REPORTS = ("top", "tree", "traces", "tags", "peek")
 _BIG = 200_000
 _HUGE = 1_000_000
 _HEAD_LINES = 40
-# pprof's pre-proto inputs: polyprof recognises and refuses them (formats/pprof_legacy.py)
-_SKIP_DIRS = ("generated/go_tool_pprof", "google__pprof/profile/testdata")
+# renderings of go tool pprof itself, not profiles
+_SKIP_DIRS = ("generated/go_tool_pprof",)
 
 
 def go_available() -> bool:

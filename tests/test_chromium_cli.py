@@ -29,6 +29,7 @@ def test_info_shows_process_thread_trigger_and_symbolized_share(cli, files) -> N
     assert "  process: GPU_PROCESS" in r.out  # info is words, not JSON (issue #15)
     assert "  trigger_event: JANKY_TASK" in r.out
     assert "    share: 100.0%" in r.out
+    assert "Symbolized:   2/2 frames 100.0% (before: 0)  chrome.dll.pdb" in r.out
 
 
 def test_info_of_a_mixed_log_lists_profiles_or_merges(cli, files) -> None:  # noqa: ANN001
@@ -64,7 +65,8 @@ def test_symbolize_verb_writes_a_symbolized_profile(cli, files, tmp_path) -> Non
     out = tmp_path / "win.sym.uma"
     r = cli("symbolize", files["win"], "--symbols", SYMBOLS, "-o", out)
     assert r.code == 0, r.err
-    assert "symbolized 2 of 2 address frames (100.0%)" in r.err
+    assert "symbolized 2 of 2 address frames (100.0%; 0 had names before)" in r.err
+    assert "found    chrome.dll.pdb (16B2A4281DED442E9A36FCE8CBD2972610): 0 -> 2 of 2 frames; Breakpad symbols" in r.err
     assert "inlined frames written as separate frames" in r.err
     p = polyprof.read(out)
     names = {p.function_name(int(f)) for f in p.lines.function}
@@ -79,9 +81,11 @@ def test_symbolize_verb_to_pprof_keeps_everything(cli, files, tmp_path) -> None:
     assert "ChromeMain" in {p.function_name(int(f)) for f in p.lines.function}
 
 
-def test_symbolize_verb_needs_symbols(cli, files, tmp_path) -> None:  # noqa: ANN001
-    r = cli("symbolize", files["win"], "-o", tmp_path / "x.uma")
-    assert r.code == 6 and "--symbols" in r.err
+def test_symbolize_verb_without_symbols_says_what_to_provide(cli, files, tmp_path) -> None:  # noqa: ANN001
+    r = cli("symbolize", files["win"], "-o", tmp_path / "x.uma", "--offline")
+    assert r.code == 0, r.err
+    assert ("missing  chrome.dll.pdb (16B2A4281DED442E9A36FCE8CBD2972610): 0 -> 0 of 2 frames; provide one of: "
+            "chrome.dll.pdb, chrome.dll.pdb/16B2A4281DED442E9A36FCE8CBD29726A/chrome.dll.sym (Breakpad)") in r.err
 
 
 def test_convert_to_chromium_and_back(cli, files, tmp_path) -> None:  # noqa: ANN001

@@ -60,13 +60,6 @@ UNCOVERED = {
     **{t: "ART OutOfMemoryError metadata / Java stack samples (art_process_metadata packet), not read"
        for t in ("Profiling:art_oome_stack_sample", "Profiling:art_oome_stack_sample_callstack",
                  "Deobfuscation:art_oome_stack_sample_deobfuscation")},
-    **{t: "Java deobfuscation (DeobfuscationMapping / R8 retrace) is not implemented: the expected columns are "
-          "deobfuscated names"
-       for t in ("Deobfuscation:profile_deobfuscation_default_package", "ProfilingHeapProfiling:heap_profile_deobfuscate",
-                 "ProfilingHeapProfiling:heap_profile_deobfuscate_2", "R8RetraceCompat:horizontal_class_merging",
-                 "R8RetraceCompat:inline_positions", "R8RetraceCompat:method_overload",
-                 "R8RetraceCompat:removed_argument", "R8RetraceCompat:staticized_method",
-                 "R8RetraceCompat:vertical_class_merging")},
     "Profiling:frame_types": "Frame.kind / kind_str: the model has no frame-type column (the reader counts them "
                              "in a warning)",
     "Profiling:profiler_smaps": "smaps packet (memory maps), not stack samples",
@@ -123,7 +116,9 @@ def expected_rows(rec: dict) -> list[dict]:
 
 
 def profiles_of(name: str) -> list[Profile]:
-    return polyprof.read_all(BINARY / INDEX[name]["file"], format="perfetto")
+    # trace processor demangles names in full (c++filt's spelling), not pprof's simplified way
+    return polyprof.read_all(BINARY / INDEX[name]["file"], format="perfetto",
+                             options=polyprof.ReadOptions(demangle="full"))
 
 
 # ---------------------------------------------------------------- heap dumps
@@ -250,6 +245,69 @@ def check_frame_names(profiles, expected, rec):  # noqa: ANN001
     assert len({(f, b) for f, b, _, _ in ours}) == len({r["mapping"] for r in expected})
 
 
+# ---------------------------------------------------------------- Java deobfuscation
+# The trace's DeobfuscationMapping packets are applied on reading (polyprof.symbolize.r8): a frame's
+# function takes the original name and keeps the obfuscated one as its system name.
+
+
+def _deobfuscated(profiles: list[Profile]) -> Counter:
+    """(obfuscated name, deobfuscated name or None) of every distinct frame, as stack_profile_frame."""
+    frames = set()
+    for p in profiles:
+        for loc in range(len(p.locations)):
+            rows = p.locations.lines_of(loc)
+            if not len(rows):
+                continue
+            fn = int(p.lines.function[rows[-1]])
+            name, system = p.function_name(fn), p.strings[p.functions.system_name[fn]]
+            m = int(p.locations.mapping[loc])
+            frames.add((p.mapping_file(m), int(p.locations.address[loc]), system or name, name if system else None))
+    return Counter(f[2:] for f in frames)
+
+
+@checks("Deobfuscation:profile_deobfuscation_default_package", "R8RetraceCompat:horizontal_class_merging",
+        "R8RetraceCompat:method_overload", "R8RetraceCompat:removed_argument",
+        "R8RetraceCompat:staticized_method", "R8RetraceCompat:vertical_class_merging")
+def check_deobfuscated_names(profiles, expected, rec):  # noqa: ANN001
+    ours = _deobfuscated(profiles)
+    only = rec["query"].split("WHERE name = '")[1].split("'")[0] if "WHERE name = '" in rec["query"] else None
+    if only is not None:
+        ours = Counter({k: n for k, n in ours.items() if k[0] == only})
+    assert ours == Counter((r["name"], r["deobfuscated_name"]) for r in expected)
+
+
+@checks("ProfilingHeapProfiling:heap_profile_deobfuscate", "ProfilingHeapProfiling:heap_profile_deobfuscate_2")
+def check_deobfuscated_frame(profiles, expected, rec):  # noqa: ANN001
+    ours = {(deob, pc) for _, pc, _, deob in _deobfuscated_rows(profiles) if deob}
+    assert ours == {(r["deobfuscated_name"], r["rel_pc"]) for r in expected}
+
+
+def _deobfuscated_rows(profiles: list[Profile]) -> list[tuple]:
+    out = []
+    for p in profiles:
+        for loc in range(len(p.locations)):
+            for r in p.locations.lines_of(loc):
+                fn = int(p.lines.function[r])
+                system = p.strings[p.functions.system_name[fn]]
+                out.append((p.mapping_file(int(p.locations.mapping[loc])), int(p.locations.address[loc]),
+                            system, p.function_name(fn) if system else None))
+    return out
+
+
+@checks("R8RetraceCompat:inline_positions")
+def check_retraced_inline_chain(profiles, expected, rec):  # noqa: ANN001
+    (p,) = profiles
+    rows = []
+    for loc in sorted(range(len(p.locations)), key=lambda i: int(p.locations.address[i])):
+        lines = list(p.locations.lines_of(loc))
+        obfuscated = p.strings[p.functions.system_name[int(p.lines.function[lines[-1]])]]
+        for i, r in enumerate(lines):  # innermost first, as stack_profile_symbol lists them
+            rows.append((obfuscated, p.function_name(int(p.lines.function[r])), int(p.lines.line[r]),
+                         int(i < len(lines) - 1)))
+    assert rows == [(r["obfuscated_name"], r["deobfuscated_name"], r["line_number"], r["inlined"])
+                    for r in expected]
+
+
 @checks("ProfilingLlvmSymbolizer:no_build_id")
 def check_no_build_id(profiles, expected, rec):  # noqa: ANN001
     # The stat counts mappings under /data/local/tmp that have no build id to symbolize with.
@@ -356,8 +414,7 @@ def check_annotated_callstack(profiles, expected, rec):  # noqa: ANN001
     for depth, (loc, row) in enumerate(zip(frames, expected)):
         assert row["depth"] == depth
         assert p.mapping_file(int(p.locations.mapping[loc])) == row["map_name"]
-        # Trace processor demangles C++ names; the model keeps them as written.
-        assert names[depth] == row["frame_name"] or names[depth].startswith("_Z")
+        assert names[depth] == row["frame_name"]  # demangled in full, as trace processor does
 
 
 # ---------------------------------------------------------------- StackSample packets

@@ -82,3 +82,25 @@ def test_spelling_translation_is_generic():
     assert pprof_spellings(["peek", "f", "-cum=false", "--", "-x_y"], verbs) == ["peek", "f", "--", "-x_y"]
     assert pprof_spellings(["top", "f", "-o", "out", "--nodecount", "-5"], verbs) == \
         ["top", "f", "-o", "out", "--nodecount", "-5"]  # short options and numbers stay
+
+
+def test_symbolize_demangle_spelling_reaches_the_demangler(cli, tmp_path):
+    """pprof's -symbolize=demangle=MODE is polyprof's --demangle MODE; -symbolize=none keeps names as stored."""
+    import pandas as pd
+
+    import polyprof
+
+    mangled = "_ZN3foo3barIiEEvT_"  # void foo::bar<int>(int)
+    df = pd.DataFrame({"frames": [["main", mangled]], "cpu": [5]})
+    path = tmp_path / "mangled.pb.gz"
+    polyprof.write(polyprof.from_pandas(df, sample_types={"cpu": "count"}), path)
+
+    def leaf(*flags: str) -> str:
+        r = cli("top", path, "--nodecount", "1", *flags)
+        assert r.code == 0, r.err
+        return r.out.splitlines()[-1].split()[-1]
+
+    assert leaf("-symbolize=demangle=none") == mangled
+    assert leaf("-symbolize=none") == mangled
+    assert leaf("-symbolize=demangle=full") == leaf("--demangle", "full") == "foo::bar<int>(int)"
+    assert leaf() == "foo::bar"  # pprof's default: simplified

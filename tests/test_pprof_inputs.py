@@ -1,5 +1,5 @@
 """Inputs as pprof users give them: several files, '-' (stdin), http(s) URLs with
---seconds, a timeout and a size limit, and pprof's legacy formats (refused by name)."""
+--seconds, a timeout and a size limit (pprof's legacy formats: test_pprof_legacy.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
-
 import go_pprof_refs as refs
+import pytest
 from conftest import PEER
 
 SAMPLE = PEER / refs.SAMPLE
-LEGACY = sorted(p for p in (PEER / "google__pprof/profile/testdata").glob("*") if p.suffix != ".string") \
-    if PEER.is_dir() else []
 
 
 @pytest.fixture
@@ -26,7 +23,7 @@ def server(peer):
     seen: list[dict] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             url = urlsplit(self.path)
             seen.append({"path": url.path, **{k: v[0] for k, v in parse_qs(url.query).items()}})
             if url.path == "/debug/pprof/profile":
@@ -44,7 +41,7 @@ def server(peer):
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args):  # noqa: ANN002
+        def log_message(self, *args):
             pass
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -121,11 +118,3 @@ def test_several_files_merge_as_pprof(cli, peer):
     assert b["total"] == 2 * a["total"]
     assert [(r["name"], 2 * r["flat"], 2 * r["cum"]) for r in a["rows"]] == \
         [(r["name"], r["flat"], r["cum"]) for r in b["rows"]]
-
-
-@pytest.mark.parametrize("path", LEGACY, ids=[p.name for p in LEGACY])
-def test_legacy_formats_are_named_and_refused(cli, path):
-    r = cli("top", path)
-    assert r.code == 5, r.err
-    assert "pprof-legacy" in r.err and "go tool pprof -proto" in r.err
-    assert r.err.count("\n") == 1

@@ -74,9 +74,13 @@ def read_all(src: PathOrBytes, *, format: str | None = None,
         raise exc.with_path(source.name) from None
     # Any other exception is a bug in polyprof, not bad input: it propagates
     # (the CLI reports it as an internal error), so tests and fuzzing see it.
-    if opts.symbols:  # symbolization is its own layer, applied to any format
-        from polyprof.symbolize import symbolize_all
-        profiles = symbolize_all(profiles, opts.symbols)
+    # Symbolization is its own layer, applied to any format: demangling and in-trace Java maps
+    # always, the rest when asked for (ReadOptions.symbols and its neighbours).
+    from polyprof.symbolize import after_read
+    try:
+        profiles = after_read(profiles, opts)
+    except InputError as exc:
+        raise exc.with_path(exc.path or source.name) from None
     from polyprof.model.validate import check
     for p in profiles:
         p.source_format = p.source_format or spec.name

@@ -11,7 +11,7 @@ import numpy as np
 from polyprof.analysis.result import Result
 from polyprof.model.profile import Profile
 
-__all__ = ["InfoResult", "SampleTypeInfo", "info"]
+__all__ = ["InfoResult", "SampleTypeInfo", "info", "symbolized_shares"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,8 @@ class InfoResult(Result):
     doc_url: str = ""
     extras: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: per mapping: frames, frames with names now and before polyprof symbolized (None: it did not)
+    symbolized: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """Every field as plain JSON-compatible data."""
@@ -104,7 +106,23 @@ def info(p: Profile) -> InfoResult:
         doc_url=p.doc_url,
         extras=p.extras,
         warnings=list(p.warnings),
+        symbolized=symbolized_shares(p),
     )
+
+
+def symbolized_shares(p: Profile) -> list[dict[str, Any]]:
+    """Per mapping with frames: how many have function names now, and before symbolization
+    (``before`` is None when the profile was not symbolized by polyprof)."""
+    from polyprof.symbolize.apply import mapping_coverage
+
+    earlier = {(e.get("file"), e.get("build_id")): e.get("symbolized_before")
+               for e in p.extras.get("symbolization", {}).get("mappings", [])}
+    rows = []
+    for m, (frames, named) in sorted(mapping_coverage(p).items()):
+        file, build = p.strings[p.mappings.filename[m]] or "?", p.strings[p.mappings.build_id[m]]
+        rows.append({"mapping": file, "build_id": build, "frames": frames, "symbolized": named,
+                     "share": f"{100 * named / frames:.1f}%", "before": earlier.get((file, build))})
+    return rows
 
 
 def _range(col: np.ndarray) -> dict[str, int]:

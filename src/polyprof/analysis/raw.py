@@ -19,6 +19,7 @@ line columns are not part of pprof's text.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -51,6 +52,7 @@ class RawLine:
     file: str
     line: int
     start_line: int
+    column: int = 0
 
 
 @dataclass(frozen=True)
@@ -84,14 +86,21 @@ class RawResult:
     mappings: list[RawMapping] = field(default_factory=list)
 
 
-def raw(src: Profile | FilterResult, options: Options | None = None) -> RawResult:
+def raw(src: Profile | FilterResult, options: Options | None = None, *, as_parsed: bool = False) -> RawResult:
     """``src`` (filters of ``options`` applied unless already) numbered as pprof prints it.
 
     pprof numbers locations when it reads (before filtering) and prints every
     location it read, so the numbering comes from the unfiltered profile and the
-    samples from the filtered one."""
+    samples from the filtered one.
+
+    ``as_parsed``: the profile as a pprof parser returns it, before ``go tool
+    pprof`` merges it (pprof's ``Profile.String()`` after ``Parse``): every
+    sample in order, equal ones not summed, every mapping and location in
+    table order, names as stored, no fake mapping."""
     o = options or Options()
     fr = filters.prepare(src, o)
+    if as_parsed:
+        return _as_parsed(fr.profile)
     before = compact(fr.original)
     numbering = _Numbering(before, clean=o.symbolize != "none")
     _samples(before, numbering)  # numbers every location in pprof's order
@@ -105,16 +114,25 @@ def raw(src: Profile | FilterResult, options: Options | None = None) -> RawResul
     return out
 
 
-def _samples(p: Profile, numbering: _Numbering) -> list[RawSample]:
+def _as_parsed(p: Profile) -> RawResult:
+    numbering = _Numbering(p, clean=False, as_parsed=True)
+    out = RawResult(list(p.comments), p.period_type, p.period, p.time_nanos, p.duration_nanos,
+                    list(p.sample_types), p.default_sample_type)
+    out.samples = _samples(p, numbering, keep_empty=True)
+    out.locations, out.mappings = numbering.locations, numbering.mappings
+    return out
+
+
+def _samples(p: Profile, numbering: _Numbering, *, keep_empty: bool = False) -> list[RawSample]:
     s = p.samples
     paths: dict[int, tuple[int, ...]] = {}
     out = []
     for i in range(len(s)):
         stack = int(s.stack[i])
-        if stack < 0:
+        if stack < 0 and not keep_empty:
             continue  # pprof's name filter (run even without filters) drops samples without locations
         if stack not in paths:
-            paths[stack] = tuple(numbering.location(loc) for loc in p.callsites.path(stack))
+            paths[stack] = tuple(numbering.location(loc) for loc in p.callsites.path(stack)) if stack >= 0 else ()
         out.append(RawSample(tuple(s.values[i].tolist()), paths[stack], *_labels(p.labelsets[int(s.labelset[i])])))
     return out
 
@@ -122,7 +140,7 @@ def _samples(p: Profile, numbering: _Numbering) -> list[RawSample]:
 class _Numbering:
     """pprof's ``Merge`` numbering of locations and mappings, in order of first use."""
 
-    def __init__(self, p: Profile, *, clean: bool) -> None:
+    def __init__(self, p: Profile, *, clean: bool, as_parsed: bool = False) -> None:
         self.p, self.clean = p, clean
         self.locations: list[RawLocation] = []
         self.mappings: list[RawMapping] = []
@@ -130,10 +148,23 @@ class _Numbering:
         self._by_key: dict[tuple, int] = {}
         self._map_by_row: dict[int, tuple[int, int]] = {}  # row -> (id, address shift)
         self._map_by_key: dict[tuple, tuple[int, int]] = {}
-        if len(p.mappings):
+        if as_parsed:
+            self._number_rows()
+        elif len(p.mappings):
             self.mapping(0)  # pprof's Merge takes the main binary (the first mapping) first
         elif len(p.locations):
             self.mappings.append(RawMapping(1, 0, 0, 0, "", "", 0))  # pprof's fake mapping
+
+    def _number_rows(self) -> None:
+        """Table order, nothing merged: every mapping and location row is its own id."""
+        p = self.p
+        self.mappings = [self._mapping_row(row, row + 1) for row in range(len(p.mappings))]
+        self._map_by_row = {row: (row + 1, 0) for row in range(len(p.mappings))}
+        for loc in range(len(p.locations)):
+            self._by_row[loc] = loc + 1
+            self.locations.append(RawLocation(loc + 1, int(p.locations.address[loc]), int(p.locations.mapping[loc]) + 1,
+                                              bool(p.locations.folded[loc]),
+                                              tuple(self._line(r) for r in p.locations.lines_of(loc))))
 
     def switch(self, p: Profile) -> None:
         """Number ``p``'s rows from now on (locations already seen keep their ids)."""
@@ -153,12 +184,18 @@ class _Numbering:
             mid, mstart = self._map_by_key[key][0], self.mappings[self._map_by_key[key][0] - 1].start
             found = (mid, mstart - start)
         else:
+            mapping = self._mapping_row(row, len(self.mappings) + 1)
             if not build and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", file):
-                file = ""  # pprof's unsourceMappings: a URL is not a file
-            self.mappings.append(RawMapping(len(self.mappings) + 1, start, limit, offset, file, build, int(m.flags[row])))
+                mapping = dataclasses.replace(mapping, file="")  # pprof's unsourceMappings: a URL is not a file
+            self.mappings.append(mapping)
             found = self._map_by_key[key] = (len(self.mappings), 0)
         self._map_by_row[row] = found
         return found
+
+    def _mapping_row(self, row: int, mid: int) -> RawMapping:
+        m, strs = self.p.mappings, self.p.strings
+        return RawMapping(mid, int(m.start[row]), int(m.limit[row]), int(m.offset[row]), strs[m.filename[row]],
+                          strs[m.build_id[row]], int(m.flags[row]))
 
     def location(self, loc: int) -> int:
         if loc in self._by_row:
@@ -187,10 +224,11 @@ class _Numbering:
         name, system = strs[f.name[fn]], strs[f.system_name[fn]]
         if self.clean:
             name = display_name(name, system)
-        return RawLine(name, system, strs[f.filename[fn]], int(p.lines.line[r]), int(f.start_line[fn]))
+        return RawLine(name, system, strs[f.filename[fn]], int(p.lines.line[r]), int(f.start_line[fn]),
+                       int(p.lines.column[r]))
 
 
-def _labels(labels: tuple) -> tuple[tuple, tuple]:  # noqa: ANN001
+def _labels(labels: tuple) -> tuple[tuple, tuple]:
     """A label set as pprof's Sample holds it: string labels by key, numeric ones with units."""
     strs: dict[str, list[str]] = {}
     nums: dict[str, list[int]] = {}

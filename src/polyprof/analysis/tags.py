@@ -162,8 +162,9 @@ def tag_report(src: Profile | FilterResult, options: Options | None = None) -> T
     per_set = np.zeros(len(p.labelsets), dtype=np.int64)
     used = np.zeros(len(p.labelsets), dtype=bool)
     if len(values):
-        np.add.at(per_set, p.samples.labelset, values)
-        used[p.samples.labelset] = True  # label sets of filtered-out samples stay in the table
+        located = p.samples.stack >= 0  # pprof drops samples without locations before any report
+        np.add.at(per_set, p.samples.labelset[located], values[located])
+        used[p.samples.labelset[located]] = True  # label sets of filtered-out samples stay in the table
     unit_of = num_label_units(p)
     weights: dict[tuple[str, str, bool], int] = {}
     for labels, weight, live in zip(p.labelsets, per_set.tolist(), used.tolist()):

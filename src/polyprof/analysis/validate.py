@@ -56,6 +56,7 @@ class MappingQuality:
     leaf_weight: int       # weight of samples whose leaf frame is in this mapping
     unsymbolized_leaf_weight: int
     build_id: str = ""
+    symbolized_before: int | None = None  # frames with names before polyprof symbolized (None: it did not)
 
 
 @dataclass(repr=False)
@@ -192,11 +193,14 @@ def _mappings(p: Profile, values: np.ndarray) -> list[MappingQuality]:
     unsym = np.bincount(key[used & ~symbolized], minlength=n)
     leaf_w = np.bincount(key[leaf_loc], weights=values[has], minlength=n)
     leaf_unsym = np.bincount(key[leaf_loc], weights=values[has] * ~symbolized[leaf_loc], minlength=n)
+    earlier = {(e.get("file"), e.get("build_id")): e.get("symbolized_before")
+               for e in p.extras.get("symbolization", {}).get("mappings", [])}
     out = []
     for m in np.nonzero(frames)[0].tolist():
         build = p.strings[p.mappings.build_id[m]] if m < len(p.mappings) else ""
+        ident = (p.strings[p.mappings.filename[m]] or "?", build) if m < len(p.mappings) else None
         out.append(MappingQuality(_mapping_name(p, m), int(frames[m]), int(unsym[m]),
-                                  int(leaf_w[m]), int(leaf_unsym[m]), build))
+                                  int(leaf_w[m]), int(leaf_unsym[m]), build, earlier.get(ident) if ident else None))
     out.sort(key=lambda q: (-q.unsymbolized, -q.frames, q.mapping))
     return out
 

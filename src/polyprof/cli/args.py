@@ -95,6 +95,12 @@ class Parser(argparse.ArgumentParser):
 def parse(parser: Parser, argv: Sequence[str], verb: str | None) -> argparse.Namespace:
     """Parse ``argv``; unknown arguments are reported by the verb's own parser."""
     args, extra = parser.parse_known_args(list(argv))
+    # A verb may take trailing positionals after its options (symbolize IN -o OUT [SOURCE...]),
+    # which argparse cannot match once an option came between; it names them with _trailing.
+    trailing = getattr(args, "_trailing", None)
+    if extra and trailing is not None and not any(x.startswith("-") for x in extra):
+        setattr(args, trailing, [*getattr(args, trailing), *extra])
+        extra = []
     if extra:
         parser.verb_parser(verb).error(f"unrecognized arguments: {' '.join(extra)}")
     return args

@@ -6,8 +6,9 @@ import argparse
 import re
 
 __all__ = ["add_analysis_flags", "add_base_flags", "add_filter_flags", "add_input_flags", "add_output_format",
-           "add_report_arguments", "add_report_flags", "analysis_options", "emit", "error_text", "flag_spelling",
-           "load", "load_all", "parse_time_range", "read_options", "read_profile", "warn_unmatched", "write_report"]
+           "add_report_arguments", "add_report_flags", "add_symbol_flags", "analysis_options", "emit", "error_text",
+           "flag_spelling", "load", "load_all", "parse_time_range", "read_options", "read_profile", "symbol_options",
+           "warn_unmatched", "write_report"]
 
 
 def _int_set(text: str) -> frozenset[int]:
@@ -48,7 +49,6 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--time-range", type=parse_time_range, metavar="START:END",
                    help="keep samples in this time window, relative to the profile start "
                         "(units ns, us, ms, s; e.g. 1s:2.5s or :500ms)")
-    g.add_argument("--symbols", metavar="DIR", help="Breakpad symbol directory (<name>/<id>/<name>.sym)")
     g.add_argument("--metadata-names", metavar="FILE",
                    help="Chromium: file of metadata names (one per line) to resolve name hashes")
     g.add_argument("--merge", action="store_true",
@@ -63,6 +63,7 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
                    help="URL inputs: ask the server for an N-second profile (pprof's seconds=N)")
     g.add_argument("--timeout", type=_positive, metavar="S",
                    help="URL inputs: give up after S seconds (default 1.5 x --seconds, else 60)")
+    add_symbol_flags(p)
 
 
 def _positive(text: str) -> int:
@@ -87,6 +88,41 @@ def _positive_set(text: str) -> tuple[int, ...]:
     if not numbers or numbers[0] < 1:
         raise argparse.ArgumentTypeError(f"expected profile numbers from 1 ('polyprof info' lists them), got {text!r}")
     return numbers
+
+
+#: polyprof.symbolize.DEMANGLE_MODES, spelled here so --help imports nothing heavy (a test checks they agree)
+DEMANGLE_MODES = ("simple", "templates", "full", "none")
+
+
+def add_symbol_flags(p: argparse.ArgumentParser) -> None:
+    """--symbols, --debuginfod, --mapping, --offline, --symbolizer, --demangle (polyprof.symbolize)."""
+    g = p.add_argument_group("symbolization (search order: polyprof symbolize --help)")
+    g.add_argument("--symbols", metavar="PATH", action="append",
+                   help="where symbols are: a directory (ELF binaries and debug files found by build id, "
+                        ".build-id/ab/cdef.debug trees, files by path, Breakpad <name>/<id>/<name>.sym) or one "
+                        "ELF file; repeat for several")
+    g.add_argument("--debuginfod", metavar="URL", action="append",
+                   help="debuginfod server to fetch debug files from by build id (also $DEBUGINFOD_URLS); "
+                        "repeat for several")
+    g.add_argument("--mapping", metavar="[PACKAGE=]FILE", action="append", dest="java_mappings",
+                   help="R8/ProGuard mapping.txt to deobfuscate Java frames (of PACKAGE only, if given)")
+    g.add_argument("--offline", action="store_true",
+                   help="no network: debuginfod answers come from the cache only")
+    g.add_argument("--symbolizer", choices=("auto", "llvm", "python"), default="auto",
+                   help="read DWARF with llvm-symbolizer or in pure Python (default: llvm-symbolizer if on PATH)")
+    g.add_argument("--demangle", choices=DEMANGLE_MODES,
+                   help="C++/Rust/Swift names: simple (pprof's default: no parameters or templates), "
+                        "templates, full, or none (mangled); giving it re-demangles every name")
+
+
+def symbol_options(args: argparse.Namespace) -> dict:
+    """The ReadOptions fields of the symbolization flags."""
+    return {"symbols": tuple(getattr(args, "symbols", None) or ()),
+            "debuginfod": tuple(getattr(args, "debuginfod", None) or ()),
+            "java_mappings": tuple(getattr(args, "java_mappings", None) or ()),
+            "offline": bool(getattr(args, "offline", False)),
+            "symbolizer": getattr(args, "symbolizer", None) or "auto",
+            "demangle": getattr(args, "demangle", None), **pprof_symbolize(args)}
 
 
 def add_output_format(p: argparse.ArgumentParser) -> None:
@@ -211,20 +247,24 @@ def _symbolize(text: str) -> str:
 
 
 def _symbolize_options(args: argparse.Namespace, env) -> str:  # noqa: ANN001
-    """What --symbolize means here: 'none' (names as stored) or '' (pprof's default clean-up).
-
-    ``demangle=MODE`` goes to the demangler's own flag when this version has one
-    (``--demangle``); otherwise a note says it has no effect."""
+    """What --symbolize means for the report: 'none' (names as stored) or '' (pprof's default
+    clean-up). Its reading half (``demangle=MODE``, ``none``) is in :func:`pprof_symbolize`."""
     mode = getattr(args, "symbolize", "") or ""
-    parts = mode.split(":")
+    return "none" if any(x in ("none", "no") for x in mode.split(":")) else ""
+
+
+def pprof_symbolize(args: argparse.Namespace) -> dict:
+    """The ReadOptions that pprof's ``-symbolize=`` spelling asks for: ``none`` reads names as
+    stored (no symbolization, no demangling); ``demangle=MODE`` is ``--demangle MODE`` unless
+    that flag is given too."""
+    parts = (getattr(args, "symbolize", "") or "").split(":")
+    out: dict = {}
     demangle = next((x.removeprefix("demangle=") for x in parts if x.startswith("demangle=")), None)
-    if demangle is not None and demangle != "default":
-        if hasattr(args, "demangle"):
-            args.demangle = demangle
-        elif env is not None:
-            env.note(f"note: --symbolize demangle={demangle} needs polyprof's demangler, not in this version; "
-                     "names keep pprof's default clean-up")
-    return "none" if any(x in ("none", "no") for x in parts) else ""
+    if demangle not in (None, "default") and getattr(args, "demangle", None) is None:
+        out["demangle"] = demangle
+    if any(x in ("none", "no") for x in parts):
+        out["symbolize"] = False
+    return out
 
 
 def add_base_flags(p: argparse.ArgumentParser) -> None:
@@ -253,8 +293,8 @@ def read_options(args: argparse.Namespace):  # noqa: ANN201 - lazy import keeps 
     return ReadOptions(pid=getattr(args, "pid", None), tid=getattr(args, "tid", None),
                        heap=getattr(args, "heap", None), time_range=getattr(args, "time_range", None),
                        metadata_names=getattr(args, "metadata_names", None),
-                       symbols=getattr(args, "symbols", None), merge=getattr(args, "merge", False),
-                       profiles=getattr(args, "profile", None), extra=extra)
+                       merge=getattr(args, "merge", False), profiles=getattr(args, "profile", None),
+                       extra=extra, **symbol_options(args))
 
 
 def analysis_options(args: argparse.Namespace, env=None):  # noqa: ANN001, ANN201

@@ -25,7 +25,21 @@ class ReadOptions:
     heap: str | None = None
     time_range: tuple[int | None, int | None] | None = None
     metadata_names: str | None = None  # file of names to resolve Chromium hashes
-    symbols: str | None = None  # Breakpad symbol directory
+    #: Symbolization (polyprof.symbolize): --symbols paths (directories or files: ELF binaries and
+    #: debug files, .build-id trees, Breakpad stores), debuginfod URLs, R8/ProGuard mapping files
+    #: (FILE or PACKAGE=FILE), offline (no network), the symbolizer engine (auto|llvm|python),
+    #: symbolize (None: when a source is given; True: always, with the environment's and system's
+    #: sources; False: never, not even demangling) and demangle (simple|templates|full|none; None =
+    #: pprof's default, simplified names for functions not demangled yet).
+    symbols: str | tuple[str, ...] | list[str] | None = None
+    debuginfod: tuple[str, ...] = ()
+    java_mappings: tuple[str, ...] = ()
+    offline: bool = False
+    symbolizer: str = "auto"
+    symbolize: bool | None = None
+    demangle: str | None = None
+    #: Called with each profile's polyprof.symbolize.SymbolizeReport when symbolization ran.
+    on_symbolized: Callable[[Any], None] | None = None
     merge: bool = False  # several profiles of different kinds in one input -> one profile (union of types)
     #: Profiles to pick (1-based, as ``polyprof info`` numbers them); see polyprof.selection.
     profiles: tuple[int, ...] | None = None

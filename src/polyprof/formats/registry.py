@@ -50,8 +50,9 @@ FORMATS: tuple[FormatSpec, ...] = (
                "polyprof.formats.perfetto"),
     FormatSpec("pprof", (".pb.gz", ".pprof", ".pb", ".prof"),
                "pprof profile.proto (gzip or raw)", "polyprof.formats.pprof"),
-    FormatSpec("pprof-legacy", (), "pprof's pre-proto inputs (gperftools CPU, text heap/contention/thread): "
-               "recognised and explained, not read", "polyprof.formats.pprof_legacy", can_write=False),
+    FormatSpec("pprof-legacy", (), "pprof's pre-proto inputs as go tool pprof reads them: gperftools/Java "
+               "binary CPU, text heap/growth/contention/thread/goroutine, Java heapz/contentionz",
+               "polyprof.formats.pprof_legacy", can_write=False),
     FormatSpec("chromium", (".callstack", ".uma", ".cspb"),
                "Chromium UMA CallStackProfile / SampledProfile / ChromeUserMetricsExtension",
                "polyprof.formats.chromium"),

@@ -14,7 +14,7 @@ from typing import Any
 
 from polyprof.render.units import label
 
-__all__ = ["info_text", "profile_heading"]
+__all__ = ["info_text", "profile_heading", "symbolized_lines"]
 
 _LIST_SHOWN = 5
 _KEYS_SHOWN = 12
@@ -51,8 +51,19 @@ def info_text(s: dict) -> str:
         lines.append("Format facts:")
         for key, value in sorted(s["extras"].items()):
             lines.extend(_fact(key, value, "  "))
+    lines += symbolized_lines(s.get("symbolized", []))
     lines += [f"Warning:      {w}" for w in s["warnings"]]
     return "\n".join(lines) + "\n"
+
+
+def symbolized_lines(rows: list[dict]) -> list[str]:
+    """"Symbolized:" lines, one per mapping: the share now, and before polyprof symbolized it."""
+    out = []
+    for r in rows:
+        before = f" (before: {r['before']})" if r.get("before") is not None else ""
+        ident = f"{r['mapping']} ({r['build_id']})" if r["build_id"] else r["mapping"]
+        out.append(f"Symbolized:   {r['symbolized']}/{r['frames']} frames {r['share']}{before}  {ident}")
+    return out
 
 
 def _wall(nanos: int) -> str:

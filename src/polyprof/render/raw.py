@@ -5,14 +5,22 @@ from __future__ import annotations
 import datetime as _dt
 
 from polyprof.analysis.raw import RawLocation, RawMapping, RawResult, RawSample
-from polyprof.model.profile import (MAPPING_HAS_FILENAMES, MAPPING_HAS_FUNCTIONS, MAPPING_HAS_INLINE_FRAMES,
-                                    MAPPING_HAS_LINE_NUMBERS)
+from polyprof.model.profile import (
+    MAPPING_HAS_FILENAMES,
+    MAPPING_HAS_FUNCTIONS,
+    MAPPING_HAS_INLINE_FRAMES,
+    MAPPING_HAS_LINE_NUMBERS,
+)
 
 __all__ = ["go_duration", "go_time", "raw_text"]
 
 
-def raw_text(r: RawResult) -> str:
-    """pprof's ``-raw`` text, line for line."""
+def raw_text(r: RawResult, *, columns: bool = False) -> str:
+    """pprof's ``-raw`` text, line for line.
+
+    ``columns``: lines as ``file:line:column``, as google/pprof prints them
+    since it has line columns (``go tool pprof`` of Go releases before that
+    prints ``file:line``)."""
     out = [f"Comment: {c}" for c in r.comments]
     if r.period_type is not None:
         out.append(f"PeriodType: {r.period_type.type} {r.period_type.unit}")
@@ -26,7 +34,7 @@ def raw_text(r: RawResult) -> str:
                         for vt in r.sample_types).strip())
     out.extend(line for s in r.samples for line in _sample(s))
     out.append("Locations")
-    out.extend(_location(loc) for loc in r.locations)
+    out.extend(_location(loc, columns) for loc in r.locations)
     out.append("Mappings")
     out.extend(_mapping(m) for m in r.mappings)
     return "\n".join(out) + "\n"
@@ -46,7 +54,7 @@ def _sample(s: RawSample) -> list[str]:
     return lines
 
 
-def _location(loc: RawLocation) -> str:
+def _location(loc: RawLocation, columns: bool) -> str:
     head = f"{loc.id:6d}: {loc.address:#x} " + (f"M={loc.mapping} " if loc.mapping else "") + \
         ("[F] " if loc.folded else "")
     if not loc.lines:
@@ -56,7 +64,7 @@ def _location(loc: RawLocation) -> str:
         if ln.start_line < 0:  # a line without a function
             text = "??"
         else:
-            text = f"{ln.name} {ln.file}:{ln.line} s={ln.start_line}"
+            text = f"{ln.name} {ln.file}:{ln.line}{f':{ln.column}' if columns else ''} s={ln.start_line}"
             if ln.name != ln.system_name:
                 text += f"({ln.system_name})"
         rows.append(head + text)
@@ -75,7 +83,7 @@ def _mapping(m: RawMapping) -> str:
 
 def go_time(nanos: int) -> str:
     """Go's ``time.Time.String()`` in UTC: ``2017-09-29 20:57:58.123 +0000 UTC``."""
-    t = _dt.datetime.fromtimestamp(nanos // 10**9, tz=_dt.timezone.utc)
+    t = _dt.datetime.fromtimestamp(nanos // 10**9, tz=_dt.UTC)
     frac = f"{nanos % 10**9:09d}".rstrip("0")
     return t.strftime("%Y-%m-%d %H:%M:%S") + (f".{frac}" if frac else "") + " +0000 UTC"
 

@@ -52,6 +52,11 @@ def validate_text(r: QualityReport) -> str:
                          f"{_share(m.unsymbolized_leaf_weight, m.leaf_weight):>12}  {m.mapping}")
     lines.append(f"Symbolized:        every frame in {whole} mapping(s)" if whole or not partial
                  else "Symbolized:        no mapping is fully symbolized")
+    done = [m for m in r.mappings if m.symbolized_before is not None]
+    if done:
+        lines.append("Symbolized by polyprof (frames with names before -> now):")
+        lines.extend(f"{m.symbolized_before:>12} -> {m.frames - m.unsymbolized} of {m.frames}  {m.mapping}"
+                     for m in done)
     lines.extend(f"Warning: {w}" for w in r.warnings)
     problems = r.problems()
     lines.append("Verdict: " + ("; ".join(problems) if problems else "no problems found"))

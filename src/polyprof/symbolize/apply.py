@@ -1,67 +1,42 @@
-"""Symbolize a profile's address frames with a Breakpad symbol store.
+"""Symbolize a profile of any format: find symbols per mapping, resolve, fill in place.
 
-Works on any profile whose mappings carry a build id and a file name (or a
-Chromium ``md5:`` name-hash placeholder): Chromium UMA profiles, and pprof or
-Perfetto inputs alike. For each location that has a mapping and no lines
-yet, the module-relative address (``address - start + offset``) is looked up
-and the location gets one line per function level, innermost inlined
-function first, with file and line when the symbol file has them.
+For each location that belongs to a mapping and has no lines yet, the
+mapping's files are found (:mod:`.locate`, in the order :mod:`.sources`
+documents), its address is turned into an ELF virtual address (:mod:`.bias`)
+and resolved (:mod:`.resolve`: llvm-symbolizer or pure-Python DWARF, symbol
+tables, MiniDebugInfo), or looked up in a Breakpad symbol file. The
+location gets one line per function level, innermost inlined function
+first, with file, line and column. Java frames are deobfuscated with R8
+mappings (:mod:`.r8`), and names are demangled (:mod:`.demangle`).
+Chromium async backtraces (``async_backtrace`` labels) are symbolized the
+same way: each frame gains its innermost function name and, as a fifth
+element, the whole chain ``[[function, file, line], ...]``.
 
-Kept unchanged: everything else, including locations already symbolized and
-frames of modules without symbols (they stay address frames named by their
-module). A placeholder module name is replaced by the symbol file's debug
-file name when that name hashes to the same value. The result's
-``extras["symbolization"]`` says how many frames were symbolized and which
-modules had no symbols; a warning lists the latter too.
+Nothing is renumbered (:mod:`.fill`): stacks, values, labels and every row
+id stay. What could not be symbolized keeps its address frames, and the
+:class:`SymbolizeReport` (also in ``extras["symbolization"]``) says per
+mapping how many frames had names before and after, where the symbols came
+from, or which files were looked for.
 """
 
 from __future__ import annotations
 
-import os
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from polyprof.formats.chromium.names import module_name_hash, placeholder_hash
-from polyprof.model.builder import ProfileBuilder
-from polyprof.model.profile import (
-    MAPPING_HAS_FILENAMES,
-    MAPPING_HAS_FUNCTIONS,
-    MAPPING_HAS_INLINE_FRAMES,
-    MAPPING_HAS_LINE_NUMBERS,
-    Profile,
-)
-from polyprof.symbolize.breakpad import Frame
-from polyprof.symbolize.store import SymbolStore
+from polyprof.model.profile import Label, Profile
+from polyprof.symbolize.bias import ADDRESS_KINDS, to_vaddr
+from polyprof.symbolize.cache import ResultCache, cache_dir
+from polyprof.symbolize.elf import BadElfError
+from polyprof.symbolize.fill import Interner, NewLine, replace_lines
+from polyprof.symbolize.frames import Frame
+from polyprof.symbolize.locate import Found, Locator, elf_build_id
+from polyprof.symbolize.resolve import BadDebugInfoError, Resolver
+from polyprof.symbolize.sources import Sources
 
-__all__ = ["SymbolizeStats", "coverage", "symbolize"]
-
-_META_FIELDS = ("sample_types", "default_sample_type", "period_type", "period", "time_nanos",
-                "duration_nanos", "drop_frames", "keep_frames", "doc_url", "source_format")
-
-
-@dataclass
-class SymbolizeStats:
-    """What one symbolization did.
-
-    ``frames`` counts the locations that belong to a module, ``symbolized``
-    those of them that have function information afterwards (see
-    :func:`coverage`); ``modules`` counts modules that needed symbols.
-    """
-
-    frames: int = 0
-    symbolized: int = 0
-    modules: int = 0
-    modules_with_symbols: int = 0
-    missing: list[str] = field(default_factory=list)
-
-    @property
-    def share(self) -> float:
-        return self.symbolized / self.frames if self.frames else 0.0
-
-    def to_json(self) -> dict:
-        return {"frames": self.frames, "symbolized": self.symbolized,
-                "share": f"{100 * self.share:.1f}%", "modules": self.modules,
-                "modules_with_symbols": self.modules_with_symbols,
-                "modules_without_symbols": self.missing}
+__all__ = ["MappingReport", "SymbolizeReport", "Symbolizer", "coverage", "mapping_coverage", "symbolize"]
 
 
 def coverage(p: Profile) -> tuple[int, int]:
@@ -71,104 +46,308 @@ def coverage(p: Profile) -> tuple[int, int]:
     return int(in_module.sum()), int((in_module & (counts > 0)).sum())
 
 
-def _module_label(p: Profile, m: int) -> str:
-    name = p.strings[p.mappings.filename[m]] or "?"
-    build_id = p.strings[p.mappings.build_id[m]]
-    return f"{name} ({build_id})" if build_id else name
+def mapping_coverage(p: Profile) -> dict[int, tuple[int, int]]:
+    """Per mapping row: (locations, locations with function lines)."""
+    import numpy as np
+
+    counts = np.diff(p.locations.line_start)
+    m = p.locations.mapping
+    inside = m >= 0
+    total = np.bincount(m[inside], minlength=len(p.mappings))
+    named = np.bincount(m[inside & (counts > 0)], minlength=len(p.mappings))
+    return {i: (int(total[i]), int(named[i])) for i in range(len(p.mappings)) if total[i]}
 
 
-def _resolve(p: Profile, store: SymbolStore, stats: SymbolizeStats) -> tuple[dict[int, list[Frame]], dict[int, str]]:
-    """Lines for every location that gets symbolized; new names for placeholder mappings."""
-    loc = p.locations
-    todo: dict[int, list[int]] = {}
-    counts = loc.line_start[1:] - loc.line_start[:-1]
-    for row in range(len(loc)):
-        m = int(loc.mapping[row])
-        if m >= 0 and counts[row] == 0:
-            todo.setdefault(m, []).append(row)
-    resolved: dict[int, list[Frame]] = {}
-    renamed: dict[int, str] = {}
-    ms = p.mappings
-    for m, rows in todo.items():
-        stats.modules += 1
+@dataclass
+class MappingReport:
+    """One mapping's symbolization: frames with names before and after, and where from."""
+
+    file: str
+    build_id: str
+    frames: int
+    before: int
+    after: int = 0
+    source: str = ""
+    looked_for: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "build_id": self.build_id, "frames": self.frames,
+                "symbolized_before": self.before, "symbolized_after": self.after,
+                "found": self.source, "looked_for": self.looked_for}
+
+
+@dataclass
+class SymbolizeReport:
+    """What a symbolization did (per mapping), with the engines used and problems met."""
+
+    mappings: list[MappingReport] = field(default_factory=list)
+    engines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    cache_hits: int = 0
+    deobfuscated: int = 0
+
+    @property
+    def frames(self) -> int:
+        return sum(m.frames for m in self.mappings)
+
+    @property
+    def before(self) -> int:
+        return sum(m.before for m in self.mappings)
+
+    @property
+    def symbolized(self) -> int:
+        return sum(m.after for m in self.mappings)
+
+    @property
+    def missing(self) -> list[MappingReport]:
+        return [m for m in self.mappings if not m.source and m.after < m.frames]
+
+    def to_json(self) -> dict:
+        share = f"{100 * self.symbolized / self.frames:.1f}%" if self.frames else "0.0%"
+        return {"frames": self.frames, "symbolized_before": self.before, "symbolized": self.symbolized,
+                "share": share, "mappings": [m.to_json() for m in self.mappings], "engines": self.engines,
+                "cache_hits": self.cache_hits, "deobfuscated_functions": self.deobfuscated, "notes": self.notes}
+
+
+class Symbolizer:
+    """Symbolizes profiles with one set of sources; files, indexes and the
+    llvm-symbolizer process are shared by every profile it is given."""
+
+    def __init__(self, sources: Sources | None = None, *, demangle: str = "simple",
+                 force_demangle: bool = False) -> None:
+        self.sources = sources or Sources()
+        root = cache_dir() if self.sources.cache else None
+        self.locator = Locator(self.sources, root)
+        self.resolver = Resolver(self.sources.engine, ResultCache(root))
+        self.demangle = demangle
+        self.force_demangle = force_demangle
+        self._java: list | None = None  # R8 maps, parsed on first use
+
+    def close(self) -> None:
+        self.resolver.close()
+
+    def __enter__(self) -> Symbolizer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ one profile
+
+    def run(self, profile: Profile) -> tuple[Profile, SymbolizeReport]:
+        """``profile`` symbolized (a copy sharing untouched tables) and the report."""
+        report = SymbolizeReport()
+        before = mapping_coverage(profile)
+        todo = _unsymbolized(profile)
+        new: dict[int, list[NewLine]] = {}
+        renamed: dict[int, str] = {}
+        for m in sorted(before):
+            if m in todo:
+                new.update(self._mapping(profile, m, todo[m], report, renamed))
+            else:  # nothing left to do: reported, not searched
+                report.mappings.append(MappingReport(profile.mapping_file(m) or "?",
+                                                     profile.strings[profile.mappings.build_id[m]], 0, 0))
+        out = profile
+        if new or renamed:
+            interner = Interner(profile)
+            out = replace_lines(profile, interner, new)
+            if renamed:
+                _rename(out, interner, renamed)
+        out = self._deobfuscate(out, report)
+        out = self._async_backtraces(out)
+        from polyprof.symbolize.demangle import demangle_profile
+
+        out = demangle_profile(out, self.demangle, force=self.force_demangle)
+        return self._finish(profile, out, before, todo, report), report
+
+    def _mapping(self, p: Profile, m: int, rows: list[int], report: SymbolizeReport,
+                 renamed: dict[int, str]) -> dict[int, list[NewLine]]:
+        ms = p.mappings
         filename, build_id = p.strings[ms.filename[m]], p.strings[ms.build_id[m]]
-        found = store.find(filename, build_id) if build_id else None
-        if found is None:
-            stats.missing.append(_module_label(p, m))
-            continue
-        stats.modules_with_symbols += 1
-        path, debug_name, _ = found
-        rel = {row: int(loc.address[row]) - int(ms.start[m]) + int(ms.offset[m]) for row in rows}
-        sym = store.load(path, rel.values())
-        for row, address in rel.items():
-            frames = sym.lookup(address)
-            if frames:
-                resolved[row] = frames
-        wanted = placeholder_hash(filename)
-        if wanted is not None and module_name_hash(debug_name) == wanted:
-            renamed[m] = debug_name
-    return resolved, renamed
+        found = self.locator.find(filename, build_id)
+        entry = MappingReport(filename or "?", build_id, 0, 0)
+        report.mappings.append(entry)
+        entry.source = "; ".join(found.where)
+        entry.looked_for = [] if found.ok else _looked_for(filename, build_id, found)
+        addresses = [int(a) for a in p.locations.address[rows]]
+        try:
+            frames = self._frames(p, m, found, addresses, renamed)
+        except (BadElfError, BadDebugInfoError) as exc:
+            report.notes.append(f"{filename or build_id}: {exc}; its frames stay unsymbolized")
+            return {}
+        return {row: lines for row, lines in zip(rows, frames) if lines}
+
+    def _frames(self, p: Profile, m: int, found: Found, addresses: list[int],
+                renamed: dict[int, str]) -> list[list[NewLine]]:
+        ms = p.mappings
+        start, limit, offset = int(ms.start[m]), int(ms.limit[m]), int(ms.offset[m])
+        if found.breakpad is not None:
+            store, path, debug_name = found.breakpad
+            wanted = placeholder_hash(p.strings[ms.filename[m]])
+            if wanted is not None and module_name_hash(debug_name) == wanted:
+                renamed[m] = debug_name
+            rel = [a - start + offset for a in addresses]
+            sym = store.load(path, rel)
+            return [[(f[0], "", f[1], f[2], 0) for f in (sym.lookup(a) or [])] for a in rel]
+        if found.module is None:
+            return [[] for _ in addresses]
+        module = found.module
+        kind = ADDRESS_KINDS.get(p.source_format, "runtime")
+        filename = p.strings[ms.filename[m]]
+        vaddrs = to_vaddr(kind, module.elf, start, limit, offset, addresses, apk_offset=found.apk_offset,
+                          in_apk=".apk" in filename and "!" not in filename,
+                          load_bias=_perfetto_load_bias(p, filename, start))
+        answers = self.resolver.resolve(module, vaddrs)
+        return [[_line(f) for f in answers.get(v, [])] for v in vaddrs]
+
+    # ------------------------------------------------------------ other steps
+
+    def _deobfuscate(self, p: Profile, report: SymbolizeReport) -> Profile:
+        from polyprof.symbolize.r8 import deobfuscate_profile, load_mappings
+
+        maps = self._java
+        if maps is None and self.sources.mappings:
+            maps = self._java = load_mappings(self.sources.mappings, report.notes)
+        out, count = deobfuscate_profile(p, maps or [], report.notes)
+        report.deobfuscated += count
+        return out
+
+    def _async_backtraces(self, p: Profile) -> Profile:
+        if p.is_deferred("labelsets") or not any(lab.key == "async_backtrace" for ls in p.labelsets for lab in ls):
+            return p
+        from polyprof.symbolize.demangle import demangle_name
+        from polyprof.symbolize.fill import shallow_copy
+
+        out = shallow_copy(p)
+        out.labelsets = [tuple(Label(lab.key, self._backtrace(lab.str, demangle_name), lab.num, lab.unit)
+                               if lab.key == "async_backtrace" and lab.str else lab for lab in ls)
+                         for ls in p.labelsets]
+        return out
+
+    def _backtrace(self, text: str, demangle_name) -> str:  # noqa: ANN001
+        try:
+            frames = json.loads(text)
+        except ValueError:
+            return text
+        changed = False
+        for frame in frames if isinstance(frames, list) else []:
+            if not isinstance(frame, list) or len(frame) < 3 or (len(frame) > 3 and frame[3]) or not frame[0]:
+                continue
+            found = self.locator.find(str(frame[0]), str(frame[1]))
+            chain = self._async_frame(found, int(frame[2]))
+            if chain:
+                names = [demangle_name(f[0], self.demangle) if self.demangle != "none" else f[0] for f in chain]
+                frame[3:] = [names[0], [[n, f[2], f[3]] for n, f in zip(names, chain)]]
+                changed = True
+        return json.dumps(frames, separators=(",", ":"), ensure_ascii=False) if changed else text
+
+    def _async_frame(self, found: Found, address: int) -> list[NewLine]:
+        try:
+            if found.breakpad is not None:
+                store, path, _ = found.breakpad
+                return [(f[0], "", f[1], f[2], 0) for f in (store.load(path, [address]).lookup(address) or [])]
+            if found.module is not None:
+                vaddr = to_vaddr("module", found.module.elf, 0, 0, 0, [address])[0]
+                return [_line(f) for f in self.resolver.resolve(found.module, [vaddr]).get(vaddr, [])]
+        except (BadElfError, BadDebugInfoError):
+            return []
+        return []
+
+    def _finish(self, old: Profile, out: Profile, before: dict[int, tuple[int, int]], todo: dict[int, list[int]],
+                report: SymbolizeReport) -> Profile:
+        after = mapping_coverage(out)
+        earlier = {(e.get("file"), e.get("build_id")): e
+                   for e in old.extras.get("symbolization", {}).get("mappings", [])}
+        for entry, m in zip(report.mappings, sorted(before)):
+            entry.frames, entry.before = before.get(m, (0, 0))
+            entry.after = after.get(m, (0, 0))[1]
+            first = earlier.get((entry.file, entry.build_id))
+            if first is not None:  # symbolized before: "before" means before the first time
+                entry.before = int(first.get("symbolized_before", entry.before))
+                entry.source = entry.source or str(first.get("found", ""))
+        report.engines = sorted(self.resolver.used)
+        report.cache_hits = self.resolver.cache.hits
+        report.notes.extend(n for n in self.resolver.notes + self.locator.problems if n not in report.notes)
+        if self.locator.debuginfod is not None:
+            report.notes.extend(p for p in self.locator.debuginfod.problems if p not in report.notes)
+        if out is old:
+            from polyprof.symbolize.fill import shallow_copy
+
+            out = shallow_copy(old)
+        out.extras["symbolization"] = report.to_json()
+        missing = [f"{m.file} ({m.build_id})" if m.build_id else m.file for m in report.missing]
+        if missing:
+            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            out.warnings.append(f"no symbols for {len(missing)} module(s): {shown}")
+        out.warnings.extend(report.notes)
+        out.warnings = list(dict.fromkeys(out.warnings))
+        return out
 
 
-def _flags(p: Profile, resolved: dict[int, list[Frame]]) -> dict[int, int]:
-    flags: dict[int, int] = {}
-    for row, frames in resolved.items():
-        m = int(p.locations.mapping[row])
-        bits = MAPPING_HAS_FUNCTIONS
-        if any(f[2] for f in frames):
-            bits |= MAPPING_HAS_FILENAMES | MAPPING_HAS_LINE_NUMBERS
-        if len(frames) > 1:
-            bits |= MAPPING_HAS_INLINE_FRAMES
-        flags[m] = flags.get(m, 0) | bits
-    return flags
+def _line(f: Frame) -> NewLine:
+    return (f.function, f.function, f.file, f.line, f.column)
 
 
-def _rebuild(p: Profile, resolved: dict[int, list[Frame]], renamed: dict[int, str]) -> Profile:
-    """A copy of ``p`` with new lines for the resolved locations (tables re-interned)."""
-    b = ProfileBuilder(p.source_format)
-    for name in _META_FIELDS:
-        setattr(b.meta, name, getattr(p, name))
-    b.meta.comments, b.meta.extras, b.meta.warnings = list(p.comments), dict(p.extras), list(p.warnings)
-    s, f, ms = p.strings, p.functions, p.mappings
-    fmap = [b.function(s[f.name[i]], s[f.system_name[i]], s[f.filename[i]], int(f.start_line[i]))
-            for i in range(len(f))]
-    flags = _flags(p, resolved)
-    mmap = [b.mapping(int(ms.start[i]), int(ms.limit[i]), int(ms.offset[i]),
-                      renamed.get(i, s[ms.filename[i]]), s[ms.build_id[i]],
-                      int(ms.flags[i]) | flags.get(i, 0)) for i in range(len(ms))]
-    loc, ln = p.locations, p.lines
-    lmap = []
-    for row in range(len(loc)):
-        m = int(loc.mapping[row])
-        if row in resolved:
-            lines = [(b.function(name, "", file), line, 0) for name, file, line in resolved[row]]
-        else:
-            lines = [(fmap[int(ln.function[r])] if ln.function[r] >= 0 else -1, int(ln.line[r]),
-                      int(ln.column[r])) for r in loc.lines_of(row)]
-        lmap.append(b.location(mmap[m] if m >= 0 else -1, int(loc.address[row]), lines, bool(loc.folded[row])))
-    cmap: list[int] = []
-    for parent, location in zip(p.callsites.parent.tolist(), p.callsites.location.tolist()):
-        cmap.append(b.callsite(cmap[parent] if parent >= 0 else -1, lmap[location]))
-    sets = [b.labelset(ls) if ls else 0 for ls in p.labelsets]
-    sm = p.samples
-    stacks = [cmap[n] if n >= 0 else -1 for n in sm.stack.tolist()]
-    b.add_samples_bulk(stacks, sm.values, [sets[i] for i in sm.labelset.tolist()],
-                       **{name: getattr(sm, name) for name in sm.OPTIONAL_COLUMNS})
-    return b.finish()
+def _unsymbolized(p: Profile) -> dict[int, list[int]]:
+    """Mapping row -> location rows that belong to it and have no lines."""
+    import numpy as np
+
+    counts = np.diff(p.locations.line_start)
+    rows = np.flatnonzero((p.locations.mapping >= 0) & (counts == 0))
+    todo: dict[int, list[int]] = {}
+    for row, m in zip(rows.tolist(), p.locations.mapping[rows].tolist()):
+        todo.setdefault(m, []).append(row)
+    return todo
 
 
-def symbolize(profile: Profile, symbols: str | os.PathLike[str] | SymbolStore) -> tuple[Profile, SymbolizeStats]:
-    """``profile`` with its address frames symbolized from ``symbols`` (a directory or store).
+def _rename(p: Profile, interner: Interner, renamed: dict[int, str]) -> None:
+    filename = p.mappings.filename.copy()
+    for m, name in renamed.items():
+        filename[m] = interner.string(name)
+    p.strings = interner.strings
+    p.mappings.filename = filename
 
-    Returns the new profile and what was done (see the module docstring).
+
+def _perfetto_load_bias(p: Profile, filename: str, start: int) -> int | None:
+    """The load bias a Perfetto trace recorded for this mapping (for the Android 10 fix)."""
+    for row in p.extras.get("mapping_offsets", []) if p.source_format == "perfetto" else []:
+        if isinstance(row, list) and len(row) >= 5 and row[0] == filename and row[2] == start:
+            return int(row[4])
+    return None
+
+
+def _looked_for(filename: str, build_id: str, found: Found) -> list[str]:
+    """The file names a user should provide, most useful first."""
+    from polyprof.symbolize.debugid import candidates
+
+    out = []
+    name = filename.replace("\\", "/").rsplit("/", 1)[-1] if placeholder_hash(filename) is None else ""
+    windows = name.lower().endswith((".pdb", ".dll", ".exe"))
+    elf_id = "" if windows else elf_build_id(build_id)
+    if elf_id:
+        out.append(f".build-id/{elf_id[:2]}/{elf_id[2:]}.debug")
+    if name:
+        out.append(name)
+    ids = candidates(build_id) if build_id else []
+    if ids:
+        stem = name[:-4] if name.lower().endswith(".pdb") else name
+        out.append(f"{name or '<name>'}/{ids[0]}/{stem or '<name>'}.sym (Breakpad)")
+    out.extend(t for t in found.tried if t.startswith(("http://", "https://")))
+    return out
+
+
+def symbolize(profile: Profile, sources: object = None, **kw: object) -> tuple[Profile, SymbolizeReport]:
+    """``profile`` with its address frames symbolized from ``sources``.
+
+    ``sources`` is a :class:`.sources.Sources`, a directory or a list of
+    them; keywords go to :class:`Symbolizer` (``demangle``,
+    ``force_demangle``). Returns the new profile and the report.
     """
-    store = symbols if isinstance(symbols, SymbolStore) else SymbolStore(symbols)
-    stats = SymbolizeStats()
-    resolved, renamed = _resolve(profile, store, stats)
-    out = _rebuild(profile, resolved, renamed)
-    stats.frames, stats.symbolized = coverage(out)
-    out.extras["symbolization"] = stats.to_json()
-    if stats.missing:
-        shown = ", ".join(stats.missing[:5]) + (", ..." if len(stats.missing) > 5 else "")
-        out.warnings.append(f"no symbols for {len(stats.missing)} module(s): {shown}")
-    return out, stats
+    with Symbolizer(Sources.of(sources), **kw) as s:  # type: ignore[arg-type]
+        return s.run(profile)
+
+
+def symbolize_profiles(profiles: Iterable[Profile], sources: object = None, **kw: object) -> list[Profile]:
+    """Several profiles with one :class:`Symbolizer` (files are opened and parsed once)."""
+    with Symbolizer(Sources.of(sources), **kw) as s:  # type: ignore[arg-type]
+        return [s.run(p)[0] for p in profiles]

@@ -190,8 +190,8 @@ class _Parser:
         parts = text.split(" ", 5 if multiple else 4)
         if len(parts) < (6 if multiple else 5):
             self.fail("FUNC record needs address, size, parameter size and name")
-        start, size, psize, name = parts[-4:]
-        start, size = self.hex(start, "FUNC"), self.hex(size, "FUNC")
+        start_text, size_text, psize, name = parts[-4:]
+        start, size = self.hex(start_text, "FUNC"), self.hex(size_text, "FUNC")
         self.hex(psize, "FUNC")
         self.skipping = not self.wants(start, size)
         self.func = None if self.skipping else _Func(start, size, name)
@@ -205,8 +205,8 @@ class _Parser:
         parts = text.split(" ", 4 if multiple else 3)
         if len(parts) < (5 if multiple else 4):
             self.fail("PUBLIC record needs address, parameter size and name")
-        address, psize, name = parts[-3:]
-        address = self.hex(address, "PUBLIC")
+        address_text, psize, name = parts[-3:]
+        address = self.hex(address_text, "PUBLIC")
         self.hex(psize, "PUBLIC")
         if address:  # Breakpad ignores PUBLIC records at address 0
             self.sym.publics.append((address, name))
@@ -214,8 +214,10 @@ class _Parser:
     def inline(self, text: str) -> None:
         if self.skipping:
             return
-        if self.func is None:
+        func = self.func
+        if func is None:
             self.fail("INLINE record outside a FUNC")
+            return
         tokens = text.split()[1:]
         if len(tokens) < 5:
             self.fail("INLINE record needs depth, call line, origin and at least one range")
@@ -226,7 +228,7 @@ class _Parser:
         rest = tokens[3:] if has_file else tokens[2:]
         origin = self.dec(rest[0], "INLINE")
         ranges = [(self.hex(a, "INLINE"), self.hex(s, "INLINE")) for a, s in zip(rest[1::2], rest[2::2])]
-        self.func.inlines.append(_Inline(depth, call_line, call_file, origin, ranges))
+        func.inlines.append(_Inline(depth, call_line, call_file, origin, ranges))
         self.sym.has_inlines = True
 
     def line_record(self, text: str) -> None:
@@ -235,11 +237,13 @@ class _Parser:
         parts = text.split(" ")
         if len(parts) != 4:
             self.fail(f"not a Breakpad record: {text[:60]!r}")
-        if self.func is None:
+        func = self.func
+        if func is None:
             self.fail("line record outside a FUNC")
+            return
         address, size = self.hex(parts[0], "line record"), self.hex(parts[1], "line record")
-        self.func.line_starts.append(address)
-        self.func.lines.append((size, self.dec(parts[2], "line record"), self.dec(parts[3], "line record")))
+        func.line_starts.append(address)
+        func.lines.append((size, self.dec(parts[2], "line record"), self.dec(parts[3], "line record")))
 
     def skip(self, text: str) -> None:
         """INFO and STACK records: not needed to symbolize."""

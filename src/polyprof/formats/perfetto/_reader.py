@@ -72,6 +72,9 @@ class TraceReader:
         self.allocs = AllocCollector(self)
         self.stack_samples = StackSampleCollector(self)
         self.packets = 0
+        #: DeobfuscationMapping packets as plain data; every profile carries them
+        #: (``extras["java_deobfuscation"]``) for the symbolize layer to apply.
+        self.deobfuscation: list[dict] = []
         self.profile_facts: dict[str, Any] = {}
 
     # ---------------------------------------------------------------- state
@@ -127,7 +130,11 @@ class TraceReader:
             stream.close()
         from polyprof.formats.perfetto._build import build_profiles
 
-        return build_profiles(self)
+        profiles = build_profiles(self)
+        if self.deobfuscation:
+            for p in profiles:
+                p.extras["java_deobfuscation"] = self.deobfuscation
+        return profiles
 
     def chunk(self, ch: Chunk, depth: int) -> None:
         n = ch.starts.size
@@ -288,6 +295,8 @@ class TraceReader:
             self._metadata(pkt.chrome_events)
         if pkt.HasField("module_symbols"):
             self._module_symbols(pkt.module_symbols)
+        if pkt.HasField("deobfuscation_mapping"):
+            self.deobfuscation.append(self._deobfuscation(pkt.deobfuscation_mapping))
         if pkt.HasField("profiled_frame_symbols"):
             self.stats["legacy ProfiledFrameSymbols packets (not read; use ModuleSymbols)"] += 1
 
@@ -356,6 +365,19 @@ class TraceReader:
         if td.HasField("reference_timestamp_us"):
             s.chrome_ns = self.chrome.reference(td.reference_timestamp_us)
         s.dirty.add(s.id)
+
+    def _deobfuscation(self, dm: Any) -> dict:
+        """{"package", "classes": [[obfuscated, original, [[obf, orig, obf_start, obf_end, src_start,
+        src_end], ...] methods, [...] fields]]} (R8 line ranges as the packet gives them)."""
+        def members(items: Any) -> list[list]:
+            return [[text(m.obfuscated_name, self.stats), text(m.deobfuscated_name, self.stats),
+                     m.obfuscated_line_start, m.obfuscated_line_end, m.source_line_start, m.source_line_end]
+                    for m in items]
+
+        return {"package": text(dm.package_name, self.stats),
+                "classes": [[text(c.obfuscated_name, self.stats), text(c.deobfuscated_name, self.stats),
+                             members(c.obfuscated_methods), members(c.obfuscated_members)]
+                            for c in dm.obfuscated_classes]}
 
     def _module_symbols(self, ms: Any) -> None:
         path = text(ms.path, self.stats)

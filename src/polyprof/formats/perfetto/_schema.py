@@ -35,6 +35,7 @@ F_CLOCK_ID = 58
 F_DEFAULTS = 59
 F_TRACK_DESCRIPTOR = 60
 F_MODULE_SYMBOLS = 61
+F_DEOBFUSCATION = 64
 F_PERF_SAMPLE = 66
 F_STREAMING_ALLOCATION = 74
 F_STREAMING_FREE = 75
@@ -50,7 +51,7 @@ HANDLED_PAYLOADS = frozenset({F_PROCESS_TREE, F_CLOCK_SNAPSHOT, F_PROFILE_PACKET
                               F_THREAD_DESCRIPTOR, F_COMPRESSED, F_STREAMING_PROFILE,
                               F_PROFILED_FRAME_SYMBOLS, F_TRACK_DESCRIPTOR, F_MODULE_SYMBOLS,
                               F_PERF_SAMPLE, F_STREAMING_ALLOCATION, F_STREAMING_FREE,
-                              F_ZSTD_COMPRESSED, F_STACK_SAMPLE})
+                              F_ZSTD_COMPRESSED, F_STACK_SAMPLE, F_DEOBFUSCATION})
 #: TracePacket fields that are metadata, not payloads.
 METADATA_FIELDS = frozenset({3, F_TIMESTAMP, F_SEQ_ID, F_INTERNED_DATA, F_SEQUENCE_FLAGS,
                              F_INCREMENTAL_CLEARED, F_PREVIOUS_DROPPED, F_CLOCK_ID, F_DEFAULTS,
@@ -114,6 +115,14 @@ def _build() -> dict[str, type]:
     s.message("AddressSymbols", address=(1, "uint64"), lines=(2, "Line", "repeated"))
     s.message("ModuleSymbols", path=(1, "bytes"), build_id=(2, "bytes"),
               address_symbols=(3, "AddressSymbols", "repeated"))
+    s.message("ObfuscatedMember", obfuscated_name=(1, "bytes"), deobfuscated_name=(2, "bytes"),
+              obfuscated_line_start=(3, "uint32"), obfuscated_line_end=(4, "uint32"),
+              source_line_start=(5, "uint32"), source_line_end=(6, "uint32"))
+    s.message("ObfuscatedClass", obfuscated_name=(1, "bytes"), deobfuscated_name=(2, "bytes"),
+              obfuscated_members=(3, "ObfuscatedMember", "repeated"),
+              obfuscated_methods=(4, "ObfuscatedMember", "repeated"))
+    s.message("DeobfuscationMapping", package_name=(1, "bytes"), version_code=(2, "int64"),
+              obfuscated_classes=(3, "ObfuscatedClass", "repeated"))
     s.message("ProfiledFrameSymbols", frame_iid=(1, "uint64"),
               function_name_id=(2, "uint64", "repeated"), file_name_id=(3, "uint64", "repeated"),
               line_number=(4, "uint32", "repeated"))
@@ -151,6 +160,7 @@ def _build() -> dict[str, type]:
               profiled_frame_symbols=(F_PROFILED_FRAME_SYMBOLS, "ProfiledFrameSymbols"),
               track_descriptor=(F_TRACK_DESCRIPTOR, "TrackDescriptor"),
               module_symbols=(F_MODULE_SYMBOLS, "ModuleSymbols"),
+              deobfuscation_mapping=(F_DEOBFUSCATION, "DeobfuscationMapping"),
               perf_sample=(F_PERF_SAMPLE, "PerfSample"),
               streaming_allocation=(F_STREAMING_ALLOCATION, "StreamingAllocation"),
               streaming_free=(F_STREAMING_FREE, "StreamingFree"),

@@ -1,0 +1,357 @@
+"""Demangling C++ (Itanium), Rust (legacy and v0) and Swift names, pprof's way.
+
+Modes (``--demangle``, pprof's ``-symbolize=demangle=``):
+
+``simple`` (the default)  no parameters, no template arguments, no return
+                          type: ``shapes::fold`` (Rust: no ``::<T>`` generics)
+``templates``             template arguments kept: ``shapes::fold<unsigned long>``
+``full``                  everything c++filt prints, clone suffixes
+                          (``[clone .constprop.0]``) dropped
+``none``                  the mangled name itself
+
+By default only functions not demangled yet are touched (their name is
+empty or equals the mangled system name); an explicit mode re-demangles
+every function that has a mangled system name, from that name (``force``).
+With an explicit mode, names that are not mangled but read like demangled
+C++ (``a::b<c>(d)``) lose their bracketed groups, as pprof does; by default
+they are left as the profile spells them (pprof would simplify them too,
+which rewrites e.g. simpleperf's Java names). The function's
+``system_name`` always keeps the mangled form, so nothing is lost.
+
+Demangling uses the system's ``c++filt`` (binutils) in one batch when it is
+installed — the pure-Python ``demangle`` package takes milliseconds per
+template-heavy name — and that package otherwise (GNU c++filt spelling for
+Itanium, rustfilt's for Rust, Swift's own, and names c++filt cannot read).
+The tests check both give the stored c++filt references.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+__all__ = ["MODES", "demangle_name", "demangle_names", "demangle_profile", "looks_mangled"]
+
+MODES = ("simple", "templates", "full", "none")
+_PREFIXES = ("_Z", "__Z", "_R", "$s", "$S", "_$s", "_$S", "_T0", "$e")
+_CLONE = re.compile(r"(?:\s*\[clone [^\]]*\])+$")
+_OPERATOR = re.compile(r"operator(?:\(\)|\[\]|<=>|<<=|>>=|->\*|<<|>>|<=|>=|->|<|>|\s[^(<]+?(?=\(|$))")
+_QUALIFIERS = re.compile(r"^(?:\s*(?:const|volatile|&&|&|noexcept|throw\(\)))*$")
+
+
+def looks_mangled(name: str) -> bool:
+    return name.startswith(_PREFIXES)
+
+
+def _scheme(name: str) -> str:
+    if name.startswith(("_R", "__R")) or re.search(r"17h[0-9a-f]{16}E(?:$|\.)", name):
+        return "rust"
+    if name.startswith(("$s", "$S", "_$s", "_$S", "_T0", "$e")):
+        return "swift"
+    return "itanium"
+
+
+@lru_cache(maxsize=1 << 16)
+def demangle_name(mangled: str, mode: str = "simple") -> str:
+    """``mangled`` demangled in ``mode``; unchanged when it is not a mangled name."""
+    if mode == "none" or not looks_mangled(mangled):
+        return mangled
+    import demangle
+
+    scheme = _scheme(mangled)
+    if scheme == "swift" and mode != "full":
+        from demangle.schemes.swift import SIMPLIFIED_OPTIONS
+
+        return demangle.demangle(mangled, style=demangle.style("llvm", swift=SIMPLIFIED_OPTIONS))
+    return _in_mode(mangled, demangle.demangle(mangled, style="gnu"), mode)
+
+
+def _in_mode(mangled: str, full: str, mode: str) -> str:
+    """The mode's form of ``full``, the GNU spelling of ``mangled``."""
+    scheme = _scheme(mangled)
+    if full == mangled:
+        return full
+    if scheme == "rust":  # simple drops generic arguments (foo::<T>), as pprof's demangler does
+        return _drop_turbofish(full) if mode == "simple" else full
+    if scheme != "itanium":
+        return full
+    full = _CLONE.sub("", full)
+    return full if mode == "full" else simplify(full, keep_templates=mode == "templates")
+
+
+def demangle_names(names: list[str], mode: str) -> dict[str, str]:
+    """Many names at once: C++ and Rust names through one ``c++filt`` process when binutils is
+    installed (the pure-Python demangler takes milliseconds per template-heavy name; c++filt
+    microseconds, with the same spelling), the rest through :func:`demangle_name`."""
+    wanted = sorted({n for n in names if looks_mangled(n)})
+    out = {n: _DONE[(n, mode)] for n in wanted if (n, mode) in _DONE}
+    todo = [n for n in wanted if n not in out]
+    system = _cxxfilt([n for n in todo if _scheme(n) != "swift"]) if mode != "none" else {}
+    for n in todo:
+        full = system.get(n)
+        out[n] = _DONE[(n, mode)] = _in_mode(n, full, mode) if full is not None and full != n \
+            else demangle_name(n, mode)
+    if len(_DONE) > 1 << 18:  # a long-lived process (the store, the web view) stays bounded
+        _DONE.clear()
+    return out
+
+
+_DONE: dict[tuple[str, str], str] = {}
+
+
+def _cxxfilt(names: list[str]) -> dict[str, str]:
+    """GNU spellings from c++filt (``$POLYPROF_CXXFILT`` names another, "" none); {} without it."""
+    import os
+    import shutil
+    import subprocess
+
+    forced = os.environ.get("POLYPROF_CXXFILT")
+    exe = (shutil.which(forced) if forced else None) if forced is not None else shutil.which("c++filt")
+    if not exe or not names or any("\n" in n for n in names):
+        return {}
+    try:
+        done = subprocess.run([exe], input="\n".join(names) + "\n", capture_output=True, text=True,
+                              encoding="utf-8", errors="replace", timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) != len(names):
+        return {}
+    out = {}
+    for n, full in zip(names, lines):
+        if _scheme(n) == "rust":  # rustfilt's spelling: no legacy hash, no v0 crate disambiguators
+            full = re.sub(r"::h[0-9a-f]{16}\b", "", full) if n.startswith("_Z") else re.sub(r"\[[0-9a-f]+\]", "", full)
+        out[n] = full
+    return out
+
+
+def _drop_turbofish(name: str) -> str:
+    """``a::b::<T, U>::c`` -> ``a::b::c``; qualified paths (``<X as Y>::f``) are kept."""
+    out, i = [], 0
+    while i < len(name):
+        if name.startswith("::<", i):
+            depth, j = 0, i + 2
+            while j < len(name):
+                depth += {"<": 1, ">": -1}.get(name[j], 0)
+                if depth == 0:
+                    break
+                j += 1
+            i = j + 1
+            continue
+        out.append(name[i])
+        i += 1
+    return "".join(out)
+
+
+_TOKENS = re.compile(r"operator|[()<>\[\]{}]")
+
+
+def _groups(text: str) -> list[tuple[int, int, str, int]]:
+    """Bracket groups as (start, end, opener, depth), operator names skipped; one regex scan."""
+    out: list[tuple[int, int, str, int]] = []
+    stack: list[tuple[int, str]] = []
+    pairs = {"(": ")", "<": ">", "[": "]", "{": "}"}
+    skip_to = 0
+    for m in _TOKENS.finditer(text):
+        i = m.start()
+        if i < skip_to:
+            continue
+        c = m.group()
+        if c == "operator":
+            if i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"):
+                op = _OPERATOR.match(text, i)
+                skip_to = op.end() if op else i
+            continue
+        if c in pairs:
+            stack.append((i, c))
+        elif stack and c == pairs[stack[-1][1]]:
+            start, opener = stack.pop()
+            out.append((start, i + 1, opener, len(stack)))
+    return out
+
+
+_INNERMOST_ANGLES = re.compile(r"<[^<>]*>")
+_INNERMOST_PARENS = re.compile(r"\([^()]*\)")
+_TRAILING_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))+$")
+
+
+_PROTECTED = re.compile(r"\(anonymous namespace\)|\{[^{}]*\}|(?<![\w])operator(?:\(\)|\[\]|<=>|<<=|>>=|->\*|<<|>>|<=|>=|->|<|>|\s[^(<]+?(?=\(|$))")
+
+
+def _simple_fast(full: str) -> str | None:
+    """``simplify(full, keep_templates=False)`` by regular expressions (C speed): operator names,
+    lambda braces and ``(anonymous namespace)`` are set aside, then innermost <...> and (...)
+    groups are stripped until none are left, then trailing qualifiers and the return type before
+    the last space. None when the name does not fit (the careful path takes it)."""
+    if "\0" in full:
+        return None
+    kept: list[str] = []
+
+    def keep(m: re.Match) -> str:
+        kept.append(m.group())
+        return f"\0{len(kept) - 1}\0"
+
+    text = _PROTECTED.sub(keep, full)
+    for pattern in (_INNERMOST_ANGLES, _INNERMOST_PARENS):
+        while True:
+            shorter = pattern.sub("", text)
+            if shorter == text:
+                break
+            text = shorter
+    if any(c in text for c in "<>(){}"):
+        return None  # unbalanced or unusual: leave it to the careful path
+    text = _TRAILING_QUALIFIERS.sub("", text).rsplit(" ", 1)[-1]
+    return re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], text)
+
+
+def simplify(full: str, *, keep_templates: bool) -> str:
+    """pprof's simplified C++ name: drop the parameter list, return type, enclosing
+    functions' parameters and (unless ``keep_templates``) template arguments."""
+    fast = None if keep_templates else _simple_fast(full)
+    if fast is not None:
+        return fast
+    text = _drop_params(full, _groups(full))
+    text = _drop_return_type(text, _groups(text))
+    cut = []
+    groups = _groups(text)
+    for start, end, opener, _ in groups:
+        if opener == "(" and text[start:end] != "(anonymous namespace)" and not _inside(groups, start, "<{"):
+            cut.append((start, end))  # an enclosing function's parameters: f(int)::g
+        elif opener == "<" and not keep_templates and not _inside(groups, start, "{"):
+            cut.append((start, end))
+    return _remove(text, cut)
+
+
+def _inside(groups: list[tuple[int, int, str, int]], at: int, openers: str) -> bool:
+    """Whether position ``at`` lies inside a group opened by one of ``openers`` (lambda braces,
+    template arguments: ``std::function<void ()>`` keeps its ``()``)."""
+    return any(opener in openers and start < at < end for start, end, opener, _ in groups)
+
+
+def _drop_params(text: str, groups: list[tuple[int, int, str, int]]) -> str:
+    """Cut the outermost trailing parameter list (and cv/ref qualifiers after it)."""
+    for start, end, opener, depth in sorted(groups, key=lambda g: -g[0]):
+        if opener == "(" and depth == 0 and _QUALIFIERS.match(text[end:]):
+            return text[:start]
+    return text
+
+
+def _drop_return_type(text: str, groups: list[tuple[int, int, str, int]]) -> str:
+    """Cut a return type: everything up to the last depth-0 space before the name (spaces of an
+    operator name such as ``operator new`` excepted)."""
+    inner = bytearray(len(text) + 1)
+    for start, end, _, _ in groups:
+        inner[start + 1:end - 1] = b"\1" * (end - start - 2)
+    op = text.rfind("operator")
+    limit = op if op >= 0 and not inner[op] else len(text)
+    for pos in range(limit - 1, -1, -1):
+        if text[pos] == " " and not inner[pos]:
+            return text[pos + 1:]
+    return text
+
+
+def _remove(text: str, spans: list[tuple[int, int]]) -> str:
+    out, last = [], 0
+    for start, end in sorted(spans):
+        if start < last:
+            continue  # nested in a span already removed
+        out.append(text[last:start])
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def demangle_profile(profile, mode: str = "simple", *, force: bool = False):  # noqa: ANN001, ANN201
+    """``profile`` with demangled function names (a copy; only the function table changes).
+
+    Returns the profile itself when nothing changes.
+    """
+    from polyprof.symbolize.fill import shallow_copy
+
+    s, f = profile.strings, profile.functions
+    if not force and not _any_mangled(s, f):
+        return profile  # the usual case (Go, Java, already demangled): one pass over the names
+    names, systems = f.name.tolist(), f.system_name.tolist()
+    sources = {i: _source(s[n], s[sy], force, mode) for i, (n, sy) in enumerate(zip(names, systems))}
+    batch = demangle_names([x for x in sources.values() if x], mode)
+    changes: dict[int, tuple[str, str]] = {}
+    for i, source in sources.items():
+        if source is None:
+            continue
+        name, system = s[names[i]], s[systems[i]]
+        new = batch[source] if source in batch else _heuristic(source, mode)
+        if new != name or source != system:
+            changes[i] = (new, source)
+    if not changes:
+        return profile
+    out = shallow_copy(profile)
+    strings = list(s)
+    index = {text: i for i, text in enumerate(strings)}
+
+    def sid(text: str) -> int:
+        if text not in index:
+            index[text] = len(strings)
+            strings.append(text)
+        return index[text]
+
+    name_col, system_col = f.name.copy(), f.system_name.copy()
+    for i, (new, source) in changes.items():
+        name_col[i], system_col[i] = sid(new), sid(source)
+    from polyprof.model.profile import FunctionTable
+
+    out.strings = strings
+    out.functions = FunctionTable(name_col, system_col, f.filename, f.start_line)
+    return out
+
+
+def _any_mangled(strings: list[str], functions) -> bool:  # noqa: ANN001
+    import numpy as np
+
+    if not len(functions):
+        return False
+    used = np.unique(np.concatenate([functions.name, functions.system_name]))
+    return any(strings[i].startswith(_PREFIXES) for i in used.tolist())
+
+
+def _source(name: str, system: str, force: bool, mode: str) -> str | None:
+    """The name to demangle from, or None to leave the function alone."""
+    if mode == "none":  # only an explicit "none" undoes demangling, back to the mangled name
+        return system if force and looks_mangled(system) and name != system else None
+    if looks_mangled(system):
+        return system if force or not name or name == system else None
+    if looks_mangled(name) and (not system or system == name):
+        return name
+    if force and name == system and name and _reads_like_cpp(name):
+        return name
+    return None
+
+
+def _reads_like_cpp(name: str) -> bool:
+    """pprof's looksLikeDemangledCPlusPlus (Java ``.<init>`` and Go ``]).`` excluded)."""
+    if ".<" in name or "]). " in name or "])." in name:
+        return False
+    return any(c in name for c in "<>[]") or "::" in name
+
+
+def _heuristic(name: str, mode: str) -> str:
+    """pprof's treatment of names that read like demangled C++: drop (...) and, in simple
+    mode, <...> groups, by bracket matching only."""
+    if mode in ("full", "none"):
+        return name
+    name = _remove_matching(name, "(", ")")
+    return name if mode == "templates" else _remove_matching(name, "<", ">")
+
+
+def _remove_matching(name: str, start: str, end: str) -> str:
+    """Remove nested ``start``...``end`` groups; a name with unbalanced brackets is kept whole."""
+    out, depth = [], 0
+    for c in name:
+        if c == start:
+            depth += 1
+        elif c == end:
+            depth -= 1
+            if depth < 0:
+                return name
+        elif depth == 0:
+            out.append(c)
+    return "".join(out) if depth == 0 else name

@@ -1,0 +1,159 @@
+"""Addresses of one ELF module -> frames, through llvm-symbolizer or pure Python.
+
+Both engines read the inline chain from DWARF (:mod:`.llvm`, :mod:`.dwarf`);
+then, for both alike, the outermost (physical) frame takes its name from
+the symbol table when a symbol covers the address — ``.symtab`` of the debug
+file, else of the binary, else ``.dynsym``, else MiniDebugInfo's — the rule
+llvm-symbolizer follows for ELF (it names clones such as
+``foo.constprop.0``, and frames without DWARF at all). Answers are cached
+on disk per debug file (:class:`.cache.ResultCache`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from polyprof.errors import PolyprofError
+from polyprof.symbolize.cache import ResultCache
+from polyprof.symbolize.elf import ElfFile, Symbols
+from polyprof.symbolize.frames import Frame
+from polyprof.symbolize.llvm import LlvmSymbolizer, LlvmSymbolizerError, find_llvm_symbolizer
+
+__all__ = ["ENGINES", "BadDebugInfoError", "Module", "Resolver"]
+
+ENGINES = ("auto", "llvm", "python")
+
+
+class BadDebugInfoError(PolyprofError):
+    """A debug file's DWARF cannot be read at all."""
+
+
+@dataclass
+class Module:
+    """The files found for one mapping: the binary and/or its separate debug file."""
+
+    build_id: str
+    binary: ElfFile | None = None
+    debug: ElfFile | None = None
+
+    @property
+    def elf(self) -> ElfFile:
+        """The file whose program headers place the code (a debug file keeps them too)."""
+        if self.binary is not None and (self.binary.segments or self.debug is None):
+            return self.binary
+        assert self.debug is not None
+        return self.debug
+
+    @property
+    def dwarf_path(self) -> str | None:
+        for f in (self.debug, self.binary):
+            if f is not None and f.has_dwarf:
+                return f.path
+        return None
+
+    def symbols(self) -> Symbols:
+        for f in (self.debug, self.binary):
+            if f is not None:
+                syms = f.symbols
+                if len(syms):
+                    return syms
+        return (self.debug or self.binary).symbols  # type: ignore[union-attr]
+
+    def cache_key(self) -> str:
+        parts = [self.build_id]
+        for f in (self.binary, self.debug):
+            if f is not None and os.path.exists(f.path):
+                st = os.stat(f.path)
+                parts.append(f"{os.path.abspath(f.path)}:{st.st_size}:{st.st_mtime_ns}")
+        return "|".join(parts)
+
+
+class Resolver:
+    """Symbolizes addresses of modules; owns the llvm-symbolizer process and the cache."""
+
+    def __init__(self, engine: str = "auto", cache: ResultCache | None = None) -> None:
+        if engine not in ENGINES:
+            raise PolyprofError(f"unknown symbolizer engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        self.engine = engine
+        self.cache = cache or ResultCache(None)
+        self._llvm: LlvmSymbolizer | None = None
+        self._llvm_failed = ""
+        self.notes: list[str] = []
+        self.used: set[str] = set()
+
+    def _llvm_process(self) -> LlvmSymbolizer | None:
+        if self.engine == "python" or self._llvm_failed:
+            return None
+        if self._llvm is None:
+            exe = find_llvm_symbolizer()
+            if exe is None:
+                if self.engine == "llvm":
+                    raise PolyprofError("llvm-symbolizer not found on PATH (install LLVM, or use the pure-Python "
+                                        "engine)")
+                return None
+            self._llvm = LlvmSymbolizer(exe)
+        return self._llvm
+
+    def _dwarf(self, path: str, addresses: list[int]) -> list[list[Frame]]:
+        llvm = self._llvm_process()
+        if llvm is not None:
+            try:
+                answers = llvm.lookup(path, addresses)
+                self.used.add("llvm-symbolizer")
+                return answers
+            except LlvmSymbolizerError as exc:
+                self._llvm_failed = str(exc)
+                self._llvm = None
+                self.notes.append(f"llvm-symbolizer failed ({exc}); using the pure-Python DWARF reader")
+        from polyprof.symbolize.dwarf import DwarfReader
+
+        self.used.add("python")
+        # pyelftools raises many kinds of exceptions on corrupt DWARF (construct
+        # stream errors, KeyError, struct.error, ...): any of them means "this
+        # file's debug info is unusable", said once, never a crash.
+        try:
+            reader = DwarfReader(path)
+        except Exception as exc:  # noqa: BLE001
+            raise BadDebugInfoError(f"{path}: unreadable DWARF ({type(exc).__name__}: {exc})") from None
+        out, errors = [], 0
+        try:
+            for a in addresses:
+                try:
+                    out.append(reader.lookup(a))
+                except Exception:  # noqa: BLE001 - see above
+                    errors += 1
+                    out.append([])
+        finally:
+            reader.close()
+        if errors:
+            self.notes.append(f"{path}: unreadable DWARF for {errors} address(es); they keep the symbol "
+                              f"table's names only")
+        return out
+
+    def resolve(self, module: Module, addresses: list[int]) -> dict[int, list[Frame]]:
+        """Frames (innermost first) of every ELF virtual address that resolves."""
+        key = module.cache_key()
+        out = self.cache.get(key, addresses)
+        todo = sorted(set(addresses) - out.keys())
+        if not todo:
+            return {a: f for a, f in out.items() if f}
+        path = module.dwarf_path
+        chains = self._dwarf(path, todo) if path else [[] for _ in todo]
+        syms = module.symbols()
+        fresh: dict[int, list[Frame]] = {}
+        for address, frames, named in zip(todo, chains, syms.lookup_many(todo)):
+            if named is not None:
+                name, file = named
+                last = frames[-1] if frames else Frame("")
+                frames = frames[:-1] + [last._replace(function=name, file=last.file or file)]
+            fresh[address] = frames
+        self.cache.put(key, fresh)
+        out.update(fresh)
+        return {a: f for a, f in out.items() if f}
+
+    def close(self) -> None:
+        if self._llvm is not None:
+            self._llvm.close()
+            self._llvm = None
+        self.cache.close()
