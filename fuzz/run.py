@@ -188,16 +188,34 @@ def _atheris_engine(target: str, args: argparse.Namespace, dirs: tuple[Path, ...
             f"-max_total_time={int(args.seconds)}", f"-timeout={max(1, round(args.wall_timeout))}",
             f"-rss_limit_mb={args.rss_mb + _rss_now_mb()}", f"-max_len={args.max_len}", f"-artifact_prefix={findings}/",
             f"-seed={args.seed}", "-print_final_stats=1"]
-    if args.keep_going:
-        argv.append("-fork=1")  # a crash ends a child, not the campaign
-        argv += ["-ignore_crashes=1", "-ignore_timeouts=1", "-ignore_ooms=1"]
 
     def one_input(data: bytes) -> None:
-        targets.run(target, data)
+        try:
+            targets.run(target, data)
+        except Exception:
+            # saved here: this libFuzzer (no sanitizer runtime) does not always write the crash unit
+            print(f"fuzz: {target}: crash: {_save(findings, 'crash', data)}", file=sys.stderr)
+            raise
 
     atheris.Setup(argv, one_input)
     atheris.Fuzz()
     return 0
+
+
+def _keep_going(target: str, args: argparse.Namespace) -> int:
+    """libFuzzer stops at its first finding (and its -fork mode cannot re-run this
+    script): run it again, on the corpus grown so far, until the time is used."""
+    import subprocess
+
+    end, runs, found = time.monotonic() + args.seconds, 0, 0
+    while (left := end - time.monotonic()) > 5:
+        cmd = [sys.executable, __file__, target, "--engine", "atheris", "--seconds", str(int(left)),
+               "--seed", str(args.seed + runs), "--timeout", str(args.timeout), "--wall-timeout",
+               str(args.wall_timeout), "--rss-mb", str(args.rss_mb), "--max-len", str(args.max_len)]
+        runs += 1
+        found += subprocess.run(cmd).returncode != 0
+    print(f"fuzz: {target}: {runs} libFuzzer run(s), {found} ended by a finding", file=sys.stderr)
+    return 1 if found else 0
 
 
 def _replay(target: str, args: argparse.Namespace) -> int:
@@ -253,6 +271,8 @@ def main() -> int:
             engine = "atheris"
         except ImportError:
             engine = "python"
+    if engine == "atheris" and args.keep_going:
+        return _keep_going(args.target, args)
     if engine == "atheris":
         return _atheris_engine(args.target, args, dirs)
     _write_seeds(args.target, dirs[1])

@@ -3,7 +3,8 @@
 Each target starts from small valid inputs: a compact profile with every
 feature the model has (inline frames, labels, several sample types, times,
 threads) written by each of polyprof's writers, the
-Chromium text fixtures, the Breakpad symbol fixtures, the small hostile
+Chromium text fixtures, binary CPU profiles and the texts of pprof's legacy
+reader tests, the Breakpad symbol fixtures, the small hostile
 inputs of ``cases.py``, and -- when the test helpers can be imported (they
 need the ``perfetto`` package of the test extra) -- the Perfetto traces the
 reader tests build. Built at run time into a work directory; nothing here
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import struct
 import sys
 from pathlib import Path
 
@@ -83,6 +85,25 @@ def _perfetto_traces() -> dict[str, bytes]:
     return {name: getattr(t, name)() for name in ("perf_trace", "heap_trace", "chrome_trace") if hasattr(t, name)}
 
 
+def _legacy_cpu(word: str = "<Q") -> bytes:
+    """A gperftools binary CPU profile: header, three stacks, end marker, memory map."""
+    records = [0, 3, 0, 10_000, 0, 5, 3, 0x401010, 0x402020, 0x403030, 2, 2, 0x401010, 0x403030, 0, 1, 0]
+    maps = "00400000-00500000 r-xp 00000000 08:01 1234 /usr/bin/server\n"
+    return struct.pack(f"{word[0]}{len(records)}{word[1]}", *records) + maps.encode()
+
+
+def _legacy_texts() -> dict[str, bytes]:
+    sys.path.insert(0, str(TESTS))
+    try:
+        import test_pprof_legacy as t
+    except Exception:  # noqa: BLE001 - pytest missing: no such seeds
+        return {}
+    finally:
+        sys.path.remove(str(TESTS))
+    broken = {f"broken-{name}": text for name, (text, _) in t.BROKEN_TEXT.items()}
+    return {name: text.encode() for name, text in (t.WRITTEN | broken).items()}
+
+
 def seeds(target: str) -> dict[str, bytes]:
     """name -> bytes of every seed of ``target``."""
     if target == "breakpad":
@@ -100,6 +121,7 @@ def seeds(target: str) -> dict[str, bytes]:
         "simpleperf": {"compact": written.get("simpleperf", b""), "event": cases.simpleperf_event_type(2)},
         "chromium": {"compact": written.get("chromium", b""), "count": cases.chromium_sample_count(),
                      **_chromium_fixtures()},
+        "pprof-legacy": {"cpu-le64": _legacy_cpu(), "cpu-be32": _legacy_cpu(">I"), **_legacy_texts()},
     }
     if target == "sniff":
         return {f"{fmt}-{name}": data[:4096] for fmt, group in by_format.items() for name, data in group.items()}

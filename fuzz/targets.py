@@ -20,9 +20,11 @@ import io
 # polyprof is imported inside the functions: the atheris driver must import it
 # (after importing this module) within its instrumentation block.
 
-__all__ = ["FORMATS", "TARGETS", "run"]
+__all__ = ["FORMATS", "SMOKE_SHARE", "TARGETS", "run"]
 
-FORMATS = ("pprof", "perfetto", "simpleperf", "chromium")
+FORMATS = ("pprof", "perfetto", "simpleperf", "chromium", "pprof-legacy")
+#: Share of the smoke run's time per target (1 when not listed): the text parsers need less.
+SMOKE_SHARE = {"pprof-legacy": 0.5, "sniff": 0.5, "breakpad": 0.5}
 
 
 def _check_error(exc: Exception) -> None:

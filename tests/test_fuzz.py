@@ -8,8 +8,9 @@ than the per-input limit, or on one past the memory limit. Every input the
 fuzzers ever found lives in ``fuzz/regressions/<target>/`` and is replayed
 here under the same limits.
 
-POLYPROF_FUZZ_SMOKE_SECONDS sets the time per format target (default 20;
-the sniffer and Breakpad targets get half); 0 skips the smoke run.
+POLYPROF_FUZZ_SMOKE_SECONDS sets the time per binary format target (default
+20; the legacy pprof text, sniffer and Breakpad targets get half); 0 skips
+the smoke run.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from conftest import REPO
 
 RUN = REPO / "fuzz" / "run.py"
 sys.path.insert(0, str(REPO / "fuzz"))
-from targets import FORMATS, TARGETS  # noqa: E402
+from targets import SMOKE_SHARE, TARGETS  # noqa: E402
 
 SECONDS = float(os.environ.get("POLYPROF_FUZZ_SMOKE_SECONDS", "20"))
 
@@ -43,13 +44,13 @@ def _tail(text: str, lines: int = 25) -> str:
 
 @pytest.mark.skipif(SECONDS <= 0, reason="POLYPROF_FUZZ_SMOKE_SECONDS=0")
 def test_fuzz_smoke_run_finds_nothing():
-    todo = sorted(TARGETS, key=lambda t: t not in FORMATS)
+    todo = sorted(TARGETS, key=lambda t: SMOKE_SHARE.get(t, 1), reverse=True)
     print(f"fuzz smoke run: engine {_engine()}, {SECONDS:g} s per format target")
     failures = []
     while todo:
         batch, todo = todo[:2], todo[2:]  # two at a time: the machine has two cores
         procs = {t: subprocess.Popen([sys.executable, str(RUN), t, "--seconds",
-                                      str(SECONDS if t in FORMATS else SECONDS / 2), "--seed", "1"],
+                                      str(SECONDS * SMOKE_SHARE.get(t, 1)), "--seed", "1"],
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                  for t in batch}
         for t, proc in procs.items():

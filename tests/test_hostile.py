@@ -217,9 +217,12 @@ def test_trailing_garbage_is_malformed_not_unrecognized(tail):
         assert err.value.offset == len(data) or "trailing" in str(err.value)
 
 
-def test_text_is_still_unrecognized():
+@pytest.mark.parametrize("text", [b"hello world, this is not a profile\n", b"hi", b"B", b"x72T;AYST8nr\x0b]4>\n",
+                                  b"\n41I6?\x0cFp", b"*'V\x0c{aT,Jln<dJn^\";aWTr"])
+def test_text_is_still_unrecognized(text):
+    # each of these is (the start of) a valid protobuf message that a sniffer once claimed
     with pytest.raises(polyprof.UnrecognizedFormatError):
-        polyprof.read(b"hello world, this is not a profile\n")
+        polyprof.read(text)
 
 
 def test_parse_errors_name_field_and_offset():
@@ -267,3 +270,38 @@ def test_a_huge_sample_count_is_not_a_million_simpleperf_records():
     assert time.process_time() - t0 < 2.0
     assert len(polyprof.read(out.getvalue()).samples) == 1
     assert any("samples/count not kept" in line for line in report.lines())
+
+
+# ---------------------------------------------------------------- pprof's legacy text formats
+
+
+def test_legacy_heap_scale_past_int64_is_an_error():
+    # average size far below the sampling rate: pprof's un-sampling scale is +Inf (was ZeroDivisionError)
+    text = b"heap profile: 1: 1 [1: 1] @ heap_v2/4611686018427387904\n1: 1 [1: 1] @ 0x10\n"
+    with pytest.raises(MalformedInputError, match=r"line 2: un-sampled values do not fit 64 bits") as err:
+        polyprof.read(text)
+    assert err.value.offset == text.index(b"1: 1 [1: 1] @ 0x10")
+
+
+def test_legacy_java_samples_read_in_linear_time():
+    n = 30_000  # ~700 KB; each sample's line number was counted from the start of the file
+    text = "--- heapz 1 ---\nformat = java\nresolution = bytes\n" + "  10  1 @ 0x10\n" * n
+    t0 = time.process_time()
+    p = polyprof.read(text.encode())
+    assert time.process_time() - t0 < 4.0
+    assert len(p.samples) == n
+
+
+def test_every_peer_file_gets_a_verdict(peer):
+    # a profile or one of polyprof's errors, never a raw exception (a Perfetto
+    # track_event callstack trace once raised IndexError)
+    files = [p for p in sorted(peer.rglob("*")) if p.is_file() and p.stat().st_size < 2_000_000]
+    verdicts = {"read": 0, "refused": 0}
+    for path in files:
+        try:
+            polyprof.read_all(path)
+            verdicts["read"] += 1
+        except polyprof.PolyprofError as exc:
+            assert "\n" not in str(exc), path
+            verdicts["refused"] += 1
+    assert verdicts["read"] >= 100 and sum(verdicts.values()) == len(files)

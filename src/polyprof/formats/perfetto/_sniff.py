@@ -12,7 +12,7 @@ not enough: at least one packet must hold a field.
 
 from __future__ import annotations
 
-from polyprof.wire.scan import read_varint
+from polyprof.wire.scan import is_text, read_varint
 
 __all__ = ["VARINT_FIELDS", "sniff"]
 
@@ -50,7 +50,9 @@ def _packet_ok(body: bytes, complete: bool) -> tuple[bool, int]:
 
 
 def sniff(head: bytes) -> bool:
-    """True if ``head`` (gzip already undone) starts like a Perfetto trace."""
+    """True if ``head`` (gzip already undone) starts like a Perfetto trace (never plain text)."""
+    if is_text(head):
+        return False
     i = records = fields = 0
     try:
         while i < len(head) and records < _MAX_RECORDS:

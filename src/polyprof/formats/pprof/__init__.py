@@ -21,7 +21,7 @@ from __future__ import annotations
 from polyprof.formats.pprof._common import _PROFILE_FIELDS
 from polyprof.formats.pprof._read import read
 from polyprof.formats.pprof._write import encode, write
-from polyprof.wire.scan import read_varint
+from polyprof.wire.scan import is_text, read_varint
 
 __all__ = ["encode", "read", "sniff", "write"]
 
@@ -36,7 +36,11 @@ def sniff(head: bytes) -> bool:
     convincing start -- a ValueType, or several pprof fields -- are a pprof
     file with trailing garbage: the reader then says it is malformed, where
     "unrecognized" would send the user looking for another tool.
+    Plain text is never claimed (:func:`~polyprof.wire.scan.is_text`): it is
+    "unrecognized", not a malformed pprof.
     """
+    if is_text(head):
+        return False
     i = 0
     seen = 0
     convincing = False
