@@ -4,7 +4,8 @@ Each target starts from small valid inputs: a compact profile with every
 feature the model has (inline frames, labels, several sample types, times,
 threads) written by each of polyprof's writers, the
 Chromium text fixtures, binary CPU profiles and the texts of pprof's legacy
-reader tests, the Breakpad symbol fixtures, the small hostile
+reader tests, the Breakpad symbol fixtures, the symbolization tests' C program
+compiled by gcc (when installed), the small hostile
 inputs of ``cases.py``, and -- when the test helpers can be imported (they
 need the ``perfetto`` package of the test extra) -- the Perfetto traces the
 reader tests build. Built at run time into a work directory; nothing here
@@ -104,8 +105,30 @@ def _legacy_texts() -> dict[str, bytes]:
     return {name: text.encode() for name, text in (t.WRITTEN | broken).items()}
 
 
+def _elf_programs() -> dict[str, bytes]:
+    """The symbolization tests' C program, compiled small (with and without -g) when gcc is here."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return {}
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, flags in (("hot-O1", ["-O1"]), ("hot-g", ["-O1", "-g1"]), ("hot-pie-s", ["-Os", "-pie", "-fPIE"])):
+            exe = Path(tmp) / name
+            done = subprocess.run([gcc, *flags, "-o", str(exe), str(TESTS / "fixtures" / "symbolize" / "hot.c")],
+                                  capture_output=True, timeout=120)
+            if done.returncode == 0:
+                out[name] = exe.read_bytes()
+    return out
+
+
 def seeds(target: str) -> dict[str, bytes]:
     """name -> bytes of every seed of ``target``."""
+    if target == "elf":
+        return _elf_programs()
     if target == "breakpad":
         syms = sorted((TESTS / "fixtures" / "chromium" / "symbols").rglob("*.sym"))
         return {p.name: p.read_bytes() for p in syms} | {"tiny": b"MODULE Linux x86_64 0 a\nFUNC 10 8 0 f\n10 4 7 0\n"}

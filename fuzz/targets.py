@@ -24,7 +24,7 @@ __all__ = ["FORMATS", "SMOKE_SHARE", "TARGETS", "run"]
 
 FORMATS = ("pprof", "perfetto", "simpleperf", "chromium", "pprof-legacy")
 #: Share of the smoke run's time per target (1 when not listed): the text parsers need less.
-SMOKE_SHARE = {"pprof-legacy": 0.5, "sniff": 0.5, "breakpad": 0.5}
+SMOKE_SHARE = {"pprof-legacy": 0.5, "sniff": 0.5, "breakpad": 0.5, "elf": 0.5}
 
 
 def _check_error(exc: Exception) -> None:
@@ -98,8 +98,24 @@ def breakpad(data: bytes) -> None:
         _check_error(exc)
 
 
+def elf(data: bytes) -> None:
+    """Read an ELF file as symbolization does: headers, build id, debuglink, symbols, MiniDebugInfo."""
+    from polyprof.errors import PolyprofError
+    from polyprof.symbolize.elf import ElfFile
+
+    try:
+        f = ElfFile("<fuzz>", data)
+        f.validate()
+        f.build_id, f.debuglink, f.has_dwarf, f.loading_address, f.exec_load_bias  # noqa: B018
+        sym = f.symbols
+        for address in (0, 0x1000, 0x1139, (1 << 64) - 1, len(data)):
+            sym.lookup(address)
+    except PolyprofError as exc:
+        _check_error(exc)
+
+
 #: name -> function of one input
-TARGETS = {**{f: _format_target(f) for f in FORMATS}, "sniff": sniff, "breakpad": breakpad}
+TARGETS = {**{f: _format_target(f) for f in FORMATS}, "sniff": sniff, "breakpad": breakpad, "elf": elf}
 
 
 def run(target: str, data: bytes) -> None:

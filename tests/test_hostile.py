@@ -305,3 +305,9 @@ def test_every_peer_file_gets_a_verdict(peer):
             assert "\n" not in str(exc), path
             verdicts["refused"] += 1
     assert verdicts["read"] >= 100 and sum(verdicts.values()) == len(files)
+
+
+def test_names_from_the_data_cannot_break_the_error_line():
+    # an ELF section named "Y\n\x0e..." once made a two-line message (fuzz/regressions/elf)
+    err = MalformedInputError("section Y\n\x0e\x1b[31m is cut", path="a\rb", fmt="elf", offset=3)
+    assert str(err) == "a\\x0db: elf: section Y\\x0a\\x0e\\x1b[31m is cut (at byte 3)"

@@ -71,7 +71,16 @@ class InputError(PolyprofError):
             parts.append(self.format)
         head = ": ".join(parts)
         at = f" (at byte {self.offset})" if self.offset is not None else ""
-        return f"{head}: {self.message}{at}"
+        return _one_line(f"{head}: {self.message}{at}")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _one_line(text: str) -> str:
+    """``text`` with control characters escaped: names taken from hostile data
+    (an ELF section's, a path's) must not break the one-line message or the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
 
 
 class UnrecognizedFormatError(InputError):
