@@ -39,8 +39,8 @@ class SlowInput(Exception):
     """An input ran past the time limit (raised from a timer signal)."""
 
 
-def _dirs(target: str) -> tuple[Path, Path, Path, Path]:
-    base = WORK / target
+def _dirs(target: str, work: Path = WORK) -> tuple[Path, Path, Path, Path]:
+    base = work / target
     dirs = (base / "corpus", base / "seeds", base / "findings", REGRESSIONS / target)
     for d in dirs:
         d.mkdir(parents=True, exist_ok=True)
@@ -204,36 +204,63 @@ def _atheris_engine(target: str, args: argparse.Namespace, dirs: tuple[Path, ...
 
 def _keep_going(target: str, args: argparse.Namespace) -> int:
     """libFuzzer stops at its first finding (and its -fork mode cannot re-run this
-    script): run it again, on the corpus grown so far, until the time is used."""
+    script): run it again, on the corpus grown so far, until the time is used.
+
+    libFuzzer's timeouts are wall-clock time and its memory limit is the whole
+    process's: on a loaded machine, or after hours of corpus growth, an innocent
+    input can trip them. Each timeout/oom finding is replayed alone, by CPU time
+    and with the input's own memory limit; one that passes moves to
+    ``findings/unconfirmed/`` and does not count."""
     import subprocess
 
+    findings = _dirs(target, args.work)[2]
     end, runs, found = time.monotonic() + args.seconds, 0, 0
     while (left := end - time.monotonic()) > 5:
+        before = set(findings.iterdir())
         cmd = [sys.executable, __file__, target, "--engine", "atheris", "--seconds", str(int(left)),
-               "--seed", str(args.seed + runs), "--timeout", str(args.timeout), "--wall-timeout",
-               str(args.wall_timeout), "--rss-mb", str(args.rss_mb), "--max-len", str(args.max_len)]
+               "--seed", str(args.seed + runs), "--work", str(args.work), "--timeout", str(args.timeout),
+               "--wall-timeout", str(args.wall_timeout), "--rss-mb", str(args.rss_mb), "--max-len", str(args.max_len)]
         runs += 1
-        found += subprocess.run(cmd).returncode != 0
-    print(f"fuzz: {target}: {runs} libFuzzer run(s), {found} ended by a finding", file=sys.stderr)
+        if subprocess.run(cmd).returncode != 0:
+            found += sum(_confirmed(target, path, args) for path in sorted(set(findings.iterdir()) - before)
+                         if path.is_file())
+    print(f"fuzz: {target}: {runs} libFuzzer run(s), {found} confirmed finding(s)", file=sys.stderr)
     return 1 if found else 0
 
 
+def _confirmed(target: str, path: Path, args: argparse.Namespace) -> bool:
+    """Whether the finding at ``path`` fails again when replayed alone (crashes always count)."""
+    import subprocess
+
+    if not path.name.startswith(("timeout-", "oom-", "slow-unit-")):
+        return True
+    again = subprocess.run([sys.executable, __file__, target, "--replay", str(path), "--timeout", str(args.timeout),
+                            "--rss-mb", str(args.rss_mb), "--work", str(args.work)])
+    if again.returncode == 0:
+        (path.parent / "unconfirmed").mkdir(exist_ok=True)
+        path.rename(path.parent / "unconfirmed" / path.name)
+        print(f"fuzz: {target}: {path.name} is within the limits when replayed alone (load, or libFuzzer's "
+              "own memory): moved to unconfirmed/", file=sys.stderr)
+        return False
+    return True
+
+
 def _replay(target: str, args: argparse.Namespace) -> int:
-    """Every regression input of ``target`` must pass, within the limits."""
-    seed_dir = _dirs(target)[1]
+    """Every regression input of ``target`` (or the files named) must pass, within the limits."""
+    seed_dir = _dirs(target, args.work)[1]
     _write_seeds(target, seed_dir)
     _warm_up(target, seed_dir)
     _limit_memory(args.rss_mb)
     signal.signal(signal.SIGPROF, _on_alarm)
     bad = 0
-    paths = sorted(p for p in (REGRESSIONS / target).glob("*") if p.is_file())
+    paths = args.files or sorted(p for p in (REGRESSIONS / target).glob("*") if p.is_file())
     for path in paths:
         t0 = time.perf_counter()
         kind = _guarded(target, path.read_bytes(), args.timeout)
         if kind:
             bad += 1
             print(f"fuzz: {target}: {path.name}: {kind} ({time.perf_counter() - t0:.2f} s)", file=sys.stderr)
-    print(f"fuzz: {target}: replayed {len(paths)} regression input(s), {bad} failed", file=sys.stderr)
+    print(f"fuzz: {target}: replayed {len(paths)} input(s), {bad} failed", file=sys.stderr)
     return 1 if bad else 0
 
 
@@ -242,6 +269,7 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("target", nargs="?", choices=sorted(TARGETS))
+    ap.add_argument("files", nargs="*", type=Path, help="with --replay: these inputs instead of the regressions")
     ap.add_argument("--list", action="store_true", help="print the target names")
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--timeout", type=float, default=float(os.environ.get("FUZZ_TIMEOUT", 2)),
@@ -255,7 +283,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=int(os.environ.get("FUZZ_SEED", "1")))
     ap.add_argument("--keep-going", action="store_true", help="collect findings instead of stopping at the first")
     ap.add_argument("--replay", action="store_true", help="replay fuzz/regressions/TARGET instead of fuzzing")
-    args = ap.parse_args()
+    ap.add_argument("--work", type=Path, default=WORK, help="where corpus, seeds and findings go "
+                    "(default fuzz/.work; the test suite's smoke run uses its own, so a corpus grown "
+                    "by long campaigns does not lengthen it)")
+    args = ap.parse_intermixed_args()
     if args.list:
         print("\n".join(sorted(TARGETS)))
         return 0
@@ -263,7 +294,7 @@ def main() -> int:
         ap.error("name a target (--list shows them)")
     if args.replay:
         return _replay(args.target, args)
-    dirs = _dirs(args.target)
+    dirs = _dirs(args.target, args.work)
     engine = args.engine
     if engine == "auto":
         try:
