@@ -33,7 +33,7 @@ import polyprof  # noqa: E402
 from polyprof.analysis.options import Options  # noqa: E402
 from polyprof.analysis.top import top  # noqa: E402
 from polyprof.formats.loss import LossReport  # noqa: E402
-from polyprof.formats.viewer import THREAD_LABELS, sample_threads  # noqa: E402
+from polyprof.model.threads import THREAD_LABELS, sample_threads  # noqa: E402
 from polyprof.model.profile import Profile, ValueType  # noqa: E402
 
 #: where the test leaves the rendered matrix for the end-of-run summary (conftest.py prints it)
@@ -64,7 +64,7 @@ def _chromium(name: str) -> Callable[[], bytes]:
     return load
 
 
-from conftest import PEER  # noqa: E402
+from helpers import PEER  # noqa: E402
 
 _PERFETTO = "google__perfetto/diff_tests_binary/"
 SOURCES = (

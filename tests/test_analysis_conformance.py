@@ -33,7 +33,7 @@ from polyprof.render.top import top_text
 from polyprof.render.traces import traces_lines
 from polyprof.render.tree import tree_text
 
-from conftest import PEER, peer_files
+from helpers import PEER, peer_files
 
 REFS = "generated/go_tool_pprof/"
 

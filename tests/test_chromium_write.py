@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from conftest import small_peer_profiles
+from helpers import small_peer_profiles
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_chromium_support import SYMBOLS, all_fixtures, fixture_bytes

@@ -13,7 +13,7 @@ import polyprof
 from polyprof.cli.main import build_parser
 from polyprof.model.dump import dump
 
-from conftest import REPO
+from helpers import REPO
 
 DEMO = REPO / "examples" / "demo.pb.gz"
 

@@ -11,7 +11,7 @@ import pytest
 
 import polyprof
 
-from conftest import GOLDEN
+from helpers import GOLDEN
 
 CPU = "generated/go_runtime_pprof/cpu.pb.gz"
 CPP = "google__pprof/internal/driver/testdata/cppbench.cpu_no_samples_type"

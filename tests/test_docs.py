@@ -9,7 +9,7 @@ import re
 import pytest
 
 import polyprof
-from conftest import REPO
+from helpers import REPO
 
 pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")

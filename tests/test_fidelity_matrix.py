@@ -13,7 +13,7 @@ import pytest
 
 import fidelity
 import polyprof
-from conftest import PEER, REPO
+from helpers import PEER, REPO
 
 DOC = REPO / "docs" / "FIDELITY.md"
 _HEADER = """\

@@ -27,7 +27,7 @@ from polyprof.analysis.options import Options
 from polyprof.model.builder import ProfileBuilder
 from polyprof.render import units
 
-from conftest import PEER, peer_files, peer_id
+from helpers import PEER, peer_files, peer_id
 
 SIMPLE = "jlfwong__speedscope/sample/profiles/pprof/simple.prof"
 SNAPSHOT = "jlfwong__speedscope/src/import/__snapshots__/pprof.test.ts.snap"

@@ -79,7 +79,7 @@ class Frames(HTMLParser):
 
 @pytest.fixture(scope="module")
 def simple_page(tmp_path_factory) -> tuple[Path, object]:
-    from conftest import PEER
+    from helpers import PEER
 
     if not (PEER / SIMPLE).exists():
         pytest.skip(f"peer data not found at {PEER}")

@@ -12,7 +12,7 @@ from polyprof.analysis.top import top
 from polyprof.analysis.options import Options
 from polyprof.render.flame import to_html
 
-from conftest import PEER
+from helpers import PEER
 
 DEMO = "examples/demo.pb.gz"
 LARGE = "google__pprof/internal/proftest/testdata/large.cpu"

@@ -25,7 +25,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 RUN = REPO / "fuzz" / "run.py"
 sys.path.insert(0, str(REPO / "fuzz"))

@@ -16,7 +16,7 @@ import pytest
 import polyprof
 from polyprof.formats import pprof
 
-from conftest import REPO, peer_id
+from helpers import REPO, peer_id
 from test_pprof import PPROF
 
 GO = shutil.which("go")

@@ -25,7 +25,7 @@ from polyprof.formats.source import GunzipReader, Source, inflate
 from polyprof.wire import vector as V
 from polyprof.wire.encode import Encoder
 
-from conftest import REPO
+from helpers import REPO
 
 sys.path.insert(0, str(REPO / "fuzz"))
 import cases  # noqa: E402

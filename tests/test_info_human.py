@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import PEER
+from helpers import PEER
 
 FILES = [
     "generated/simpleperf_from_aosp_testdata/perf_with_jit_symbol.exectype.trace",

@@ -18,7 +18,7 @@ import pytest
 import polyprof
 from polyprof.formats.pprof import _read
 
-from conftest import REPO
+from helpers import REPO
 
 DEMO = REPO / "examples" / "demo.pb.gz"
 

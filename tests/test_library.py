@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import polyprof
-from conftest import REPO
+from helpers import REPO
 
 DEMO = REPO / "examples" / "demo.pb.gz"
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 
 def test_pyflakes_rules_pass():

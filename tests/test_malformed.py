@@ -15,7 +15,7 @@ import polyprof
 from polyprof.errors import DecompressionLimitError, InputError, MalformedInputError, PolyprofError
 from polyprof.formats.options import ReadOptions
 
-from conftest import PEER, REPO
+from helpers import PEER, REPO
 
 SOURCES = ["examples/demo.pb.gz"]
 

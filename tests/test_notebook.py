@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import polyprof
-from conftest import PEER, REPO
+from helpers import PEER, REPO
 from polyprof.model.merge import compact
 
 pd = pytest.importorskip("pandas")

@@ -28,7 +28,7 @@ import pytest
 import polyprof
 from polyprof.model.profile import Profile
 
-from conftest import PEER
+from helpers import PEER
 
 from test_perfetto_support import label, stack_names
 

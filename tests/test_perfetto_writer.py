@@ -14,7 +14,7 @@ from polyprof.model.builder import ProfileBuilder
 from polyprof.model.dump import dump
 from polyprof.model.profile import Label
 
-from conftest import PEER, peer_id
+from helpers import PEER, peer_id
 from test_perfetto_reader import chrome_trace, heap_trace, perf_trace, stack_sample_trace
 from test_perfetto_support import CLEARED, NEEDS, TraceMaker, pb, read, write_bytes
 

@@ -17,7 +17,7 @@ from polyprof.model.profile import Label
 from polyprof.model.validate import check
 from polyprof.wire.encode import Encoder
 
-from conftest import PEER, REPO, peer_files, peer_id
+from helpers import PEER, REPO, peer_files, peer_id
 
 PPROF_FILES = [p for p in peer_files("**/*") if p.is_file() and p.suffix not in (".txt", ".json", ".md", ".snap", ".go")
                and "go_tool_pprof" not in str(p)]

@@ -17,7 +17,7 @@ from polyprof.analysis.options import Options
 from polyprof.analysis.top import top
 from polyprof.render.top import top_text
 
-from conftest import PEER, peer_files, peer_id
+from helpers import PEER, peer_files, peer_id
 
 EXACT = "generated/go_tool_pprof_exact/"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import go_pprof_refs as refs
-from conftest import PEER
+from helpers import PEER
 
 REPORTS = ("top", "tree", "traces", "peek", "tags")
 

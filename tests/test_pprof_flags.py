@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import go_pprof_refs as refs
-from conftest import PEER
+from helpers import PEER
 
 CASES = refs.FLAG_CASES
 VERB = {"dot": "graph"}

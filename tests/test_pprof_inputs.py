@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import go_pprof_refs as refs
 import pytest
-from conftest import PEER
+from helpers import PEER
 
 SAMPLE = PEER / refs.SAMPLE
 

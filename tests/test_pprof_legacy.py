@@ -19,7 +19,7 @@ import struct
 
 import go_pprof_refs as refs
 import pytest
-from conftest import PEER
+from helpers import PEER
 
 from polyprof import api
 from polyprof.analysis.raw import raw

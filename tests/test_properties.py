@@ -99,7 +99,6 @@ def test_merge_keeps_agreed_extras_and_every_differing_value():
 @SETTINGS
 @given(st.lists(st.lists(st.integers(0, 5), max_size=12), max_size=40), st.booleans())
 def test_bulk_stack_interning_numbers_callsites_in_pre_order(stacks, leaf_first):
-    from polyprof.analysis import graph
     from polyprof.model.profile import CallsiteTable
 
     b = ProfileBuilder("test")
@@ -122,7 +121,9 @@ def test_bulk_stack_interning_numbers_callsites_in_pre_order(stacks, leaf_first)
         return
     assert size is not None
     plain = CallsiteTable(cs.parent.copy(), cs.location.copy())
-    tin, tout = graph.euler(p.__class__(callsites=plain))
+    assert plain.preorder_size() is None
+    tin, tout = plain.euler()
     assert tin.tolist() == list(range(len(cs))) and (tout - tin + 1).tolist() == size.tolist()
     values = np.arange(len(cs), dtype=np.int64) * 3 - 7
-    assert graph._push_up(cs, values).tolist() == graph._push_up(plain, values).tolist()
+    assert cs.subtree_sums(values).tolist() == plain.subtree_sums(values).tolist()
+    assert plain.depth().tolist() == cs.depth().tolist()

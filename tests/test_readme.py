@@ -7,7 +7,7 @@ import shlex
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 README = (REPO / "README.md").read_text()
 COMMANDS = [line[2:].strip() for line in re.findall(r"^\$ .*$", README, flags=re.M)]

@@ -26,7 +26,7 @@ from polyprof.formats.options import ReadOptions
 from polyprof.formats.simpleperf._layout import Layout
 from polyprof.model.validate import check
 
-from conftest import PEER, peer_files, peer_id
+from helpers import PEER, peer_files, peer_id
 
 GEN = "generated/simpleperf/"
 AOSP = "generated/simpleperf_from_aosp_testdata/"
@@ -431,7 +431,7 @@ def test_offcpu_times_equal_simpleperf_report_library(peer):
     by simpleperf itself from the AOSP perf.data behind this file; its header
     says how. A switch-off sample ReportLib never emits (no end) is 0 here.
     """
-    from conftest import GOLDEN
+    from helpers import GOLDEN
 
     ref_path = GOLDEN / "simpleperf/perf_with_trace_offcpu_v2.reportlib_on_off_cpu.txt"
     theirs = Counter(tuple(line.split()) for line in ref_path.read_text().splitlines() if not line.startswith("#"))

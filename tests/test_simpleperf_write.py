@@ -17,7 +17,7 @@ from polyprof.model.dump import dump
 from polyprof.model.profile import ValueType
 from polyprof.model.validate import check
 
-from conftest import peer_files, peer_id
+from helpers import peer_files, peer_id
 from test_simpleperf_read import OFFCPU, SMALL, make
 
 PEER_TRACES = (peer_files("generated/simpleperf*/*.trace")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import small_peer_profiles
+from helpers import small_peer_profiles
 from test_chromium_support import SYMBOLS, fixture_bytes
 
 import polyprof
@@ -288,7 +288,7 @@ def test_golden_symbolized_dumps(golden) -> None:  # noqa: ANN001
 
 
 def test_the_readme_example_is_the_fixture() -> None:
-    from conftest import REPO
+    from helpers import REPO
 
     # examples/uma_unsymbolized.pb is this fixture's serialization (regenerate it the same way)
     assert (REPO / "examples" / "uma_unsymbolized.pb").read_bytes() == fixture_bytes("uma_log.textproto")

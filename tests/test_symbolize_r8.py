@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import PEER
+from helpers import PEER
 
 import polyprof
 from polyprof.formats.options import ReadOptions

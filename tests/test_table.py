@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import polyprof
-from conftest import REPO
+from helpers import REPO
 
 pa = pytest.importorskip("pyarrow")
 pd = pytest.importorskip("pandas")

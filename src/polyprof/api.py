@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TypeAlias
 
 from polyprof.errors import InputError, MalformedInputError, OptionsError, UnrecognizedFormatError
 from polyprof.formats import registry
@@ -23,7 +24,7 @@ __all__ = ["convert", "detect", "read", "read_all", "write"]
 
 #: A path (str or os.PathLike), bytes, bytearray, memoryview, a binary file object
 #: (seekable or not: sys.stdin.buffer, an HTTP response) or a Source.
-PathOrBytes = Input
+PathOrBytes: TypeAlias = Input
 
 
 def detect(src: PathOrBytes) -> registry.FormatSpec:
@@ -49,7 +50,7 @@ def detect(src: PathOrBytes) -> registry.FormatSpec:
 def _raw_is_gzip(source: Source) -> bool:
     if source.raw is not None:
         return source.raw.startswith(GZIP_MAGIC)
-    with open(source.path, "rb") as fh:
+    with open(source.name, "rb") as fh:
         return fh.read(2) == GZIP_MAGIC
 
 

@@ -48,7 +48,7 @@ class Choice:
 
     @property
     def labels(self) -> dict:
-        return dict(self.profile.extras.get("profile_labels") or {})
+        return self.profile.extras.profile_labels
 
     def describe(self) -> str:
         """``kind=perf event=cpu-clock pid=7 process_name=app`` (or ``profile N``)."""
@@ -70,7 +70,7 @@ def choices(profiles: Sequence[Profile]) -> list[Choice]:
     """The profiles of an input, numbered as ``--profile`` and ``polyprof info`` number them, each with
     the selectors that leave it alone: ``--profile N`` always, ``--pid P`` when no other profile has
     that pid, ``--heap H`` when every profile is a heap dump and no other one is of that heap."""
-    labels = [p.extras.get("profile_labels") or {} for p in profiles]
+    labels = [p.extras.profile_labels for p in profiles]
     pids = [str(lb.get("pid")) for lb in labels if "pid" in lb]
     heaps = [str(lb["heap"]) for lb in labels if "heap" in lb]
     out = []
@@ -126,7 +126,7 @@ def _merge(profiles: list[Profile], union: bool) -> Profile:
 
     origins = [_origin(p) or f"profile {i}" for i, p in enumerate(profiles, 1)]
     labels = [tuple(Label(k, str=str(v)) if isinstance(v, str) else Label(k, num=int(v))
-                    for k, v in (p.extras.get("profile_labels") or {}).items()) for p in profiles]
+                    for k, v in p.extras.profile_labels.items()) for p in profiles]
     merged = merge(union_sample_types(profiles) if union else profiles, labels)
     if len(set(origins)) > 1:
         merged.extras["merged_from"] = list(dict.fromkeys(origins))
@@ -135,7 +135,7 @@ def _merge(profiles: list[Profile], union: bool) -> Profile:
 
 def _origin(p: Profile) -> str:
     """What a profile was: ``name (pid N)`` from its labels, else its main file's name."""
-    labels = p.extras.get("profile_labels") or {}
+    labels = p.extras.profile_labels
     process = labels.get("process_name") or labels.get("process")
     pid = labels.get("pid")
     if process and pid is not None:
@@ -157,14 +157,14 @@ def latest_snapshots(profiles: list[Profile]) -> list[Profile]:
     """
     series: dict[tuple, list[int]] = {}
     for i, p in enumerate(profiles):
-        labels = p.extras.get("profile_labels") or {}
+        labels = p.extras.profile_labels
         if "dump_time" in labels:
             key = tuple(sorted((k, str(v)) for k, v in labels.items() if k != "dump_time"))
             series.setdefault(key, []).append(i)
-    drop = set()
+    drop: set[int] = set()
     for members in series.values():
         if len(members) > 1:
-            last = max(members, key=lambda i: (profiles[i].extras["profile_labels"]["dump_time"], i))
+            last = max(members, key=lambda i: (profiles[i].extras.profile_labels["dump_time"], i))
             drop.update(m for m in members if m != last)
             warning = (f"kept the last of {len(members)} cumulative dumps of this process and heap "
                        "(earlier dumps are listed by 'polyprof info')")

@@ -21,7 +21,7 @@ import numpy as np
 
 from polyprof.analysis import filters, tags
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.graph import NodeMap, callsite_weights, euler, node_map, node_weights, pairs
+from polyprof.analysis.graph import NodeMap, callsite_weights, node_map, node_weights, pairs
 from polyprof.analysis.options import Options, resolve
 from polyprof.analysis.result import ProfileSummary, Result
 from polyprof.analysis.trim import Edges, call_edges, report_column
@@ -241,7 +241,7 @@ class _Tagger:
         self.set_name = [_join(ls) for ls in p.labelsets]
         self.set_bytes = [[(lab.num or 0, units.get("bytes", "bytes")) for lab in ls
                            if lab.key == "bytes" and lab.str is None] for ls in p.labelsets]
-        tin, _ = euler(p)
+        tin, _ = p.callsites.euler()
         self.sample_pos = np.where(s.stack >= 0, tin[np.maximum(s.stack, 0)], -1)
         leaf_loc = p.callsites.location[np.maximum(s.stack, 0)]
         self.sample_leaf = np.where(s.stack >= 0, nodes.loc_nodes[nodes.loc_start[leaf_loc]], -1)
@@ -252,7 +252,7 @@ class _Tagger:
     def _weights(self, n: int) -> tuple[dict, dict]:
         if n in self._cache:
             return self._cache[n]
-        tin, tout = euler(self.p)
+        tin, tout = self.p.callsites.euler()
         pc, pn = self.occurrences
         sites = np.unique(pc[pn == n])
         by_entry = np.argsort(tin[sites], kind="stable")

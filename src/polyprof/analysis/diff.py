@@ -225,11 +225,10 @@ def _only(p: Profile, column: int) -> Profile:
 
     vt = p.sample_types[column]
     keep_period = p.period_type is not None and units.finest(p.period_type.unit, vt.unit) is not None
-    return dataclasses.replace(p, sample_types=[vt], default_sample_type=vt.type,
-                               samples=dataclasses.replace(p.samples, values=p.samples.values[:, [column]]),
-                               period_type=p.period_type if keep_period else None,
-                               period=p.period if keep_period else 0, comments=list(p.comments),
-                               extras=dict(p.extras), warnings=list(p.warnings))
+    return p.copy_with(sample_types=[vt], default_sample_type=vt.type,
+                       samples=dataclasses.replace(p.samples, values=p.samples.values[:, [column]]),
+                       period_type=p.period_type if keep_period else None,
+                       period=p.period if keep_period else 0)
 
 
 def _values(p: Profile, index: int) -> np.ndarray:
@@ -282,7 +281,8 @@ def _factors(normalize: str, profiles: list[Profile], vt: ValueType,
     if normalize == "none":
         return (1.0, 1.0), vt.unit
     if normalize == "total":
-        return tuple(1.0 / t if t else 0.0 for t in totals), ""  # type: ignore[return-value]
+        base, new = (1.0 / t if t else 0.0 for t in totals)
+        return (base, new), ""
     rates = [_rate(p, vt, side) for p, side in zip(profiles, ("base", "new"))]
     if rates[0][1] != rates[1][1]:
         raise OptionsError(f"{{normalize}}=rate: base is in {rates[0][1]}/s but new in {rates[1][1]}/s "

@@ -126,7 +126,7 @@ def _symbols(binary: str, rx: re.Pattern[str]) -> list[tuple[list[str], int, int
     found: list[tuple[list[str], int, int]] = []
     names: list[str] = []
     start = 0
-    for line in out.decode("utf-8", errors="replace").splitlines() + [None]:  # type: ignore[list-item]
+    for line in [*out.decode("utf-8", errors="replace").splitlines(), None]:
         m = _NM_LINE.match(line) if line is not None else None
         if line is not None and m is None:
             continue

@@ -34,9 +34,9 @@ as in pprof, so ``--focus`` finds functions even in a ``files`` report.
     carry them).
 ``thread``
     a regular expression on the thread name, found as the viewer writers
-    find it (:func:`polyprof.formats.viewer.sample_threads`): a string label
+    find it (:func:`polyprof.model.threads.sample_threads`): a string label
     ``thread_name``, ``thread`` or ``comm`` on the sample, else the
-    readers' ``extras["threads"]``/``extras["thread_names"]`` looked up with
+    reader's thread table (``extras.threads``) looked up with
     the sample's tid.
 ``time_range``
     (start, end) in ns, keeping start <= t < end (as the Perfetto reader's
@@ -63,8 +63,9 @@ from polyprof.analysis.graph import display_name
 from polyprof.analysis.labels import keep_label_keys, label_frames, option_regex
 from polyprof.analysis.options import Options, resolve
 from polyprof.errors import OptionsError
-from polyprof.formats.viewer import sample_threads
 from polyprof.model.profile import Profile, ValueType
+from polyprof.model.threads import sample_threads
+from polyprof.model.tree import segment_owner, segment_positions
 
 __all__ = ["FILTERS", "FilterResult", "apply", "prepare", "time_origin"]
 
@@ -139,14 +140,14 @@ def apply(p: Profile, options: Options | None = None, **overrides: Any) -> Filte
     steps = [lambda q: _select(q, o, rx["thread"], matched)]
     if any(rx[k] is not None for k in ("focus", "ignore", "hide", "show")):
         steps.append(lambda q: _by_name(q, rx, matched))
-    if rx["show_from"] is not None:
-        steps.append(lambda q: _show_from(q, rx["show_from"], matched))
+    if (show_from := rx["show_from"]) is not None:
+        steps.append(lambda q: _show_from(q, show_from, matched))
     if tagf is not None or tagi is not None:
         steps.append(lambda q: _by_tag(q, tagf, tagi, matched))
     if o.tagshow or o.taghide:
         steps.append(lambda q: _label_keys(q, o, matched))
-    if rx["prune_from"] is not None:
-        steps.append(lambda q: _prune_from(q, rx["prune_from"], matched))
+    if (prune_from := rx["prune_from"]) is not None:
+        steps.append(lambda q: _prune_from(q, prune_from, matched))
     for step in steps:
         p, kept = step(p)  # kept: the samples that stayed (mask or row numbers), None for all
         if kept is not None:
@@ -210,8 +211,8 @@ def _names(p: Profile) -> list[str]:
 
 def _line_positions(p: Profile) -> tuple[np.ndarray, np.ndarray]:
     """Per line row: its location, and its position in it (0 = innermost)."""
-    line_loc = np.repeat(np.arange(len(p.locations)), np.diff(p.locations.line_start))
-    return line_loc, np.arange(len(p.lines)) - p.locations.line_start[line_loc]
+    counts = np.diff(p.locations.line_start)
+    return segment_owner(counts), segment_positions(counts)
 
 
 def _by_name(p: Profile, rx: dict, matched: dict[str, bool]) -> tuple[Profile, np.ndarray]:
@@ -366,7 +367,7 @@ def _select(p: Profile, o: Options, thread: re.Pattern[str] | None,
         wanted = getattr(o, name)
         if wanted:
             values, present = tags.sample_numbers(p, name)
-            if values is None:
+            if values is None or present is None:
                 raise OptionsError(f"cannot select {{{name}}}={','.join(map(str, sorted(wanted)))}: "
                                    f"the samples of this profile carry no {name}", options=(name,))
             hit = present & np.isin(values, np.fromiter(wanted, dtype=np.int64))
@@ -402,7 +403,7 @@ def time_origin(p: Profile, times: np.ndarray) -> int:
 
 def _in_time_range(p: Profile, window: tuple[int | None, int | None]) -> np.ndarray:
     times, present = tags.sample_numbers(p, "time")
-    if times is None:
+    if times is None or present is None:
         raise OptionsError("cannot select by {time_range}: the samples of this profile have no timestamps",
                            options=("time_range",))
     origin = time_origin(p, times[present])

@@ -8,8 +8,8 @@ Recursion is not collapsed: a flame graph shows every level.
 
 The tree is computed with numpy one *flame depth* at a time: every
 (callsite, inline line) pair knows its depth, all pairs of one depth are
-merged with a single ``np.unique``, so the cost is a sort per level, not a
-dictionary lookup per frame.
+interned together (:func:`polyprof.model.tree.intern_paths`), so the cost is
+a sort per level, not a dictionary lookup per frame.
 
 Nodes come in pre-order with children sorted by name (``flamegraph.pl``'s
 order). ``start`` is a node's left edge and ``width`` its extent, in weight
@@ -27,6 +27,7 @@ code that vanished entirely is not drawn (its base weight is in
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -38,6 +39,7 @@ from polyprof.analysis.graph import node_map, sum_by
 from polyprof.analysis.nodes import NodeMap
 from polyprof.analysis.options import Options, resolve
 from polyprof.analysis.result import NodeFields, Result, node_fields
+from polyprof.model import tree
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MIN_FRACTION", "FlameTree", "flame_tree"]
@@ -112,8 +114,9 @@ class FlameTree(Result):
     def lines(self) -> list[str]:
         """A readable dump, one node per line: indentation, name, self, total (and base)."""
         out = []
+        bs, bt = self.base_self, self.base_total
         for i in range(len(self)):
-            base = f" base {int(self.base_self[i])}/{int(self.base_total[i])}" if self.is_diff else ""
+            base = f" base {int(bs[i])}/{int(bt[i])}" if bs is not None and bt is not None else ""
             out.append(f"{'  ' * int(self.depth[i])}{self.names[i]}  self {int(self.self[i])} "
                        f"total {int(self.total[i])}{base}")
         return out
@@ -141,11 +144,9 @@ def _side(p: Profile, o: Options) -> tuple[_Side, NodeMap, np.ndarray]:
     loc = p.callsites.location.astype(np.int64)
     first = nodes.loc_start[loc]
     count = nodes.loc_start[loc + 1] - first
-    total = int(count.sum())
-    owner = np.repeat(np.arange(loc.size, dtype=np.int64), count)
-    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+    owner = tree.segment_owner(count)
     # node_map lists a location's lines innermost first; a flame path wants outermost first
-    local = nodes.loc_nodes[first[owner] + count[owner] - 1 - within] if total else np.zeros(0, np.int64)
+    local = nodes.loc_nodes[first[owner] + count[owner] - 1 - tree.segment_positions(count)]
     empty = int(values[~has].astype(np.int64).sum())
     vt = p.sample_types[index] if p.sample_types else ValueType("", "")
     side = _Side(p.callsites.parent.astype(np.int64), count, local, leaf, empty, vt)
@@ -166,82 +167,22 @@ def _merge_sides(sides: list[_Side]) -> tuple[np.ndarray, np.ndarray, np.ndarray
             np.concatenate(owner))
 
 
-def _levels(parent: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Flame depth of each callsite's outermost frame minus one (0 for root callsites).
-
-    That is the sum of ``count`` over the callsite's ancestors, found by
-    pointer jumping: log2(depth) whole-array steps instead of one per level.
-    """
-    acc = count.astype(np.int64)
-    up = parent.astype(np.int64)
-    live = np.nonzero(up >= 0)[0]
-    while live.size:
-        hop = up[live]
-        acc[live] += acc[hop]  # reads of acc[hop] see the values before this step (fancy-index copy)
-        up[live] = up[hop]
-        live = live[up[live] >= 0]
-    return acc - count
-
-
-def _build(parent: np.ndarray, count: np.ndarray, frames: np.ndarray, n_names: int):
-    """Flame nodes of the merged forest; returns (node parent, node name, node of each pair, level bounds)."""
-    pair_start = np.cumsum(count) - count
-    owner = np.repeat(np.arange(parent.size, dtype=np.int64), count)
-    j = np.arange(frames.size, dtype=np.int64) - pair_start[owner]
-    depth = _levels(parent, count)[owner] + j + 1
-    up = np.where(j > 0, np.arange(frames.size) - 1,
-                  np.where(parent[owner] >= 0, pair_start[parent[owner]] + count[parent[owner]] - 1, -1))
-    node_of = np.zeros(frames.size, dtype=np.int64)
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=0)) + 2))
-    node_parent, node_name, levels = [np.array([-1])], [np.array([-1])], [0, 1]
-    next_id = 1
-    for d in range(1, len(bounds) - 1):
-        sel = order[bounds[d]:bounds[d + 1]]
-        if not sel.size:
-            break
-        above = np.where(up[sel] >= 0, node_of[np.maximum(up[sel], 0)], 0)
-        uniq, inverse = np.unique(above * n_names + frames[sel], return_inverse=True)
-        node_of[sel] = next_id + inverse.reshape(-1)
-        node_parent.append(uniq // n_names)
-        node_name.append(uniq % n_names)
-        next_id += uniq.size
-        levels.append(next_id)
-    last_pair = pair_start + count - 1
-    return (np.concatenate(node_parent), np.concatenate(node_name), node_of[last_pair],
-            np.array(levels, dtype=np.int64))
-
-
-def _sum_up(values: np.ndarray, parent: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """Subtree sums; nodes of one depth are the contiguous ids levels[d]:levels[d+1]."""
-    out = values.copy()
-    for d in range(len(levels) - 2, 0, -1):
-        lo, hi = int(levels[d]), int(levels[d + 1])
-        par = parent[lo:hi]  # sorted: siblings are contiguous, so reduceat sums exactly in int64
-        starts = np.flatnonzero(np.concatenate(([True], par[1:] != par[:-1])))
-        out[par[starts]] += np.add.reduceat(out[lo:hi], starts)
-    return out
-
-
-def _within_parent(values: np.ndarray, parent: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Exclusive running sum of values[lo:hi] within each parent group (ids sorted by parent)."""
-    v = values[lo:hi]
-    before = np.cumsum(v) - v
-    group_first = np.searchsorted(parent[lo:hi], parent[lo:hi], side="left")
-    return before - before[group_first]
-
-
-def _layout(parent, levels, width, size):  # noqa: ANN001, ANN202
-    """(pre-order index, left edge) of every node."""
-    n = parent.size
-    pre = np.zeros(n, dtype=np.int64)
-    start = np.zeros(n, dtype=np.int64)
-    for d in range(1, len(levels) - 1):
-        lo, hi = levels[d], levels[d + 1]
-        par = parent[lo:hi]
-        pre[lo:hi] = pre[par] + 1 + _within_parent(size, parent, lo, hi)
-        start[lo:hi] = start[par] + _within_parent(width, parent, lo, hi)
-    return pre, start
+def _build(parent: np.ndarray, count: np.ndarray, frames: np.ndarray,
+           n_names: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tree.Level]]:
+    """Flame nodes of the merged forest: (node parent, node name, node of each
+    callsite's last pair, the levels of the node tree). Node 0 is the root;
+    every (callsite, line) pair is a path item one flame level below the pair
+    before it (the previous line, or the parent callsite's last line)."""
+    owner, j, up, pair_start = tree.expand_chains(parent, count)
+    # Flame depth of a callsite's outermost pair: the pairs of all its ancestors.
+    depth = (tree.path_sums(parent, count) - count)[owner] + j
+    order, bounds = tree.group_by_depth(depth)
+    node_of, node_parent, node_name, starts = tree.intern_paths(up, frames, order, bounds, n_names)
+    # Shift past the root: node 0 holds every path.
+    node_parent = np.concatenate(([-1], node_parent + 1))
+    level_start = [0] + [s + 1 for s in starts]
+    levels = [tree.Level.of(slice(lo, hi), node_parent[lo:hi]) for lo, hi in itertools.pairwise(level_start)]
+    return node_parent, np.concatenate(([-1], node_name)), node_of[pair_start + count - 1] + 1, levels
 
 
 def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
@@ -276,21 +217,21 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
         np.add.at(s, leaf_node[mine], side.leaf)
         s[0] += side.empty
         selfs.append(s)
-    totals = [_sum_up(s, node_parent, levels) for s in selfs]
-    width = _sum_up(np.maximum(selfs[0], 0), node_parent, levels)
-    size = _sum_up(np.ones(node_parent.size, dtype=np.int64), node_parent, levels)
-    pre, start = _layout(node_parent, levels, width, size)
-    depth = np.repeat(np.arange(len(levels) - 1, dtype=np.int64), np.diff(levels))
+    totals = [tree.subtree_sums(s, levels) for s in selfs]
+    width = tree.subtree_sums(np.maximum(selfs[0], 0), levels)
+    pre, _ = tree.euler(levels, node_parent.size)
+    start = tree.place_children(width, levels, 0)
+    depth = tree.segment_owner(np.array([lv.parent.size for lv in levels]))
     label = (names, node_name)
-    tree = _finish(label, node_parent, depth, selfs, totals, width, start, pre, sides[0].sample_type,
-                   min_fraction, max_nodes)
-    tree.active_filters = tuple(new.active)
-    tree.inverted = inverted
+    flame = _finish(label, node_parent, depth, selfs, totals, width, start, pre, sides[0].sample_type,
+                    min_fraction, max_nodes)
+    flame.active_filters = tuple(new.active)
+    flame.inverted = inverted
     if not inverted:
-        tree.hint = _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
-    tree.identity = _identity(set(tree.names), [(prep.profile, r[1]) for prep, r in
-                                                 zip([new] + ([old] if old is not None else []), results)])
-    return tree
+        flame.hint = _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
+    flame.identity = _identity(set(flame.names), [(prep.profile, r[1]) for prep, r in
+                                                   zip([new] + ([old] if old is not None else []), results)])
+    return flame
 
 
 def _identity(wanted: set[str], sides: list[tuple[Profile, NodeMap]]) -> dict[str, dict[str, Any]]:
@@ -317,7 +258,7 @@ def _inverted(side: _Side) -> _Side:
     node = np.full(leaves.size, -1, dtype=np.int64)
     parents, frames, ends = [], [], []
     made, empty = 0, side.empty
-    width = np.int64(int(side.frames.max(initial=0)) + 2)
+    n_frames = int(side.frames.max(initial=0)) + 2
     while cur.size:
         while True:  # step over callsites without frames (and past the root)
             up = (cur >= 0) & (pos < 0)
@@ -334,11 +275,10 @@ def _inverted(side: _Side) -> _Side:
         if not cur.size:
             break
         frame = side.frames[start[cur] + pos]
-        keys, first, inverse = np.unique((node + 1) * width + frame, return_index=True, return_inverse=True)
-        parents.append(node[first])
-        frames.append(frame[first])
-        node = made + inverse.reshape(-1)
-        made += keys.size
+        node, new_parent, new_frame = tree.intern_level(node, frame, n_frames, made)
+        parents.append(new_parent)
+        frames.append(new_frame)
+        made += new_parent.size
         pos = pos - 1
         done = (pos < 0) & (side.parent[cur] < 0)
         if done.any():
@@ -385,14 +325,14 @@ def _finish(label, parent, depth, selfs, totals, width, start, pre, vt,  # noqa:
     kept = kept[np.argsort(pre[kept], kind="stable")]
     new_id = np.full(parent.size, -1, dtype=np.int64)
     new_id[kept] = np.arange(kept.size)
-    tree = FlameTree(
+    flame = FlameTree(
         names=[ROOT_NAME if i < 0 else label[0][i] for i in label[1][kept].tolist()],
         parent=np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1),
         depth=depth[kept], self=selfs[0][kept], total=totals[0][kept],
         start=start[kept], width=width[kept], sample_type=vt,
         dropped=int(np.count_nonzero(~keep & (width > 0))), min_width=threshold)
     if len(selfs) > 1:
-        tree.base_self, tree.base_total = selfs[1][kept], totals[1][kept]
+        flame.base_self, flame.base_total = selfs[1][kept], totals[1][kept]
         gone = (width == 0) & (totals[1] != 0) & (parent >= 0) & (width[np.maximum(parent, 0)] > 0)
-        tree.base_only = int(totals[1][gone].sum())
-    return tree
+        flame.base_only = int(totals[1][gone].sum())
+    return flame

@@ -15,8 +15,9 @@ import numpy as np
 
 from polyprof.analysis.nodes import GRANULARITIES, NodeInfo, NodeMap, display_name, node_map
 from polyprof.model.profile import Profile
+from polyprof.model.tree import outermost, segment_positions
 
-__all__ = ["GRANULARITIES", "NodeInfo", "NodeMap", "Weights", "callsite_weights", "euler",
+__all__ = ["GRANULARITIES", "NodeInfo", "NodeMap", "Weights", "callsite_weights",
            "calls", "display_name", "edges", "node_map", "node_weights", "ranked", "sum_by"]
 
 # ---------------------------------------------------------------- weights
@@ -36,33 +37,6 @@ def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
         return np.bincount(keys, weights=values, minlength=size).astype(np.int64)
     out = np.zeros(size, dtype=np.int64)
     np.add.at(out, keys, values.astype(np.int64, copy=False))
-    return out
-
-
-def _push_up(cs, values: np.ndarray) -> np.ndarray:  # noqa: ANN001
-    """Subtree sums of each column of ``values`` (n or n x k) over the callsite tree.
-
-    Level by level from the deepest, children are grouped by parent and
-    summed with one ``reduceat`` per level (exact int64 arithmetic).
-    """
-    size = cs.preorder_size()
-    if size is not None:  # subtrees are id ranges: differences of one running sum
-        running = np.zeros((len(cs) + 1,) + np.shape(values)[1:], dtype=np.int64)
-        np.cumsum(values, axis=0, dtype=np.int64, out=running[1:])
-        return running[np.arange(1, len(cs) + 1) + size - 1] - running[:-1]
-    out = np.array(values, dtype=np.int64, copy=True)
-    order, bounds = cs.levels()
-    parent = cs.parent
-    for d in range(len(bounds) - 2, 0, -1):  # children before parents
-        nodes = order[bounds[d]:bounds[d + 1]]
-        if not nodes.size:
-            continue
-        par = parent[nodes]
-        if par.size > 1 and (par[1:] < par[:-1]).any():
-            by_parent = np.argsort(par, kind="stable")
-            nodes, par = nodes[by_parent], par[by_parent]
-        starts = np.flatnonzero(np.concatenate(([True], par[1:] != par[:-1])))
-        out[par[starts]] += np.add.reduceat(out[nodes], starts, axis=0)
     return out
 
 
@@ -87,50 +61,11 @@ def callsite_weights(p: Profile, values: np.ndarray, mask: np.ndarray | None = N
     total = int(values.astype(np.int64).sum())
     if not values.size or values.min() >= 0:
         # Without negative values a subtree holds a non-zero sample iff its sum is non-zero.
-        subtree = _push_up(p.callsites, leaf) if n else leaf
+        subtree = p.callsites.subtree_sums(leaf) if n else leaf
         return Weights(leaf, subtree, (subtree != 0).astype(np.int64), total)
     nz = sum_by(stack[has], values[has] != 0, n)
-    both = _push_up(p.callsites, np.stack([leaf, nz], axis=1)) if n else np.zeros((0, 2), np.int64)
+    both = p.callsites.subtree_sums(np.stack([leaf, nz], axis=1)) if n else np.zeros((0, 2), np.int64)
     return Weights(leaf, both[:, 0], both[:, 1], total)
-
-
-def euler(p: Profile) -> tuple[np.ndarray, np.ndarray]:
-    """Pre-order entry index and last descendant's entry index of every callsite.
-
-    Cached on the callsite table (tables are immutable once built)."""
-    cs = p.callsites
-    cached = getattr(cs, "_euler", None)
-    if cached is not None and len(cached[0]) == len(cs):
-        return cached
-    size = cs.preorder_size()
-    if size is not None:
-        tin = np.arange(len(cs), dtype=np.int64)
-        cs._euler = (tin, tin + size - 1)  # type: ignore[attr-defined]
-        return cs._euler
-    cs._euler = _euler(cs)  # type: ignore[attr-defined]
-    return cs._euler
-
-
-def _euler(cs) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
-    n = len(cs)
-    tin = np.zeros(n, dtype=np.int64)
-    if not n:
-        return tin, tin
-    size = _push_up(cs, np.ones(n, dtype=np.int64))
-    order, bounds = cs.levels()
-    roots = order[bounds[0]:bounds[1]]
-    tin[roots] = np.cumsum(size[roots]) - size[roots]
-    for d in range(1, len(bounds) - 1):
-        nodes = order[bounds[d]:bounds[d + 1]]
-        par = cs.parent[nodes]
-        if par.size > 1 and (par[1:] < par[:-1]).any():
-            by_parent = np.argsort(par, kind="stable")
-            nodes, par = nodes[by_parent], par[by_parent]
-        before = np.cumsum(size[nodes]) - size[nodes]  # running sum across all groups
-        new_group = np.flatnonzero(np.concatenate(([True], par[1:] != par[:-1])))
-        group_first = np.repeat(new_group, np.diff(np.append(new_group, par.size)))
-        tin[nodes] = tin[par] + 1 + before - before[group_first]
-    return tin, tin + size - 1
 
 
 def _small_ids(ids: np.ndarray, count: int) -> np.ndarray:
@@ -158,7 +93,7 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
     first_node = nodes.loc_nodes[nodes.loc_start[leaf_loc]]  # the innermost line's node
     has_line = np.diff(nodes.loc_start)[leaf_loc] > 0
     flat = sum_by(first_node[has_line], w.leaf[leafy[has_line]], nn)
-    tin, tout = euler(p)
+    tin, tout = cs.euler()
     # Callsites in pre-order, skipping those no non-zero sample passes (nothing to count there).
     if cs.preorder_size() is not None:
         live = np.flatnonzero(w.nonzero > 0)
@@ -170,12 +105,7 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
     order = np.argsort(_small_ids(pn, nn), kind="stable")  # by node, pre-order within
     pn, pc = pn[order], pc[order]
     del order
-    # Pre-order positions fit in 32 bits and node ids in the rest: one int64 key.
-    node_key = pn.astype(np.int64) << np.int64(32)
-    reach = np.maximum.accumulate(node_key | tout[pc])
-    top = np.ones(pn.size, dtype=bool)
-    top[1:] = (node_key[1:] | tin[pc[1:]]) > reach[:-1]
-    del reach, node_key
+    top = outermost(pn, pc, tin, tout)
     cum = sum_by(pn[top], w.subtree[pc[top]], nn)
     return flat, cum
 
@@ -193,7 +123,7 @@ def pairs(nodes: NodeMap, callsites: np.ndarray, loc_of: np.ndarray) -> tuple[np
     multi = np.flatnonzero(more)
     reps = more[multi].astype(np.int64)
     total = int(reps.sum())
-    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
+    within = segment_positions(reps)
     # A callsite's innermost line goes after every line of the callsites before
     # it; its outer lines follow it directly.
     at_first = np.arange(callsites.size, dtype=np.int64)
@@ -247,7 +177,7 @@ def calls(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None
     locs = loc_of[sites]
     first, count = nodes.loc_start[locs], nodes.loc_start[locs + 1] - nodes.loc_start[locs]
     pc = np.repeat(sites, count)
-    k = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
+    k = segment_positions(count)
     entry = np.repeat(first, count) + k
     sel = wanted[nodes.loc_nodes[entry]]
     pc, k, entry = pc[sel], k[sel], entry[sel]

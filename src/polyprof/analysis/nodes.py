@@ -21,6 +21,7 @@ import numpy as np
 from polyprof.errors import OptionsError
 from polyprof.model.columns import factorize_rows
 from polyprof.model.profile import Profile
+from polyprof.model.tree import segment_owner, segment_positions
 
 __all__ = ["GRANULARITIES", "NodeInfo", "NodeMap", "display_name", "node_map"]
 
@@ -123,9 +124,8 @@ def node_map(p: Profile, granularity: str = "functions", *, inlines: bool = True
     modules = granularity == "modules"
     per_loc = np.ones(len(loc), dtype=np.int64) if modules or not inlines else np.maximum(counts, 1)
     n_entries = int(per_loc.sum())
-    entry_loc = np.repeat(np.arange(len(loc), dtype=np.int64), per_loc)
-    first = np.cumsum(per_loc) - per_loc
-    k = np.arange(n_entries, dtype=np.int64) - first[entry_loc]
+    entry_loc = segment_owner(per_loc)
+    k = segment_positions(per_loc)
     has_line = (counts[entry_loc] > 0) & (not modules)
     row = loc.line_start[entry_loc + 1] - 1 if not inlines else loc.line_start[entry_loc] + k
     row = np.where(has_line, row, 0)

@@ -77,14 +77,14 @@ class Result:
     def _row_objects(self) -> Sequence[Any]:
         return getattr(self, "rows")
 
-    def _columns(self, table: str) -> dict[str, Sequence[Any]]:
+    def _columns(self, table: str) -> dict[str, Sequence[Any] | np.ndarray]:
         """Column name -> values (equal lengths) of ``table``. Default: the fields of ``ROW``."""
         if self.ROW is None:
             raise NotImplementedError(f"{type(self).__name__} has no table")
         rows = self._row_objects()
         return {f.name: [getattr(r, f.name) for r in rows] for f in dataclasses.fields(self.ROW)}
 
-    def _table(self, table: str | None) -> dict[str, Sequence[Any]]:
+    def _table(self, table: str | None) -> dict[str, Sequence[Any] | np.ndarray]:
         name = table or self.TABLES[0]
         if name not in self.TABLES:
             raise OptionsError(f"{type(self).__name__} has no table {name!r}; tables: {', '.join(self.TABLES)}")

@@ -1,9 +1,9 @@
 """Vectorized transforms of the callsite tree, shared by the filters.
 
-Every function works one tree level at a time over all callsites (numpy),
-never per sample and never per callsite in Python, so a profile with a
-million callsites and hundreds of thousands of samples stays fast. They rely
-on the model's invariant that a callsite's parent precedes it.
+Every function works one tree level at a time over all callsites with the
+kernels of :mod:`polyprof.model.tree`, never per sample and never per
+callsite in Python, so a profile with a million callsites and hundreds of
+thousands of samples stays fast.
 
 - :func:`take_samples` keeps a subset of samples (tables are shared);
 - :func:`path_any` says, per callsite, whether a flag is set on it or on any
@@ -20,18 +20,19 @@ on the model's invariant that a callsite's parent precedes it.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
+from polyprof.model import tree
 from polyprof.model.profile import CallsiteTable, LineTable, LocationTable, Profile, SampleTable
 
-__all__ = ["levels", "nearest", "path_any", "rebuild", "rewrite_lines", "take_samples", "with_samples"]
+__all__ = ["nearest", "path_any", "rebuild", "rewrite_lines", "take_samples", "with_samples"]
 
 
-def with_samples(p: Profile, samples: SampleTable, **changes: object) -> Profile:
+def with_samples(p: Profile, samples: SampleTable, **changes: Any) -> Profile:
     """A copy of ``p`` sharing its tables, with ``samples`` (and other fields) replaced."""
-    return dataclasses.replace(p, samples=samples, comments=list(p.comments), extras=dict(p.extras),
-                               warnings=list(p.warnings), **changes)
+    return p.copy_with(samples=samples, **changes)
 
 
 def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) -> Profile:
@@ -45,21 +46,9 @@ def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) 
     return with_samples(p, table)
 
 
-def levels(cs: CallsiteTable) -> list[np.ndarray]:
-    """Callsite ids grouped by depth, roots first."""
-    if not len(cs):
-        return []
-    depth = cs.depth()
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
-    return [order[bounds[d]:bounds[d + 1]] for d in range(int(depth.max()) + 1)]
-
-
 def path_any(cs: CallsiteTable, flag: np.ndarray, *, strict: bool = False) -> np.ndarray:
     """Per callsite: ``flag`` holds on it or an ancestor (only ancestors if ``strict``)."""
-    out = flag.astype(bool).copy()
-    for nodes in levels(cs)[1:]:
-        out[nodes] |= out[cs.parent[nodes]]
+    out = tree.any_above(flag, cs.parent, cs.levels())
     if not strict:
         return out
     res = np.zeros(len(cs), dtype=bool)
@@ -70,11 +59,7 @@ def path_any(cs: CallsiteTable, flag: np.ndarray, *, strict: bool = False) -> np
 
 def nearest(cs: CallsiteTable, flag: np.ndarray) -> np.ndarray:
     """Per callsite: the nearest ancestor-or-self where ``flag`` holds, or -1."""
-    out = np.where(flag, np.arange(len(cs)), -1)
-    for nodes in levels(cs)[1:]:
-        missing = nodes[out[nodes] < 0]
-        out[missing] = out[cs.parent[missing]]
-    return out
+    return tree.fill_down(np.where(flag, np.arange(len(cs)), -1), cs.parent, cs.levels())
 
 
 def rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray,
@@ -90,41 +75,19 @@ def rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray,
     n = len(cs)
     cut = np.zeros(n, dtype=bool) if cut is None else cut
     sentinel = n  # "explicitly nothing above": stops the downward propagation
-    own = np.where(keep, np.arange(n), np.where(cut, sentinel, -1))
-    lv = levels(cs)
-    for nodes in lv[1:]:
-        missing = nodes[own[nodes] < 0]
-        own[missing] = own[cs.parent[missing]]
+    own = tree.fill_down(np.where(keep, np.arange(n), np.where(cut, sentinel, -1)), cs.parent, cs.levels())
     self_or_above = np.where(own == sentinel, -1, own)  # nearest kept ancestor-or-self
     above = np.full(n, -1, dtype=np.int64)
     has_parent = (cs.parent >= 0) & ~cut
     above[has_parent] = self_or_above[cs.parent[has_parent]]
-    new_depth = np.full(n, -1, dtype=np.int64)
-    for nodes in lv:
-        k = nodes[keep[nodes]]
-        a = above[k]
-        new_depth[k] = np.where(a >= 0, new_depth[np.maximum(a, 0)] + 1, 0)
-    new_id = np.full(n + 1, -1, dtype=np.int64)  # index -1 reads the trailing -1
-    parents: list[np.ndarray] = []
-    locs: list[np.ndarray] = []
-    next_id = 0
-    width = np.int64(int(location.max()) + 2 if n else 1)
-    kept_nodes = np.nonzero(keep)[0]
-    order = kept_nodes[np.argsort(new_depth[kept_nodes], kind="stable")]
-    depths = new_depth[order]
-    bounds = np.searchsorted(depths, np.arange(int(depths.max()) + 2)) if order.size else [0]
-    for d in range(len(bounds) - 1):
-        nodes = order[bounds[d]:bounds[d + 1]]
-        par = new_id[above[nodes]]
-        key = (par + 1) * width + location[nodes]
-        uniq, inverse = np.unique(key, return_inverse=True)
-        new_id[nodes] = next_id + inverse
-        parents.append(uniq // width - 1)
-        locs.append(uniq % width)
-        next_id += uniq.size
-    table = CallsiteTable(np.concatenate(parents).astype(np.int32) if parents else np.zeros(0, np.int32),
-                          np.concatenate(locs).astype(np.int32) if locs else np.zeros(0, np.int32))
-    new_of = np.where(self_or_above >= 0, new_id[self_or_above], -1)
+    # Depth in the new tree: the kept callsites on the way up, through ``above``.
+    kept_nodes = np.flatnonzero(keep)
+    new_depth = tree.path_sums(above, np.ones(n, dtype=np.int64))[kept_nodes] - 1
+    by_depth, bounds = tree.group_by_depth(new_depth)
+    width = int(location.max()) + 2 if n else 1
+    new_id, parent, loc, _ = tree.intern_paths(above, location, kept_nodes[by_depth], bounds, width)
+    table = CallsiteTable(parent.astype(np.int32), loc.astype(np.int32))
+    new_of = np.where(self_or_above >= 0, new_id[np.maximum(self_or_above, 0)], -1)
     return table, new_of
 
 
@@ -137,7 +100,7 @@ def rewrite_lines(p: Profile, line_keep: np.ndarray) -> tuple[Profile, np.ndarra
     """
     loc = p.locations
     counts = np.diff(loc.line_start)
-    line_loc = np.repeat(np.arange(len(loc)), counts)
+    line_loc = tree.segment_owner(counts)
     new_counts = np.bincount(line_loc[line_keep], minlength=len(loc)).astype(np.int64)
     line_start = np.zeros(len(loc) + 1, dtype=np.int64)
     np.cumsum(new_counts, out=line_start[1:])

@@ -6,29 +6,22 @@
   predicate over a label set;
 - :func:`sample_numbers`: a per-sample number from a sample column or, when
   the column is absent, from a numeric label of the same name;
-- :func:`tag_report`: every label key and value with the weight of the
-  samples carrying it, as ``go tool pprof -tags`` lists them.
+
+The ``tags`` report itself is :mod:`polyprof.analysis.tags_report`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from polyprof.errors import OptionsError
 from polyprof.model import units
-from polyprof.model.profile import Label, Profile, ValueType
+from polyprof.model.profile import Label, Profile
 
-if TYPE_CHECKING:
-    from polyprof.analysis.filters import FilterResult
-    from polyprof.analysis.options import Options
-
-__all__ = ["LabelPredicate", "TagRow", "TagsResult", "compile_filter", "num_label_units", "sample_numbers",
-           "tag_report"]
+__all__ = ["LabelPredicate", "compile_filter", "num_label_units", "sample_numbers"]
 
 LabelPredicate = Callable[[tuple[Label, ...]], bool]
 
@@ -119,62 +112,3 @@ def sample_numbers(p: Profile, name: str) -> tuple[np.ndarray | None, np.ndarray
     vals = np.array([v or 0 for v in per_set], dtype=np.int64)
     ls = p.samples.labelset
     return vals[ls], has[ls]
-
-
-# ---------------------------------------------------------------- the tags report
-
-@dataclass(frozen=True)
-class TagRow:
-    """One label value: its key, the value as pprof prints it (numbers scaled in
-    their unit, e.g. ``1kB``) and the summed weight of the samples carrying it."""
-
-    key: str
-    value: str
-    weight: int
-    numeric: bool = False
-
-
-@dataclass
-class TagsResult:
-    """``go tool pprof -tags``: rows grouped by key (keys by name), values by |weight|
-    then name. A sample adds its weight once per value it carries."""
-
-    sample_type: ValueType
-    rows: list[TagRow]
-
-    def key_totals(self) -> dict[str, int]:
-        """Each key's total (the 100% of its values' percentages), in row order."""
-        out: dict[str, int] = {}
-        for row in self.rows:
-            out[row.key] = out.get(row.key, 0) + row.weight
-        return out
-
-
-def tag_report(src: Profile | FilterResult, options: Options | None = None) -> TagsResult:
-    """Every label of ``src`` (filters of ``options`` applied unless already) with its weight."""
-    from polyprof.analysis import filters
-    from polyprof.analysis.options import Options
-
-    o = options or Options()
-    fr = filters.prepare(src, o)
-    p = fr.profile
-    _, values, vt, _ = fr.column(o.sample_index)
-    per_set = np.zeros(len(p.labelsets), dtype=np.int64)
-    used = np.zeros(len(p.labelsets), dtype=bool)
-    if len(values):
-        located = p.samples.stack >= 0  # pprof drops samples without locations before any report
-        np.add.at(per_set, p.samples.labelset[located], values[located])
-        used[p.samples.labelset[located]] = True  # label sets of filtered-out samples stay in the table
-    unit_of = num_label_units(p)
-    weights: dict[tuple[str, str, bool], int] = {}
-    for labels, weight, live in zip(p.labelsets, per_set.tolist(), used.tolist()):
-        if not live:
-            continue
-        for lab in labels:
-            numeric = lab.str is None
-            text = units.scaled_label(lab.num or 0, unit_of.get(lab.key, lab.key), "minimum") if numeric else lab.str
-            key = (lab.key, text, numeric)
-            weights[key] = weights.get(key, 0) + weight
-    rows = sorted((TagRow(k, v, w, n) for (k, v, n), w in weights.items()),
-                  key=lambda r: (r.key, -abs(r.weight), r.value))
-    return TagsResult(vt, rows)

@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.graph import NodeMap, Weights, calls, callsite_weights, euler, node_weights, ranked
+from polyprof.analysis.graph import NodeMap, Weights, calls, callsite_weights, node_weights, ranked
 from polyprof.analysis.options import Options
 from polyprof.model.merge import BASE_LABEL, compact
 from polyprof.model.profile import Profile, ValueType
+from polyprof.model.tree import outermost
 
 __all__ = ["Edges", "ReportColumn", "ReportGraph", "call_edges", "report_column", "report_graph"]
 
@@ -199,14 +200,10 @@ def _once_per_stack(p: Profile, group: np.ndarray, pc: np.ndarray, subtree: np.n
     """Per group: sum of ``subtree`` over occurrences with no occurrence of the group above
     them, and whether any such occurrence is residual."""
     out = np.zeros(size, dtype=np.int64)
-    tin, tout = euler(p)
-    big = np.int64(len(p.callsites) + 1)
-    key = group * big + tin[pc]
-    order = np.argsort(key, kind="stable")
-    key, sites, grp = key[order], pc[order], group[order]
-    reach = grp * big + tout[sites]
-    prev = np.append(-1, np.maximum.accumulate(reach)[:-1])
-    top = key > prev
+    tin, tout = p.callsites.euler()
+    order = np.argsort(group * np.int64(len(p.callsites) + 1) + tin[pc], kind="stable")
+    sites, grp = pc[order], group[order]
+    top = outermost(grp, sites, tin, tout)
     np.add.at(out, grp[top], subtree[sites[top]])
     jumps = np.bincount(grp[top], weights=residual[order][top], minlength=size) > 0
     return out, jumps

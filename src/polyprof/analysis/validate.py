@@ -4,18 +4,16 @@ The model's invariants are checked when a profile is read
 (:mod:`polyprof.model.validate`); this report covers what a valid profile
 can still get wrong, so users know how far to trust it:
 
-- **lost samples** the recorder reported (``extras``: ``lost_situation``
-  ``{"sample_count", "lost_count"}`` (simpleperf), ``kernel_records_lost``
-  ``{cpu: records}`` (Perfetto traced_perf), or ``lost_samples`` /
-  ``lost_records`` counts);
+- **lost samples** the recorder reported (the declared extras of
+  :mod:`polyprof.model.extras`: ``lost_situation`` (simpleperf),
+  ``kernel_records_lost`` per CPU (Perfetto traced_perf), or ``lost_samples``);
 - **unwinding failures**: samples labelled ``unwinding_error`` (simpleperf)
-  or ``unwind_error`` (Perfetto), by error, else the counts in ``extras``
-  ``unwinding_failures``/``unwind_errors``;
+  or ``unwind_error`` (Perfetto), by error, else ``extras.unwind_errors``;
 - **skipped samples**: samples the profiler kept without unwinding them,
-  labelled ``sample_skipped`` (Perfetto), else ``extras["samples_skipped"]``;
+  labelled ``sample_skipped`` (Perfetto), else ``extras.samples_skipped``;
 - **truncated stacks**: samples whose stack is exactly as deep as the
   deepest one when that depth is a usual unwinder limit (32, 64, 128, ...;
-  Go cuts stacks at 64 frames), or ``extras["truncated_stacks"]``;
+  Go cuts stacks at 64 frames), or ``extras.truncated_stacks``;
 - **empty stacks**: samples without any frame;
 - **unsymbolized frames per mapping**: frames with no function name, their
   share of the mapping's frames and of the weight whose leaf they are;
@@ -39,6 +37,7 @@ from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.options import Options, resolve
 from polyprof.analysis.result import Result
 from polyprof.model.profile import Profile, ValueType
+from polyprof.model.tree import segment_owner
 
 __all__ = ["STACK_LIMITS", "MappingQuality", "QualityReport", "validate"]
 
@@ -123,10 +122,9 @@ def validate(src: Profile | FilterResult, options: Options | None = None, **over
     stack = p.samples.stack
     depth = np.where(stack >= 0, np.append(p.callsites.depth(), -1)[stack] + 1, 0)
     truncated, limit = _truncated(p, depth)
-    reported = p.extras.get("truncated_stacks")
-    n_truncated = int(truncated.sum()) or (int(reported) if isinstance(reported, (int, float)) else 0)
-    errors, unwind_weight = _labelled(p, values, _UNWIND_LABELS, ("unwinding_failures", "unwind_errors"))
-    skipped, skipped_weight = _labelled(p, values, _SKIP_LABELS, ("samples_skipped",))
+    n_truncated = int(truncated.sum()) or (p.extras.truncated_stacks or 0)
+    errors, unwind_weight = _labelled(p, values, _UNWIND_LABELS, p.extras.unwind_errors)
+    skipped, skipped_weight = _labelled(p, values, _SKIP_LABELS, p.extras.samples_skipped)
     empty = stack < 0
     return QualityReport(
         p.source_format, vt, len(p.samples), int(values.sum()), _lost(p), errors, unwind_weight,
@@ -136,21 +134,20 @@ def validate(src: Profile | FilterResult, options: Options | None = None, **over
 
 def _lost(p: Profile) -> dict[str, int] | None:
     x = p.extras
-    situation = x.get("lost_situation")
-    if isinstance(situation, dict):
-        return {"lost": int(situation.get("lost_count", 0)), "kept": int(situation.get("sample_count", 0))}
-    if isinstance(x.get("kernel_records_lost"), dict):
-        return {"lost": sum(int(v) for v in x["kernel_records_lost"].values())}
-    for key in ("lost_samples", "lost_records"):
-        if isinstance(x.get(key), (int, float)):
-            return {"lost": int(x[key])}
+    situation = x.lost_situation
+    if situation is not None:
+        return {"lost": situation.lost_count, "kept": situation.sample_count}
+    if x.kernel_records_lost:
+        return {"lost": sum(x.kernel_records_lost.values())}
+    if x.lost_samples is not None:
+        return {"lost": x.lost_samples}
     return None
 
 
 def _labelled(p: Profile, values: np.ndarray, keys: tuple[str, ...],
-              extras: tuple[str, ...]) -> tuple[dict[str, int], int]:
+              reported: dict[str, int]) -> tuple[dict[str, int], int]:
     """Samples per value of the first label in ``keys``, and their weight; else the
-    counts a reader put in one of ``extras`` (weight unknown: 0)."""
+    counts the reader ``reported`` (weight unknown: 0)."""
     code = [next((str(lab.str if lab.str is not None else lab.num) for lab in labels
                   if lab.key in keys), None) for labels in p.labelsets]
     has = np.array([c is not None for c in code], dtype=bool)
@@ -159,13 +156,11 @@ def _labelled(p: Profile, values: np.ndarray, keys: tuple[str, ...],
         counts = np.bincount(p.samples.labelset[per_sample], minlength=len(code))
         out: dict[str, int] = {}
         for i in np.nonzero(counts)[0].tolist():
-            out[code[i]] = out.get(code[i], 0) + int(counts[i])
+            name = code[i]
+            if name is not None:  # always: only label sets with a code are counted
+                out[name] = out.get(name, 0) + int(counts[i])
         return dict(sorted(out.items())), int(values[per_sample].sum())
-    for key in extras:
-        reported = p.extras.get(key)
-        if isinstance(reported, dict):
-            return {str(k): int(v) for k, v in sorted(reported.items())}, 0
-    return {}, 0
+    return reported, 0
 
 
 def _truncated(p: Profile, depth: np.ndarray) -> tuple[np.ndarray, int | None]:
@@ -180,10 +175,10 @@ def _mappings(p: Profile, values: np.ndarray) -> list[MappingQuality]:
     loc = p.locations
     named_fn = np.array([bool(p.strings[n] or p.strings[s]) for n, s in
                          zip(p.functions.name.tolist(), p.functions.system_name.tolist())] + [False], dtype=bool)
-    line_loc = np.repeat(np.arange(len(loc)), np.diff(loc.line_start))
+    line_loc = segment_owner(np.diff(loc.line_start))
     symbolized = np.bincount(line_loc[named_fn[p.lines.function]], minlength=len(loc)) > 0
     used = np.zeros(len(loc), dtype=bool)
-    used[p.callsites.location[np.unique(_live_callsites(p))]] = True
+    used[p.callsites.location[_live_callsites(p)]] = True
     stack = p.samples.stack
     has = stack >= 0
     leaf_loc = p.callsites.location[stack[has]]
@@ -207,14 +202,9 @@ def _mappings(p: Profile, values: np.ndarray) -> list[MappingQuality]:
 
 def _live_callsites(p: Profile) -> np.ndarray:
     """Every callsite on the stack of some sample."""
-    cs = p.callsites
-    on = np.zeros(len(cs) + 1, dtype=bool)
-    frontier = np.unique(p.samples.stack)
-    while frontier.size:
-        frontier = frontier[(frontier >= 0) & ~on[frontier]]
-        on[frontier] = True
-        frontier = np.unique(cs.parent[frontier]) if frontier.size else frontier
-    return np.nonzero(on[:-1])[0]
+    stack = p.samples.stack
+    ends = np.bincount(stack[stack >= 0], minlength=len(p.callsites))
+    return np.flatnonzero(p.callsites.subtree_sums(ends))
 
 
 def _mapping_name(p: Profile, m: int) -> str:

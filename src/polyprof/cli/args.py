@@ -88,7 +88,7 @@ class Parser(argparse.ArgumentParser):
         """The subcommand parser of ``verb`` (self when there is none)."""
         for action in self._actions:
             if isinstance(action, argparse._SubParsersAction) and verb in action.choices:
-                return action.choices[verb]  # type: ignore[return-value]
+                return action.choices[verb]
         return self
 
 

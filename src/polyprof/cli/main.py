@@ -15,9 +15,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from polyprof import __version__
 from polyprof.cli.env import Env
+
+if TYPE_CHECKING:  # imported on use: --help stays fast
+    from polyprof.cli.args import Parser
 
 __all__ = ["build_parser", "main"]
 
@@ -62,7 +66,7 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, max_help_position=30)
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> Parser:
     """The argument parser; ``only`` builds just that verb (what a run needs)."""
     from polyprof.cli.args import Parser
 

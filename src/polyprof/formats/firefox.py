@@ -36,13 +36,10 @@ import numpy as np
 from polyprof.formats.loss import LossReport
 from polyprof.formats.options import WriteOptions
 from polyprof.formats.viewer import (
-    ThreadInfo,
     callsite_order,
     is_jit,
     is_kernel,
-    listed_threads,
     location_frames,
-    sample_threads,
     samples_with_other_labels,
     split_rows,
     time_order,
@@ -50,6 +47,8 @@ from polyprof.formats.viewer import (
     value_column,
 )
 from polyprof.model.profile import Profile
+from polyprof.model.threads import ThreadInfo, listed_threads, sample_threads
+from polyprof.model.tree import expand_chains
 
 __all__ = ["GECKO_VERSION", "PROCESSED_VERSION", "to_json", "write"]
 
@@ -162,17 +161,13 @@ class _Tables:
         starts = np.concatenate(([0], np.cumsum(counts)))
         flat = np.array([f for fr in self.loc_frames for f in fr], dtype=np.int64)
         order = callsite_order(p)
-        loc = p.callsites.location.astype(np.int64)[order]
+        loc = p.callsites.location.astype(np.int64)
         k = counts[loc]
-        first = np.zeros(len(p.callsites), dtype=np.int64)
-        first[order] = np.cumsum(k) - k
-        leaf = first + counts[p.callsites.location.astype(np.int64)] - 1
-        n = int(k.sum())
-        owner = np.repeat(order, k)  # callsite of every stack entry
-        j = np.arange(n, dtype=np.int64) - np.repeat(first[order], k)
-        frame = flat[np.repeat(starts[loc], k) + j]
-        par = p.callsites.parent.astype(np.int64)[owner]
-        above = np.where(j > 0, np.arange(n) - 1, np.where(par >= 0, leaf[np.maximum(par, 0)], -1))
+        # One stack entry per frame of every callsite, the callsites in ``order``.
+        owner, j, above, first = expand_chains(p.callsites.parent.astype(np.int64), k, order)
+        leaf = first + k - 1
+        n = owner.size
+        frame = flat[starts[loc[owner]] + j]
         prefix = np.where(above >= 0, np.arange(n) - above, 0)
         return {"frame": frame.tolist(), "prefixOffset": prefix.tolist(), "length": n}, leaf
 

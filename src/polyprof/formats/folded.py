@@ -35,19 +35,17 @@ from polyprof.errors import OptionsError
 from polyprof.formats.loss import LossReport
 from polyprof.formats.options import WriteOptions
 from polyprof.formats.viewer import (
-    THREAD_LABELS,
     UNKNOWN_STYLES,
-    ThreadInfo,
     is_jit,
     is_kernel,
     location_frames,
     stack_paths,
-    sample_threads,
     samples_with_other_labels,
     utf8,
     value_column,
 )
 from polyprof.model.profile import Profile
+from polyprof.model.threads import THREAD_LABELS, ThreadInfo, sample_threads
 
 __all__ = ["fold", "write"]
 

@@ -16,7 +16,7 @@ import os
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO, TypeAlias, Union
+from typing import Any, BinaryIO, TypeAlias, Union
 
 from polyprof.errors import InputError, MalformedInputError
 from polyprof.formats.limits import DEFAULT_MAX_INFLATE, LIMITS, Limits
@@ -143,7 +143,7 @@ class Source:
         raise TypeError(f"cannot read a profile from {type(src).__name__}: pass a path, bytes or a binary file object")
 
     @classmethod
-    def _of_file(cls, fh: BinaryIO, limit: int) -> "Source":
+    def _of_file(cls, fh: Any, limit: int) -> "Source":  # BinaryIO, or a text file refused here
         name = getattr(fh, "name", None)
         label = name if isinstance(name, str) and name else f"<{type(fh).__name__}>"
         text_mode = InputError("is open in text mode; open it in binary mode ('rb')", path=label)
@@ -160,6 +160,12 @@ class Source:
     @property
     def name(self) -> str:
         return self.path or self.label or "<bytes>"
+
+    def _file(self) -> str:
+        """The path of a file source (callers check that it is one)."""
+        if self.path is None:
+            raise TypeError("this Source holds bytes, not a file")
+        return self.path
 
     def _raw(self) -> bytes:
         if self.raw is None:
@@ -178,7 +184,7 @@ class Source:
             first = self.raw[: 1 << 20]
         else:
             try:
-                with open(self.path, "rb") as fh:
+                with open(self._file(), "rb") as fh:
                     first = fh.read(1 << 20)
             except OSError:
                 first = self._raw()[: 1 << 20]  # raises the right InputError
@@ -209,7 +215,7 @@ class Source:
     def open_raw(self) -> BinaryIO:
         """The file itself (gzip not undone), reporting read progress to ``progress``."""
         try:
-            fh = open(self.path, "rb")
+            fh = open(self._file(), "rb")
         except FileNotFoundError:
             raise InputError("no such file", path=self.path) from None
         except IsADirectoryError:
@@ -240,7 +246,7 @@ Input: TypeAlias = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, 
 class _Progress:
     """A read-only file wrapper that reports how far reading has got."""
 
-    def __init__(self, fh: BinaryIO, total: int, report: Callable[[int, int], None]) -> None:
+    def __init__(self, fh: io.BufferedReader, total: int, report: Callable[[int, int], None]) -> None:
         self._fh, self._total, self._report = fh, total, report
 
     def read(self, n: int = -1) -> bytes:

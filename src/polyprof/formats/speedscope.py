@@ -32,7 +32,6 @@ from polyprof.formats.options import WriteOptions
 from polyprof.formats.viewer import (
     Frame,
     location_frames,
-    sample_threads,
     samples_with_other_labels,
     split_rows,
     stack_paths,
@@ -40,6 +39,7 @@ from polyprof.formats.viewer import (
     utf8,
 )
 from polyprof.model.profile import Profile
+from polyprof.model.threads import sample_threads
 
 __all__ = ["SCHEMA", "UNITS", "write"]
 

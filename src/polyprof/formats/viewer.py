@@ -5,12 +5,9 @@
   name is the function name (its system name when the name is empty). A
   location without lines is an *unknown* frame, named from its binary and
   address in one of the :data:`UNKNOWN_STYLES`.
-- **Threads**: which thread each sample ran on, from the ``pid``/``tid``
-  columns, labels named ``thread_name``/``thread``/``comm`` (and numeric
-  ``pid``/``tid`` labels), and the conventions readers use in
-  ``Profile.extras``: ``threads`` (``{tid: {"name", "pid"}}`` or
-  ``{tid: name}`` or a list of ``{"tid", "pid", "name"}``), ``thread_names``
-  (``{tid: name}``) and ``process_names`` (``{pid: name}``).
+- **Threads**: samples are grouped by thread with
+  :mod:`polyprof.model.threads`; :func:`samples_with_other_labels` counts
+  the labels a viewer cannot show.
 - **Sample values**: one column chosen by ``WriteOptions.sample_index``.
 """
 
@@ -18,24 +15,22 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from polyprof.model.profile import Profile
+from polyprof.model.threads import THREAD_LABELS
 
-__all__ = ["THREAD_LABELS", "UNKNOWN_STYLES", "Frame", "ThreadInfo", "callsite_order", "is_jit", "is_kernel",
-           "listed_threads", "location_frames", "sample_threads", "samples_with_other_labels", "split_rows", "stack_paths",
-           "time_order", "utf8", "value_column"]
+__all__ = ["UNKNOWN_STYLES", "Frame", "callsite_order", "is_jit", "is_kernel", "location_frames",
+           "samples_with_other_labels", "split_rows", "stack_paths", "time_order", "utf8", "value_column"]
 
 #: How a frame without a symbol is named: ``address`` gives ``libc.so+0x1a2b``
 #: (as the Firefox Profiler names them), ``aosp`` gives ``libc.so[+1a2b]``
 #: (simpleperf's ``--addrs``), ``unknown`` gives the word ``unknown``.
 UNKNOWN_STYLES = ("address", "aosp", "unknown")
 
-_NAME_LABELS = ("thread_name", "thread", "comm")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -150,10 +145,10 @@ def stack_paths(p: Profile, wanted: np.ndarray, chunk: int = 16384) -> Iterator[
     """
     parent, location = p.callsites.parent, p.callsites.location
     uniq = np.unique(wanted[wanted >= 0])
-    lists = None
+    lists: tuple[list[int], list[int]] = ([], [])
     for lo in range(0, uniq.size, chunk):
         cur = uniq[lo:lo + chunk].astype(np.int64)
-        levels = []
+        levels: list[np.ndarray] = []
         while True:
             ok = cur >= 0
             going = int(ok.sum())
@@ -162,7 +157,7 @@ def stack_paths(p: Profile, wanted: np.ndarray, chunk: int = 16384) -> Iterator[
             levels.append(np.where(ok, location[np.maximum(cur, 0)], -1))
             cur = np.where(ok, parent[np.maximum(cur, 0)], -1)
         deep = np.flatnonzero(cur >= 0)
-        if deep.size and lists is None:  # plain lists: a Python walk over numpy scalars is slow
+        if deep.size and not lists[0]:  # plain lists: a Python walk over numpy scalars is slow
             lists = parent.tolist(), location.tolist()
         tails = {int(i): _walk_up(*lists, int(cur[i])) for i in deep} if deep.size else {}
         rows = np.stack(levels[::-1], axis=1).tolist() if levels else [[] for _ in range(cur.size)]
@@ -181,132 +176,7 @@ def _walk_up(parent: list[int], location: list[int], c: int) -> list[int]:
     return out
 
 
-# ---------------------------------------------------------------- threads
-
-@dataclass(frozen=True)
-class ThreadInfo:
-    """A thread as viewers show it; fields are None when the profile does not say."""
-
-    name: str | None
-    pid: int | None
-    tid: int | None
-    process_name: str | None = None
-
-    def label(self) -> str:
-        """``name (tid N)``-style text for profile names."""
-        parts = [self.name or ("thread" if self.tid is not None else "all samples")]
-        if self.tid is not None:
-            parts.append(f"(tid {self.tid})")
-        return " ".join(parts)
-
-
-def _extras_threads(p: Profile) -> tuple[dict[int, tuple[str | None, int | None]], dict[int, str]]:
-    """tid -> (name, pid) and pid -> process name, from the readers' extras conventions."""
-    threads: dict[int, tuple[str | None, int | None]] = {}
-    raw: Any = p.extras.get("threads")
-    items: list[tuple[Any, Any]] = []
-    if isinstance(raw, dict):
-        items = list(raw.items())
-    elif isinstance(raw, list):  # [{"tid", "pid", "name"}] or [[tid, pid, name]]
-        items = [(t.get("tid"), t) if isinstance(t, dict) else (t[0], {"pid": t[1], "name": t[2]})
-                 for t in raw if isinstance(t, dict) or (isinstance(t, (list, tuple)) and len(t) >= 3)]
-    for key, value in items:
-        tid = _as_int(key)
-        if tid is None:
-            continue
-        if isinstance(value, dict):
-            threads[tid] = (_as_str(value.get("name") or value.get("thread_name")), _as_int(value.get("pid")))
-        else:
-            threads[tid] = (_as_str(value), None)
-    names = p.extras.get("thread_names")
-    if isinstance(names, dict):
-        for key, value in names.items():
-            tid = _as_int(key)
-            if tid is not None and _as_str(value):
-                threads[tid] = (_as_str(value), threads.get(tid, (None, None))[1])
-    processes = {}
-    pnames = p.extras.get("process_names")
-    if isinstance(pnames, dict):
-        processes = {pid: str(v) for k, v in pnames.items() if (pid := _as_int(k)) is not None}
-    return threads, processes
-
-
-THREAD_LABELS = frozenset(_NAME_LABELS) | {"pid", "tid"}
-
-
 def samples_with_other_labels(p: Profile, kept: frozenset[str] = THREAD_LABELS) -> int:
     """Samples carrying a label whose key is not in ``kept`` (for loss reports)."""
     lossy = np.array([any(lab.key not in kept for lab in ls) for ls in p.labelsets], dtype=bool)
     return int(np.count_nonzero(lossy[p.samples.labelset])) if len(p.samples) else 0
-
-
-def listed_threads(p: Profile) -> list[ThreadInfo]:
-    """Every thread the reader listed in ``extras`` (also those without samples)."""
-    threads, processes = _extras_threads(p)
-    return [ThreadInfo(name, pid, tid, processes.get(pid) if pid is not None else None)
-            for tid, (name, pid) in threads.items()]
-
-
-def _as_int(v: Any) -> int | None:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
-
-
-def _as_str(v: Any) -> str | None:
-    return v if isinstance(v, str) and v else None
-
-
-def _labelset_columns(p: Profile) -> tuple[list[str | None], np.ndarray, np.ndarray]:
-    """Per labelset: thread name, numeric pid and tid labels (-1 when absent)."""
-    names: list[str | None] = []
-    pids = np.full(len(p.labelsets), -1, dtype=np.int64)
-    tids = np.full(len(p.labelsets), -1, dtype=np.int64)
-    for i, labels in enumerate(p.labelsets):
-        name = None
-        for lab in labels:
-            if lab.key in _NAME_LABELS and lab.str and name is None:
-                name = lab.str
-            elif lab.key == "pid" and lab.num is not None:
-                pids[i] = lab.num
-            elif lab.key == "tid" and lab.num is not None:
-                tids[i] = lab.num
-        names.append(name)
-    return names, pids, tids
-
-
-def sample_threads(p: Profile) -> tuple[np.ndarray, list[ThreadInfo]]:
-    """(thread index of every sample, the threads), ordered by first appearance.
-
-    A profile without any thread information gives one ThreadInfo whose
-    fields are all None.
-    """
-    s = p.samples
-    n = len(s)
-    ls_names, ls_pids, ls_tids = _labelset_columns(p)
-    ls = s.labelset.astype(np.int64)
-    pid = s.pid.astype(np.int64) if s.pid is not None else ls_pids[ls]
-    tid = s.tid.astype(np.int64) if s.tid is not None else ls_tids[ls]
-    name_ids = {nm: i for i, nm in enumerate(dict.fromkeys(x for x in ls_names if x))}
-    ls_name_id = np.array([name_ids.get(x, -1) if x else -1 for x in ls_names], dtype=np.int64)
-    name_col = ls_name_id[ls] if n else np.zeros(0, np.int64)
-    rows = np.stack([pid, tid, name_col], axis=1) if n else np.zeros((0, 3), np.int64)
-    uniq, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # first-appearance order
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    inverse = rank[inverse.reshape(-1)]
-    extras, processes = _extras_threads(p)
-    id_names = list(name_ids)
-    infos = []
-    for u in uniq[order].tolist():
-        upid, utid, uname = (None if u[0] < 0 else u[0]), (None if u[1] < 0 else u[1]), u[2]
-        ename, epid = extras.get(utid, (None, None)) if utid is not None else (None, None)
-        upid = upid if upid is not None else epid
-        name = id_names[uname] if uname >= 0 else ename
-        infos.append(ThreadInfo(name, upid, utid, processes.get(upid) if upid is not None else None))
-    if not infos:
-        infos = [ThreadInfo(None, None, None)]
-        inverse = np.zeros(n, dtype=np.int64)
-    return inverse.astype(np.int64), infos

@@ -23,9 +23,12 @@ de-duplication (wire ids already make them unique).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from polyprof.model.bulk_stacks import intern_stacks
 from polyprof.model.profile import (
     CallsiteTable,
     FunctionTable,
@@ -37,6 +40,9 @@ from polyprof.model.profile import (
     SampleTable,
     ValueType,
 )
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["ProfileBuilder"]
 
@@ -71,7 +77,7 @@ class ProfileBuilder:
         self._deferred_labels: Callable[[], np.ndarray] | None = None
         self._cs_size: np.ndarray | None = None  # subtree sizes when callsites are in pre-order
         self._samples: dict[str, list] = {k: [] for k in ("stack", "values", "labelset", *SampleTable.OPTIONAL_COLUMNS)}
-        self._sample_chunks: list[dict[str, np.ndarray | None]] = []
+        self._sample_chunks: list[_SampleChunk] = []
         self._has: set[str] = set()
 
     # ---- metadata -------------------------------------------------------
@@ -182,12 +188,11 @@ class ProfileBuilder:
     # ---- stacks -----------------------------------------------------------
 
     def callsite(self, parent: int, location: int) -> int:
-        if self._callsites is None:
-            self._rebuild_callsite_index()
+        index = self._callsites if self._callsites is not None else self._rebuild_callsite_index()
         key = (parent, location)
-        cs = self._callsites.get(key)
+        cs = index.get(key)
         if cs is None:
-            cs = self._callsites[key] = len(self._cs_parent)
+            cs = index[key] = len(self._cs_parent)
             self._cs_parent.append(parent)
             self._cs_location.append(location)
         return cs
@@ -211,104 +216,24 @@ class ProfileBuilder:
 
         ``flat[offsets[i]:offsets[i+1]]`` are the locations of stack ``i``.
         Works one depth level at a time over all stacks (vectorized), so the
-        cost is a sort per level rather than a dict lookup per frame.
+        cost is a sort per level rather than a dict lookup per frame; the
+        callsites come numbered in pre-order (see :mod:`polyprof.model.bulk_stacks`).
         """
         flat = np.asarray(flat)
         if flat.dtype.kind not in "iu":
             flat = flat.astype(np.int64)
         offsets = np.asarray(offsets, dtype=np.int64)
         n = len(offsets) - 1
-        result = np.full(n, -1, dtype=np.int32)
         if n == 0 or len(flat) == 0:
-            return result
-        self._flush_callsites_to_arrays()
-        parents, locs = self._cs_arrays
-        if len(parents):
+            return np.full(n, -1, dtype=np.int32)
+        if len(self._flush_callsites_to_arrays()[0]):
             return self._stacks_into_existing(flat, offsets, leaf_first)
-        n_loc = int(flat.max()) + 2
-        # int32 keys when (callsites x locations) fits: sorts and gathers are cheaper.
-        wide = (int(len(flat)) + 1) * n_loc >= 2**31
-        dtype = np.int64 if wide else np.int32
-        if flat.itemsize > np.dtype(dtype).itemsize:  # narrow inputs (uint8/16 ids) stay narrow: cheaper gathers
-            flat = flat.astype(dtype)
-        new_loc: list[np.ndarray] = []
-        new_depth: list[np.ndarray] = []
-        rows: list[tuple[int, np.ndarray]] = []  # per depth: (first id, parents)
-        chains: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # see _preorder
-        next_id = 0
-        lengths = np.diff(offsets)
-        alive = np.flatnonzero(lengths > 0)
-        remaining = lengths[alive].astype(dtype)
-        pos = (offsets[alive + 1] - 1 if leaf_first else offsets[alive]).astype(np.int64)
-        step = -1 if leaf_first else 1
-        parent = np.full(alive.size, -1, dtype=dtype)
-        depth = 0
-        while alive.size:
-            key = (parent + 1) * dtype(n_loc) + flat[pos]
-            # ``alive`` stays ordered by parent, so this stable sort only
-            # reorders within runs of siblings: close to linear.
-            step_up = np.empty(key.size, dtype=bool)  # key[i] > key[i-1]; key[0] starts a run
-            step_up[0] = True
-            np.greater(key[1:], key[:-1], out=step_up[1:])
-            if key.size > 1 and not (step_up[1:] | (key[1:] == key[:-1])).all():
-                order = np.argsort(key, kind="stable")
-                key = key[order]
-                alive, pos, remaining = alive[order], pos[order], remaining[order]
-                np.greater(key[1:], key[:-1], out=step_up[1:])
-            fresh = step_up  # sorted: a new key is a greater one
-            node = (np.cumsum(fresh, dtype=dtype) + dtype(next_id - 1))
-            uniq = key[fresh]
-            rows.append((next_id, (uniq // n_loc - 1).astype(np.int32)))
-            new_loc.append((uniq % n_loc).astype(np.int32))
-            new_depth.append(np.full(uniq.size, depth, dtype=np.int32))
-            next_id += uniq.size
-            # A stack alone under its parent has nothing left to share: emit
-            # all of its deeper frames as one chain of new callsites at once.
-            alone = fresh.copy()
-            alone[:-1] &= fresh[1:]
-            alone &= remaining > 1
-            if alone.any():
-                length = (remaining[alone] - 1).astype(np.int64)
-                locs, within = self._emit_tails(flat, pos[alone] + step, length, step)
-                new_loc.append(locs)
-                new_depth.append((depth + 1 + within).astype(np.int32))
-                result[alive[alone]] = next_id + np.cumsum(length) - 1  # each chain's last callsite
-                chains.append((next_id, within, length, node[alone]))
-                next_id += within.size
-            last = remaining == 1
-            done = last | alone
-            if done.any():
-                result[alive[last]] = node[last]
-                more = ~done
-                alive, node, pos, remaining = alive[more], node[more], pos[more], remaining[more]
-            parent, pos, remaining = node, pos + step, remaining - 1
-            depth += 1
-        loc_col = np.concatenate(new_loc).astype(np.int32)
-        depth_col = np.concatenate(new_depth)
-        del new_loc, new_depth
-        tin, parent_tin, size = _preorder(next_id, rows, chains)
-        # Renumber in pre-order: subtrees become id ranges, which analyses scan sequentially.
-        renum_parent = np.empty(next_id, dtype=np.int32)
-        renum_parent[tin] = parent_tin
-        self._cs_arrays = (renum_parent, np.empty(next_id, dtype=np.int32))
-        self._cs_arrays[1][tin] = loc_col
-        self._cs_depth = np.empty(next_id, dtype=np.int32)
-        self._cs_depth[tin] = depth_col
-        self._cs_size = np.empty(next_id, dtype=np.int64)
-        self._cs_size[tin] = size
+        built = intern_stacks(flat, offsets, leaf_first)
+        self._cs_arrays = (built.parent, built.location)
+        self._cs_depth = built.depth
+        self._cs_size = built.size
         self._callsites = None  # rebuilt lazily if per-item calls follow
-        return np.where(result >= 0, tin[np.maximum(result, 0)], -1).astype(np.int32)
-
-    @staticmethod
-    def _emit_tails(flat: np.ndarray, start: np.ndarray, count: np.ndarray,
-                    step: int) -> tuple[np.ndarray, np.ndarray]:
-        """Chains of new callsites, one after another: chain i has ``count[i]``
-        frames read from ``flat[start[i]]`` onwards (by ``step``).
-        Returns the location of every callsite and its place in its chain."""
-        total = int(count.sum())
-        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(count) - count, count)
-        locs = flat[np.repeat(start.astype(np.int64), count) + step * within].astype(np.int32)
-        return locs, within
+        return built.leaf
 
     def _stacks_into_existing(self, flat: np.ndarray, offsets: np.ndarray, leaf_first: bool) -> np.ndarray:
         """Slow path when callsites already exist: intern stack by stack."""
@@ -319,7 +244,8 @@ class ProfileBuilder:
             out[i] = self.stack(locs) if leaf_first else self.stack_root_first(locs)
         return out
 
-    def _flush_callsites_to_arrays(self) -> None:
+    def _flush_callsites_to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """All callsites as (parent, location) arrays (per-item ones appended)."""
         if self._cs_arrays is None:
             self._cs_arrays = (np.array(self._cs_parent, dtype=np.int32),
                                np.array(self._cs_location, dtype=np.int32))
@@ -328,13 +254,15 @@ class ProfileBuilder:
                                np.concatenate([self._cs_arrays[1], np.array(self._cs_location, dtype=np.int32)]))
         self._cs_parent, self._cs_location = [], []
         self._callsites = None
+        return self._cs_arrays
 
-    def _rebuild_callsite_index(self) -> None:
-        parents, locs = self._cs_arrays if self._cs_arrays is not None else ([], [])
-        self._cs_parent = [int(x) for x in parents] + self._cs_parent
-        self._cs_location = [int(x) for x in locs] + self._cs_location
-        self._cs_arrays = None
+    def _rebuild_callsite_index(self) -> dict[tuple[int, int], int]:
+        if self._cs_arrays is not None:
+            self._cs_parent = self._cs_arrays[0].tolist() + self._cs_parent
+            self._cs_location = self._cs_arrays[1].tolist() + self._cs_location
+            self._cs_arrays = None
         self._callsites = {(p, loc): i for i, (p, loc) in enumerate(zip(self._cs_parent, self._cs_location))}
+        return self._callsites
 
     # ---- samples ----------------------------------------------------------
 
@@ -358,20 +286,20 @@ class ProfileBuilder:
                 self._has.add(name)
             s[name].append(v)
 
-    def add_samples_bulk(self, stack: np.ndarray, values: np.ndarray,
-                         labelset: np.ndarray | None = None, **optional: np.ndarray | None) -> None:
+    def add_samples_bulk(self, stack: ArrayLike, values: ArrayLike,
+                         labelset: ArrayLike | None = None, **optional: ArrayLike | None) -> None:
         """Append many samples column-wise (``optional``: time, pid, tid, cpu)."""
         self._flush_samples()
-        chunk = {"stack": np.asarray(stack, dtype=np.int32),
-                 "values": np.asarray(values, dtype=np.int64).reshape(len(stack), len(self.profile.sample_types)),
-                 "labelset": (np.zeros(len(stack), dtype=np.int32) if labelset is None
-                              else np.asarray(labelset, dtype=np.int32))}
+        stacks = np.asarray(stack, dtype=np.int32)
+        n = len(stacks)
+        chunk = _SampleChunk(stacks, np.asarray(values, dtype=np.int64).reshape(n, len(self.profile.sample_types)),
+                             np.zeros(n, dtype=np.int32) if labelset is None
+                             else np.asarray(labelset, dtype=np.int32))
         for name in SampleTable.OPTIONAL_COLUMNS:
             col = optional.get(name)
             if col is not None:
                 self._has.add(name)
-                col = np.asarray(col, dtype=np.int64)
-            chunk[name] = col
+                chunk.optional[name] = np.asarray(col, dtype=np.int64)
         self._sample_chunks.append(chunk)
 
     def _flush_samples(self) -> None:
@@ -380,16 +308,12 @@ class ProfileBuilder:
         if not n:
             return
         width = len(self.profile.sample_types)
-        chunk: dict[str, np.ndarray | None] = {
-            "stack": np.array(s["stack"], dtype=np.int32),
-            "values": np.array(s["values"], dtype=np.int64).reshape(n, width),
-            "labelset": np.array(s["labelset"], dtype=np.int32),
-        }
+        chunk = _SampleChunk(np.array(s["stack"], dtype=np.int32),
+                             np.array(s["values"], dtype=np.int64).reshape(n, width),
+                             np.array(s["labelset"], dtype=np.int32))
         for name in SampleTable.OPTIONAL_COLUMNS:
             if name in self._has and any(v is not None for v in s[name]):
-                chunk[name] = np.array([0 if v is None else v for v in s[name]], dtype=np.int64)
-            else:
-                chunk[name] = None
+                chunk.optional[name] = np.array([0 if v is None else v for v in s[name]], dtype=np.int64)
         self._sample_chunks.append(chunk)
         self._samples = {k: [] for k in s}
 
@@ -414,8 +338,7 @@ class ProfileBuilder:
                                   np.array(m[4], np.int32), np.array(m[5], np.uint8))
         self._finish_locations(p)
         depth = self._cs_depth
-        self._flush_callsites_to_arrays()
-        p.callsites = CallsiteTable(*self._cs_arrays)
+        p.callsites = CallsiteTable(*self._flush_callsites_to_arrays())
         if depth is not None and len(depth) == len(p.callsites):
             p.callsites._depth = depth
         if self._cs_size is not None and len(self._cs_size) == len(p.callsites):
@@ -458,65 +381,29 @@ class ProfileBuilder:
         if not chunks:
             p.samples = SampleTable(values=np.zeros((0, width), dtype=np.int64))
             return
-        total = sum(len(c["stack"]) for c in chunks)
         table = SampleTable(
-            stack=_concat([c["stack"] for c in chunks]),
-            values=_concat([c["values"].reshape(len(c["stack"]), width) for c in chunks]),
-            labelset=_concat([c["labelset"] for c in chunks]),
+            stack=_concat([c.stack for c in chunks]),
+            values=_concat([c.values.reshape(len(c.stack), width) for c in chunks]),
+            labelset=_concat([c.labelset for c in chunks]),
         )
         for name in SampleTable.OPTIONAL_COLUMNS:
             if name in self._has:
-                parts = [c[name] if c[name] is not None else np.zeros(len(c["stack"]), np.int64)
-                         for c in chunks]
-                col = _concat(parts) if parts else np.zeros(total, np.int64)
-                setattr(table, name, col)
+                setattr(table, name, _concat([c.optional[name] if name in c.optional
+                                              else np.zeros(len(c.stack), np.int64) for c in chunks]))
         self._sample_chunks = []  # the table owns the columns now
         p.samples = table
+
+
+@dataclass
+class _SampleChunk:
+    """Samples added together: columns, and the optional ones present (time, pid, tid, cpu)."""
+
+    stack: np.ndarray
+    values: np.ndarray
+    labelset: np.ndarray
+    optional: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:
     """One array from ``parts``, without a copy when there is only one."""
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def _preorder(n: int, rows: list[tuple[int, np.ndarray]],
-              chains: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
-    """Pre-order position, its parent's position (-1 for roots) and subtree size of every callsite built by
-    :meth:`ProfileBuilder.stacks_from_csr`.
-
-    ``rows[d]`` are the callsites it interned at depth ``d`` (consecutive ids
-    from a first id; parents ascending, siblings in location order) and
-    ``chains`` the single-child chains it emitted, each batch as (first id;
-    every callsite's place in its chain; each chain's length; the callsite
-    each chain hangs under), the chains of a batch one after another from the
-    first id. Sizes are summed bottom-up, then positions are handed out
-    top-down: a callsite comes right after its parent and the subtrees of its
-    earlier siblings.
-    """
-    size = np.ones(n, dtype=np.int64)
-    for first, within, length, attach in chains:  # a chain's k-th callsite holds the rest of the chain
-        size[first:first + within.size] = np.repeat(length, length) - within
-        size[attach] += length
-    # Siblings are runs of equal parents: where each run starts, per depth.
-    groups = [np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1]))) for _, parent in rows]
-    for (first, parent), starts in zip(reversed(rows[1:]), reversed(groups[1:])):
-        size[parent[starts]] += np.add.reduceat(size[first:first + parent.size], starts)
-    tin = np.empty(n, dtype=np.int64)
-    parent_tin = np.empty(n, dtype=np.int32)
-    for d, (first, parent) in enumerate(rows):
-        ids = slice(first, first + parent.size)
-        before = np.cumsum(size[ids]) - size[ids]  # running sum across all sibling groups
-        if d == 0:
-            tin[ids] = before
-            parent_tin[ids] = -1
-            continue
-        starts = groups[d]
-        group_first = np.repeat(starts, np.diff(np.append(starts, parent.size)))
-        above = tin[parent]
-        parent_tin[ids] = above
-        tin[ids] = above + 1 + before - before[group_first]
-    for first, within, length, attach in chains:
-        ids = slice(first, first + within.size)
-        tin[ids] = np.repeat(tin[attach], length) + 1 + within
-        parent_tin[ids] = tin[ids] - 1  # a chain runs straight down from the callsite it hangs under
-    return tin, parent_tin, size

@@ -22,6 +22,7 @@ samples summed into one, all-zero samples dropped.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,6 +30,7 @@ import numpy as np
 from polyprof.errors import OptionsError
 from polyprof.model import units
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.extras import Extras
 from polyprof.model.profile import Label, Profile, SampleTable, ValueType
 
 __all__ = ["BASE_LABEL", "align_sample_types", "compact", "copy_into", "merge", "merge_as_pprof", "merge_extras",
@@ -126,7 +128,7 @@ def merge(profiles: Sequence[Profile], extra_labels: Sequence[Sequence[Label]] |
         for key in ("drop_frames", "keep_frames", "doc_url"):
             if not getattr(meta, key):
                 setattr(meta, key, getattr(p, key))
-    meta.extras = merge_extras(profiles)
+    meta.extras = Extras(merge_extras(profiles))
     for i, p in enumerate(profiles):
         copy_into(b, p, extra_labels[i] if extra_labels else ())
     return b.finish()
@@ -154,8 +156,7 @@ def compact(p: Profile, groups: np.ndarray | None = None) -> Profile:
     rows = live[first[order]]
     optional = {n: (None if getattr(s, n) is None else getattr(s, n)[rows]) for n in s.OPTIONAL_COLUMNS}
     table = SampleTable(stack=s.stack[rows], values=sums[order], labelset=s.labelset[rows], **optional)
-    return dataclasses.replace(p, samples=table, comments=list(p.comments), extras=dict(p.extras),
-                               warnings=list(p.warnings))
+    return p.copy_with(samples=table)
 
 
 def sample_groups(p: Profile) -> np.ndarray:
@@ -225,7 +226,7 @@ def align_sample_types(profiles: Sequence[Profile], names: Sequence[str] | None 
     target = [vt for vt in first]
     for p, order in zip(profiles, orders):
         for i, j in enumerate(order):
-            unit = units.finest(target[i].unit, p.sample_types[j].unit)
+            unit = units.finest(target[i].unit, p.sample_types[j].unit) or target[i].unit  # compatible: never None
             target[i] = ValueType(target[i].type, unit)
     try:
         period = _common_period_type(profiles)
@@ -272,7 +273,7 @@ def _common_period_type(profiles: Sequence[Profile]) -> ValueType | None:
     for vt in kinds[1:]:
         if not _same_unit(out, vt):
             raise OptionsError(f"cannot combine profiles with different period types: {out} vs {vt}")
-        out = ValueType(out.type, units.finest(out.unit, vt.unit))
+        out = ValueType(out.type, units.finest(out.unit, vt.unit) or out.unit)  # compatible: never None
     return out
 
 
@@ -290,14 +291,13 @@ def _rescaled(p: Profile, order: list[int], target: list[ValueType], period: Val
     if any(r != 1.0 for r in ratios):
         values = np.rint(values * np.array(ratios)).astype(np.int64)
     samples = dataclasses.replace(p.samples, values=values)
-    changes = {"samples": samples, "sample_types": list(target)}
+    changes: dict[str, Any] = {"samples": samples, "sample_types": list(target)}
     if p.period_type and period:
         changes.update(period_type=ValueType(p.period_type.type, period.unit), period=round(p.period * period_ratio))
     named = [j for j, vt in enumerate(p.sample_types) if vt.type == p.default_sample_type]
     if named:  # keep pointing at the same column under the (possibly renamed) type
         changes["default_sample_type"] = target[order.index(named[0])].type
-    return dataclasses.replace(p, comments=list(p.comments), extras=dict(p.extras),
-                               warnings=list(p.warnings), **changes)
+    return p.copy_with(**changes)
 
 
 # ---------------------------------------------------------------- go tool pprof's algebra
@@ -317,8 +317,7 @@ def negated(p: Profile, extra_labels: Sequence[Label] = ()) -> Profile:
     s = p.samples
     table = SampleTable(stack=s.stack, values=-s.values, labelset=s.labelset,
                         **{n: getattr(s, n) for n in s.OPTIONAL_COLUMNS})
-    out = dataclasses.replace(p, samples=table, comments=list(p.comments), extras=dict(p.extras),
-                              warnings=list(p.warnings))
+    out = p.copy_with(samples=table)
     if not extra_labels:
         return out
     b = ProfileBuilder(p.source_format)

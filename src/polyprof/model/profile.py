@@ -33,11 +33,16 @@ with :func:`polyprof.model.validate.check`.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from polyprof.model import tree
+from polyprof.model.extras import Extras
 
 __all__ = [
     "CallsiteTable",
@@ -81,10 +86,12 @@ class Label(NamedTuple):
     ``unit`` qualifies ``num`` (pprof ``num_unit``); it is "" when unknown.
     """
 
-    key: str
-    str: str | None = None
+    # ``str`` is pprof's name for the field; inside this class body it hides
+    # the builtin, hence ``builtins.str`` in the annotations.
+    key: builtins.str
+    str: builtins.str | None = None
     num: int | None = None
-    unit: str = ""
+    unit: builtins.str = ""
 
 
 def _empty(dtype: Any) -> np.ndarray:
@@ -152,12 +159,21 @@ class LocationTable(_TableRepr):
 
 @dataclass(repr=False)
 class CallsiteTable(_TableRepr):
+    """The callsite tree: ``parent`` (-1 = root) and ``location`` of every callsite.
+
+    Parents precede their children. Derived facts (depth, levels, subtree
+    sums, Euler intervals) come from :mod:`polyprof.model.tree` and are cached
+    here: tables are never changed after they are built.
+    """
+
     parent: np.ndarray = field(default_factory=lambda: _empty(I32))
     location: np.ndarray = field(default_factory=lambda: _empty(I32))
     #: Derived, cached: depth of every callsite (set by the builder or on first use).
     _depth: np.ndarray | None = field(default=None, repr=False, compare=False)
     #: Set by the builder when ids are the pre-order of the tree: subtree sizes.
     _size: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
+    _levels: tuple[int, list[tree.Level]] | None = field(default=None, init=False, repr=False, compare=False)
+    _euler: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.parent)
@@ -171,31 +187,43 @@ class CallsiteTable(_TableRepr):
     def depth(self) -> np.ndarray:
         """Depth of every callsite (roots have depth 0). Cached: tables are immutable."""
         if self._depth is None or len(self._depth) != len(self.parent):
-            self._depth = self._compute_depth()
+            self._depth = (tree.path_sums(self.parent, np.ones(len(self.parent), dtype=np.int64)) - 1).astype(I32)
         return self._depth
 
-    def levels(self) -> tuple[np.ndarray, np.ndarray]:
-        """Callsites ordered by depth, and the start of each depth in that order (cached)."""
-        cached = getattr(self, "_levels", None)
-        if cached is not None and len(cached[0]) == len(self.parent):
-            return cached
-        depth = self.depth()
-        order = np.argsort(depth, kind="stable")
-        bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=-1)) + 2))
-        self._levels = (order, bounds)
-        return self._levels
+    def levels(self) -> list[tree.Level]:
+        """Callsites grouped by depth, roots first, siblings contiguous (cached)."""
+        if self._levels is None or self._levels[0] != len(self.parent):
+            self._levels = (len(self.parent), tree.tree_levels(self.parent, self.depth()))
+        return self._levels[1]
 
-    def _compute_depth(self) -> np.ndarray:
-        depth = np.zeros(len(self.parent), dtype=I32)
-        cur = self.parent.astype(np.int64)
-        live = np.nonzero(cur >= 0)[0]
-        cur = cur[live]
-        while live.size:  # one vector step per level, not per node
-            depth[live] += 1
-            cur = self.parent[cur].astype(np.int64)
-            keep = cur >= 0
-            live, cur = live[keep], cur[keep]
-        return depth
+    def subtree_sums(self, values: np.ndarray) -> np.ndarray:
+        """Sum of ``values`` (one per callsite, or n x k) over every callsite's subtree, in int64."""
+        size = self.preorder_size()
+        if size is None:
+            return tree.subtree_sums(values, self.levels())
+        # Subtrees are id ranges: differences of one running sum.
+        running = np.zeros((len(self) + 1,) + np.shape(values)[1:], dtype=np.int64)
+        np.cumsum(values, axis=0, dtype=np.int64, out=running[1:])
+        return running[np.arange(1, len(self) + 1) + size - 1] - running[:-1]
+
+    def path_sums(self, values: np.ndarray) -> np.ndarray:
+        """Sum of ``values`` over every callsite and its ancestors, in int64."""
+        size = self.preorder_size()
+        if size is None:
+            return tree.path_sums(self.parent, values)
+        return tree.preorder_path_sums(values, size)
+
+    def euler(self) -> tuple[np.ndarray, np.ndarray]:
+        """Pre-order entry position and last descendant's position of every
+        callsite (:func:`polyprof.model.tree.euler`); cached."""
+        if self._euler is None or len(self._euler[0]) != len(self):
+            size = self.preorder_size()
+            if size is not None:
+                tin = np.arange(len(self), dtype=np.int64)
+                self._euler = (tin, tin + size - 1)
+            else:
+                self._euler = tree.euler(self.levels(), len(self))
+        return self._euler
 
     def path(self, node: int) -> list[int]:
         """Locations of the stack ending at ``node``, leaf first."""
@@ -285,8 +313,9 @@ class Profile(_Deferrable):
     doc_url: str = ""
     source_format: str = ""
     #: Per-format facts a reader keeps that have no column (lost samples,
-    #: process names, ...). JSON-compatible values only.
-    extras: dict[str, Any] = field(default_factory=dict)
+    #: process names, ...). JSON-compatible values only; the keys other code
+    #: relies on are typed properties (:class:`polyprof.model.extras.Extras`).
+    extras: Extras = field(default_factory=Extras)
     #: Problems the reader tolerated (shown by ``info``).
     warnings: list[str] = field(default_factory=list)
 
@@ -298,6 +327,14 @@ class Profile(_Deferrable):
     callsites: CallsiteTable = field(default_factory=CallsiteTable)
     samples: SampleTable = field(default_factory=SampleTable)
     labelsets: list[tuple[Label, ...]] = field(default_factory=lambda: [()])
+
+    def __post_init__(self) -> None:
+        self.extras = Extras(self.extras)  # its own copy, typed even when a plain dict was given
+
+    def copy_with(self, **changes: Any) -> Profile:
+        """A new profile sharing this one's tables (tables are never changed in
+        place), with its own comments, extras and warnings, and ``changes`` applied."""
+        return dataclasses.replace(self, comments=list(self.comments), warnings=list(self.warnings), **changes)
 
     def defer_labels(self, make: Callable[[], np.ndarray]) -> None:
         """Leave the labels to be decoded on first use.

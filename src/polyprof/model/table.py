@@ -40,12 +40,15 @@ import importlib
 import json
 import os
 from collections.abc import Container
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from polyprof.errors import MissingDependencyError, OptionsError
-from polyprof.model.profile import Profile
+from polyprof.model import tree
+
+if TYPE_CHECKING:  # Profile.to_arrow imports this module: no cycle at run time
+    from polyprof.model.profile import Profile
 
 __all__ = ["LABEL_PREFIX", "TABLES", "label_column", "optional_import", "to_arrow", "to_pandas", "value_columns"]
 
@@ -197,8 +200,8 @@ def _frame_names(p: Profile) -> tuple[list[str], np.ndarray, np.ndarray]:
     per_loc = np.maximum(counts, 1)
     loc_start = np.zeros(len(loc) + 1, dtype=np.int64)
     np.cumsum(per_loc, out=loc_start[1:])
-    entry_loc = np.repeat(np.arange(len(loc), dtype=np.int64), per_loc)
-    k = np.arange(int(loc_start[-1]), dtype=np.int64) - loc_start[entry_loc]
+    entry_loc = tree.segment_owner(per_loc)
+    k = tree.segment_positions(per_loc)
     # lines run innermost first; frames outermost first
     row = loc.line_start[entry_loc] + counts[entry_loc] - 1 - k
     has_line = counts[entry_loc] > 0
@@ -276,37 +279,13 @@ def _frame_tree(p: Profile, loc_start: np.ndarray, loc_frames: np.ndarray) -> tu
     owner = np.flatnonzero(extra)
     if owner.size:  # the outer frames of inlined locations
         k = extra[owner]
-        j = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k)
-        who = np.repeat(owner, k)
+        j = tree.segment_positions(k)
+        who = owner[tree.segment_owner(k)]
         nodes = first[who] + j
         parent[nodes] = np.where(j > 0, nodes - 1, up[who])
         frame[nodes] = loc_frames[loc_start[loc[who]] + j]
-    depth = cs.depth().astype(np.int64) + (_extras_above(cs, extra) if owner.size else 0)
+    depth = cs.depth().astype(np.int64) + (cs.path_sums(extra) if owner.size else 0)
     return parent, frame, depth
-
-
-def _extras_above(cs: Any, extra: np.ndarray) -> np.ndarray:
-    """Per callsite: the extra frames on its path (itself included). With pre-order
-    ids every subtree is an id range, so one running sum does it; else one tree level
-    per step."""
-    size = cs.preorder_size()
-    if size is not None:
-        owner = np.flatnonzero(extra)
-        marks = np.zeros(extra.size + 1, dtype=np.int64)
-        np.add.at(marks, owner, extra[owner])
-        np.add.at(marks, owner + size[owner], -extra[owner])
-        return np.cumsum(marks)[:-1]
-    return _path_lengths(cs, extra)
-
-
-def _path_lengths(cs: Any, count: np.ndarray) -> np.ndarray:
-    """Per callsite: frames on its path from the root (one level of the tree per step)."""
-    out = count.astype(np.int64).copy()
-    order, bounds = cs.levels()
-    for d in range(1, len(bounds) - 1):
-        level = order[bounds[d]:bounds[d + 1]]
-        out[level] += out[cs.parent[level]]
-    return out
 
 
 def _callsites(pa: Any, p: Profile) -> Any:

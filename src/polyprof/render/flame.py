@@ -88,7 +88,7 @@ def tooltip(tree: FlameTree, i: int) -> str:
     s, t = int(tree.self[i]), int(tree.total[i])
     text = (f"{clean(tree.names[i])}\nflat {_label(tree, s)} ({_pct(s, total)}), "
             f"cum {_label(tree, t)} ({_pct(t, total)})")
-    if tree.is_diff:
+    if tree.base_self is not None and tree.base_total is not None:
         bs, bt = int(tree.base_self[i]), int(tree.base_total[i])
         change = _share(t, total) - _share(bt, tree.base_root_total)
         text += (f"\nbase: flat {_label(tree, bs)} ({_pct(bs, tree.base_root_total)}), "
@@ -117,7 +117,8 @@ def warm(name: str) -> str:
 def diff_colours(tree: FlameTree) -> list[str]:
     """Red for growth, blue for shrinkage of each node's share, white for no change."""
     new = [_share(int(t), tree.root_total) for t in tree.total.tolist()]
-    old = [_share(int(t), tree.base_root_total) for t in tree.base_total.tolist()]
+    base = tree.base_total.tolist() if tree.base_total is not None else [0] * len(tree)
+    old = [_share(int(t), tree.base_root_total) for t in base]
     deltas = [a - b for a, b in zip(new, old)]
     peak = max((abs(d) for d in deltas), default=0.0) or 1.0
     out = []
@@ -190,7 +191,7 @@ def _payload(tree: FlameTree, title: str, notes: Sequence[str], other: FlameTree
 def _columns(tree: FlameTree, index: dict[str, int]) -> dict:
     data = {"n": [index[clean(x)] for x in tree.names], "p": tree.parent.tolist(), "d": tree.depth.tolist(),
             "s": tree.self.tolist(), "t": tree.total.tolist(), "x": tree.start.tolist(), "w": tree.width.tolist()}
-    if tree.is_diff:
+    if tree.base_self is not None and tree.base_total is not None:
         data["bs"] = tree.base_self.tolist()
         data["bt"] = tree.base_total.tolist()
     return data

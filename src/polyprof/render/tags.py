@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from polyprof.analysis.tags import TagsResult
+from polyprof.analysis.tags_report import TagsResult
 from polyprof.render import units
 
 __all__ = ["align_right", "tags_json", "tags_text"]
@@ -38,7 +38,7 @@ def align_right(lines: list[list[str]]) -> str:
         if not rows:
             break
         start = prev = rows[0]
-        for i in rows[1:] + [None]:  # type: ignore[list-item]
+        for i in [*rows[1:], None]:
             if i is None or i != prev + 1:
                 width = max(len(lines[j][column]) for j in range(start, prev + 1)) + 1
                 for j in range(start, prev + 1):

@@ -35,8 +35,8 @@ def _stack_lines(frames) -> tuple[str, list[str]]:  # noqa: ANN001
 
 
 def _label_lines(groups: tuple[LabelGroup, ...]) -> list[str]:
-    strs = sorted(f"{g.key:>10}:  {' '.join(g.values)}" for g in groups if not g.numeric)
-    nums = sorted(f"{g.key:>10}:  {' '.join(units.label(v, g.unit) for v in g.values)}"
+    strs = sorted(f"{g.key:>10}:  {' '.join(str(v) for v in g.values)}" for g in groups if not g.numeric)
+    nums = sorted(f"{g.key:>10}:  {' '.join(units.label(int(v), g.unit) for v in g.values)}"
                   for g in groups if g.numeric)
     return strs + nums
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from polyprof.errors import InputError, MalformedInputError
 
@@ -127,7 +128,7 @@ class _Parser:
         self.skipping = False  # inside a FUNC nobody asked for
         self.lineno = 0
 
-    def fail(self, what: str) -> None:
+    def fail(self, what: str) -> NoReturn:
         raise MalformedInputError(f"line {self.lineno}: {what}", path=self.path, fmt="breakpad")
 
     def hex(self, text: str, what: str) -> int:
@@ -217,7 +218,6 @@ class _Parser:
         func = self.func
         if func is None:
             self.fail("INLINE record outside a FUNC")
-            return
         tokens = text.split()[1:]
         if len(tokens) < 5:
             self.fail("INLINE record needs depth, call line, origin and at least one range")
@@ -240,7 +240,6 @@ class _Parser:
         func = self.func
         if func is None:
             self.fail("line record outside a FUNC")
-            return
         address, size = self.hex(parts[0], "line record"), self.hex(parts[1], "line record")
         func.line_starts.append(address)
         func.lines.append((size, self.dec(parts[2], "line record"), self.dec(parts[3], "line record")))

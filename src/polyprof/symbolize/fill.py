@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from polyprof.model.extras import Extras
 from polyprof.model.profile import (
     MAPPING_HAS_FILENAMES,
     MAPPING_HAS_FUNCTIONS,
@@ -37,7 +38,7 @@ def shallow_copy(p: Profile) -> Profile:
     """A copy of ``p`` sharing its tables; deferred attributes stay deferred."""
     new = object.__new__(type(p))
     new.__dict__.update(p.__dict__)
-    new.extras = dict(p.extras)
+    new.extras = Extras(p.extras)
     new.warnings = list(p.warnings)
     return new
 
@@ -64,7 +65,7 @@ class Interner:
         if self._fid is None:
             self._fid = {}
             for i, key in enumerate(zip(*self.cols)):
-                self._fid.setdefault(key, i)  # type: ignore[arg-type]
+                self._fid.setdefault(key, i)
         key = (self.string(name), self.string(system_name), self.string(filename), start_line)
         fid = self._fid.get(key)
         if fid is None:

@@ -215,7 +215,7 @@ def deobfuscate_profile(p: Profile, maps: list[JavaMap], notes: list[str]) -> tu
     every = carried + maps
     if not every:
         return p, 0
-    process = str(p.extras.get("profile_labels", {}).get("process_name", ""))
+    process = str(p.extras.profile_labels.get("process_name", ""))
     new, count = _retrace_locations(p, every, process)
     from polyprof.symbolize.fill import Interner, replace_lines, shallow_copy
 

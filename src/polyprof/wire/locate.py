@@ -48,7 +48,7 @@ def _walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, descriptor: Des
         if not len(sel):
             continue
         where = f"{path}.{fd.name}" if path else fd.name
-        if fd.type == FieldDescriptor.TYPE_MESSAGE:
+        if fd.type == FieldDescriptor.TYPE_MESSAGE and fd.message_type is not None:
             found = _walk(buf, sel.start, sel.start + sel.length, fd.message_type, where, base, depth + 1)
             if found is not None:
                 return found
@@ -68,4 +68,5 @@ def _walk(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, descriptor: Des
 
 def _repeated(fd: FieldDescriptor) -> bool:
     flag = getattr(fd, "is_repeated", None)
-    return bool(flag) if flag is not None else fd.label == FieldDescriptor.LABEL_REPEATED
+    # protobuf >= 5.28 has is_repeated; older ones only the label (which newer stubs no longer declare)
+    return bool(flag) if flag is not None else getattr(fd, "label") == FieldDescriptor.LABEL_REPEATED

@@ -24,9 +24,13 @@ with replacement by the reader.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+#: A message class built at run time from a :class:`Schema`: its fields
+#: exist only then, so a type checker can only see it as Any.
+MessageClass: TypeAlias = Any
 
 __all__ = ["Schema"]
 
@@ -102,7 +106,7 @@ class Schema:
         f.type = _F.TYPE_ENUM if full in self._enums else _F.TYPE_MESSAGE
         f.type_name = f".{self.package}.{full}"
 
-    def build(self) -> dict[str, type]:
+    def build(self) -> dict[str, MessageClass]:
         """Return ``{dotted name: message class}`` for every declared message."""
         for pending in self._pending:  # resolved late so types may be declared in any order
             self._add_field(*pending)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from typing import NoReturn
 
 import numpy as np
 
@@ -31,7 +32,7 @@ def as_buffer(data: bytes | memoryview) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)
 
 
-def _fail(message: str, offset: int) -> None:
+def _fail(message: str, offset: int) -> NoReturn:
     raise MalformedInputError(message, offset=int(offset))
 
 
@@ -274,7 +275,7 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
         at = offset[part[0]] + part[6]
         for col, values in zip(cols, part[:6]):
             col[at] = values
-    return Fields(*cols)
+    return Fields(cols[0], cols[1], cols[2], cols[3], cols[4], cols[5])
 
 
 def _tail(buf: np.ndarray, msg: np.ndarray, pos: np.ndarray, end: np.ndarray, step: int) -> tuple[np.ndarray, ...]:

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
         env.out(f"{args.input} holds {len(summaries)} profiles; analyses merge those with the same sample "
                 "types, or pick with the selectors shown (--merge combines different kinds):")
         for c, s in zip(listed, summaries):
-            labels = c.profile.extras.get("profile_labels") or {}
+            labels = c.profile.extras.profile_labels
             env.out(f"\n[{c.number}] {profile_heading(labels, c.number)}")
             env.out(f"select with {' or '.join(c.spelled_selectors(common.flag_spelling))}")
             env.out(render(s).rstrip("\n"))

@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
-    from polyprof.analysis.tags import tag_report
+    from polyprof.analysis.tags_report import tag_report
     from polyprof.render.tags import tags_json, tags_text
 
     result = tag_report(common.load(args, env), common.analysis_options(args))

@@ -161,7 +161,7 @@ class CallStackEncoder:
                 report.rename(p.sample_types[col], ValueType(*as_type))
         self.modules: dict[tuple[str, str], int] = {}
         self.module_msgs: list[bytes] = []
-        self.loc_cache: dict[int, bytes] = {}
+        self.loc_cache: dict[int, list[bytes]] = {}
         self.hashes: dict[int, int] = {}
         self.label_cache: dict[int, _Labels] = {}
         self.backtraces: dict[str, int] = {}
@@ -332,7 +332,7 @@ class CallStackEncoder:
         n = len(p.samples)
         counts = values[:, self.count_col].tolist() if self.count_col is not None else [1] * n
         weights = values[:, self.weight_col].tolist() if self.weight_col is not None else [1] * n
-        if self.time_in_weights:
+        if self.time_in_weights and self.time_col is not None:
             weights = (values[:, self.time_col] * _NS[p.sample_types[self.time_col].unit]).tolist()
         for i, vt in enumerate(p.sample_types):
             if i in (self.count_col, self.weight_col, self.time_col):

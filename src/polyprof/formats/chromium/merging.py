@@ -13,6 +13,7 @@ from __future__ import annotations
 
 
 
+from polyprof.model.extras import Extras
 from polyprof.model.merge import merge, union_sample_types
 from polyprof.model.profile import Label, Profile
 
@@ -21,7 +22,7 @@ __all__ = ["merge_profiles"]
 
 def _labels(p: Profile) -> tuple[Label, ...]:
     return tuple(Label(k, str=v) if isinstance(v, str) else Label(k, num=int(v))
-                 for k, v in sorted(p.extras.get("profile_labels", {}).items()))
+                 for k, v in sorted(p.extras.profile_labels.items()))
 
 
 def _common_extras(profiles: list[Profile]) -> dict:
@@ -37,6 +38,6 @@ def merge_profiles(profiles: list[Profile]) -> list[Profile]:
     first = profiles[0]
     merged = merge(union_sample_types(profiles), [_labels(p) for p in profiles])
     merged.default_sample_type = first.default_sample_type or first.sample_types[-1].type
-    merged.extras = _common_extras(profiles)
+    merged.extras = Extras(_common_extras(profiles))
     merged.extras["merged_profiles"] = len(profiles)
     return [merged]

@@ -52,6 +52,7 @@ from polyprof.formats.limits import check_int64
 from polyprof.formats.options import ReadOptions
 from polyprof.formats.source import Source
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.extras import Extras
 from polyprof.model.profile import Label, Profile, ValueType
 from polyprof.wire.locate import locate
 
@@ -182,8 +183,8 @@ def _from_sampled_list(items: list, ctx: _Context, log_extras: dict[str, Any]) -
     return profiles
 
 
-def _sampled_extras(sp: Any, ctx: _Context) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _sampled_extras(sp: Any, ctx: _Context) -> Extras:
+    out = Extras()
     for name, table in _ENUMS:
         if sp.HasField(name):
             out[name] = S.enum_name(table, getattr(sp, name))
@@ -201,7 +202,7 @@ def _sampled_extras(sp: Any, ctx: _Context) -> dict[str, Any]:
             out[name] = {str(e.key): S.enum_name(table, e.value) for e in entries}
     labels = {k: out[k] for k in ("process", "thread") if k in out}
     if labels:
-        out["profile_labels"] = labels
+        out.profile_labels = labels
     return out
 
 
@@ -281,7 +282,7 @@ class _CallStack:
                     raise MalformedInputError(f"a frame refers to module {index}, but the profile "
                                               f"has {len(self.modules)}")
                 mapping = self.modules[index]
-            lines = ()
+            lines: tuple[tuple[int, int, int], ...] = ()
             if loc.function_name:
                 lines = ((self.b.function(self.ctx.text(loc.function_name)), 0, 0),)
             row = self._locs[key] = self.b.location(mapping, loc.address, lines)
@@ -345,8 +346,7 @@ class _CallStack:
             return
         p = self.b.meta
         p.extras["profile_metadata"] = items
-        labels = p.extras.setdefault("profile_labels", {})
-        labels.update({k: v for k, v in items.items() if v is not None})
+        p.extras.profile_labels = {**p.extras.profile_labels, **{k: v for k, v in items.items() if v is not None}}
 
     def _cpu_types(self) -> tuple[tuple[str, str], tuple[str, str]]:
         name = TIME_MODES[self.time_mode][0] if self.time_mode in TIME_MODES else CPU_TYPES[1][0]

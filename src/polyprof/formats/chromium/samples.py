@@ -79,8 +79,9 @@ def _deprecated_samples(enc: CallStackEncoder) -> list[bytes]:
     """Encoded deprecated Samples (frames, count, newly reached phases)."""
     p, report = enc.p, enc.report
     counts, _ = enc.counts_weights()
-    if enc.heap or enc.time_in_weights:
-        what = p.sample_types[enc.weight_col if enc.heap else enc.time_col]
+    col = enc.weight_col if enc.heap else enc.time_col if enc.time_in_weights else None
+    if col is not None:
+        what = p.sample_types[col]
         report.add(f"values of {what} not kept: the deprecated Sample encoding holds counts only", len(p.samples))
     if p.samples.time is not None:
         report.add("sample times (the deprecated Sample encoding has none)", len(p.samples))
@@ -143,8 +144,8 @@ def encode_body(enc: CallStackEncoder) -> bytes:
     e.varint_field(4, enc.period_ms, always=True)
     for h in enc.hashes:  # dicts keep insertion order: index order
         e.fixed64_field(5, h, always=True)
-    for m in profile_meta:
-        e.message(6, m)
+    for meta in profile_meta:
+        e.message(6, meta)
     for bt in enc.backtrace_msgs:
         e.message(7, bt)
     for body in stacks.bodies:

@@ -99,10 +99,11 @@ class _Walk:
             if allowed is None or wire not in allowed:
                 raise _Bad
             seen.add(number)
-            i = self.skip(i, avail, end, wire, nested, depth)
-            if i is None:
+            after = self.skip(i, avail, end, wire, nested, depth)
+            if after is None:
                 self.truncated = True
                 return seen
+            i = after
         return seen
 
     def skip(self, i: int, avail: int, end: int, wire: int, nested: dict | None, depth: int) -> int | None:

@@ -136,8 +136,8 @@ def _sampled_tail(facts: Facts) -> bytes:
         e.packed_field(18, pids)
     if "lacros_version" in facts:
         e.string_field(19, str(facts.x["lacros_version"]), always=True)
-    for name, number, table in _TAIL_ENUMS:
-        if (v := facts.enum(name, table)) is not None:
+    for name, number, names in _TAIL_ENUMS:
+        if (v := facts.enum(name, names)) is not None:
             e.varint_field(number, v, always=True)
     if (v := facts.get("cpu_speed_limit_percent", int)) is not None:
         e.varint_field(22, v, always=True)

@@ -148,7 +148,7 @@ def _new_builder(types: list[tuple[str, str]], default: str, labels: dict[str, A
     b = ProfileBuilder("perfetto")
     b.set_sample_types(types)
     b.meta.default_sample_type = default
-    b.meta.extras["profile_labels"] = labels
+    b.meta.extras.profile_labels = labels
     return b
 
 
@@ -251,15 +251,18 @@ def _perf_meta(r: "TraceReader", b: ProfileBuilder, cfg: Any, config: int, cols:
         meta.period = 1_000_000_000 // cfg.interval[1]
     meta.extras["perf_event"] = cfg.describe()
     if config in r.perf.lost:
-        meta.extras["kernel_records_lost"] = {str(c): n for c, n in sorted(r.perf.lost[config].items())}
+        meta.extras.kernel_records_lost = {str(c): n for c, n in sorted(r.perf.lost[config].items())}
     if config in r.perf.events:
         meta.extras["profiler_events"] = dict(sorted(r.perf.events[config].items()))
-    for key, col, names in (("samples_skipped", "skip", S.SKIP_REASONS), ("unwind_errors", "unwind", S.UNWIND_ERRORS)):
+    found = {}
+    for col, names in (("skip", S.SKIP_REASONS), ("unwind", S.UNWIND_ERRORS)):
         vals, counts = np.unique(cols[col][rows], return_counts=True)
-        found = {(names[v] if v < len(names) else f"value_{v}"): int(c)
-                 for v, c in zip(vals.tolist(), counts.tolist()) if v >= 0}
-        if found:
-            meta.extras[key] = dict(sorted(found.items()))
+        found[col] = {(names[v] if v < len(names) else f"value_{v}"): int(c)
+                      for v, c in zip(vals.tolist(), counts.tolist()) if v >= 0}
+    if found["skip"]:
+        meta.extras.samples_skipped = found["skip"]
+    if found["unwind"]:
+        meta.extras.unwind_errors = found["unwind"]
 
 
 def _thread_combo(r: "TraceReader", cols: dict[str, np.ndarray], extra: list[np.ndarray],

@@ -156,6 +156,7 @@ def _take_tables(tables: Generation, pp: Any) -> None:
 
 def _sample(h: Any, trusted_count: bool) -> tuple[int, tuple[int, int, int, int]]:
     """(callstack iid, (alloc count, alloc size, free count, free size)) of a HeapSample."""
+    names: tuple[str, ...]
     if h.HasField("self_max"):
         values = (h.self_max_count if trusted_count else 0, h.self_max, 0, 0)
         names = ("self_max_count", "self_max")

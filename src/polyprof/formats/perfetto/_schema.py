@@ -11,7 +11,7 @@ classes; it decodes packets with the vectorized kernels.
 from __future__ import annotations
 
 from polyprof.formats.perfetto._sniff import VARINT_FIELDS  # noqa: F401  (defined by the sniffer)
-from polyprof.wire.schema import Schema
+from polyprof.wire.schema import MessageClass, Schema
 
 __all__ = ["BUILTIN_CLOCKS", "CPU_MODES", "PERF_COUNTERS", "SKIP_REASONS", "UNWIND_ERRORS", "messages"]
 
@@ -246,10 +246,10 @@ def _descriptors(s: Schema) -> None:
     s.message("ProcessTree.Thread", tid=(1, "int32"), name=(2, "bytes"), tgid=(3, "int32"))
 
 
-_MESSAGES: dict[str, type] | None = None
+_MESSAGES: dict[str, MessageClass] | None = None
 
 
-def messages() -> dict[str, type]:
+def messages() -> dict[str, MessageClass]:
     """The message classes, built once on first use."""
     global _MESSAGES
     if _MESSAGES is None:

@@ -24,14 +24,14 @@ def _add(into: dict[str, int], counts: dict[str, int]) -> None:
 
 def summarize(profiles: list[Profile]) -> dict[str, Any]:
     """A JSON-ready summary of the profiles of one trace."""
-    processes: dict[str, str | None] = {}
+    processes: dict[str, str | int | None] = {}
     threads: dict[str, str | None] = {}
     kinds: dict[str, dict[str, int]] = {}
     losses: dict[str, Any] = {}
     lost_by_event: dict[str, dict[str, int]] = {}
     for p in profiles:
-        labels = p.extras.get("profile_labels", {})
-        kind = labels.get("kind", "?")
+        labels = p.extras.profile_labels
+        kind = str(labels.get("kind", "?"))
         entry = kinds.setdefault(kind, {"profiles": 0, "samples": 0})
         entry["profiles"] += 1
         entry["samples"] += len(p.samples)
@@ -42,10 +42,10 @@ def summarize(profiles: list[Profile]) -> dict[str, Any]:
                 name = next((lb.str for lb in p.labelsets[ls] if lb.key == "thread_name"), None)
                 if name or str(tid) not in threads:
                     threads[str(tid)] = name
-        if "kernel_records_lost" in p.extras:  # per event, shared by its profiles
-            lost_by_event[labels.get("event", "?")] = p.extras["kernel_records_lost"]
-        for key in ("samples_skipped", "unwind_errors"):
-            _add(losses.setdefault(key, {}), p.extras.get(key, {}))
+        if p.extras.kernel_records_lost:  # per event, shared by its profiles
+            lost_by_event[str(labels.get("event", "?"))] = p.extras.kernel_records_lost
+        _add(losses.setdefault("samples_skipped", {}), p.extras.samples_skipped)
+        _add(losses.setdefault("unwind_errors", {}), p.extras.unwind_errors)
         error = p.extras.get("heapprofd", {}).get("client_error")
         if error:
             _add(losses.setdefault("heapprofd_client_errors", {}), {error: 1})

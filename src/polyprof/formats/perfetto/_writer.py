@@ -69,7 +69,7 @@ class Out:
 
 
 def kind_of(p: Profile) -> str:
-    kind = p.extras.get("profile_labels", {}).get("kind")
+    kind = p.extras.profile_labels.get("kind")
     if kind in ("perf", "heap", "chrome", "heap_stream", "stack_sample"):
         return kind
     names = {vt.type for vt in p.sample_types}
@@ -213,7 +213,7 @@ class PerfWriter:
 
     def __init__(self, p: Profile, out: Out, report: LossReport) -> None:
         self.p, self.out, self.report = p, out, report
-        self.labels = p.extras.get("profile_labels", {})
+        self.labels = p.extras.profile_labels
 
     def write(self) -> None:
         p, report = self.p, self.report
@@ -360,7 +360,7 @@ class PerfWriter:
 
     def _non_samples(self) -> None:
         extras = self.p.extras
-        for cpu, lost in sorted(extras.get("kernel_records_lost", {}).items()):
+        for cpu, lost in sorted(extras.kernel_records_lost.items()):
             ps = Encoder().varint_field(1, int(cpu), always=True).varint_field(17, int(lost))
             self.out.packet(Encoder().varint_field(S.F_SEQ_ID, DATA_SEQ).message(S.F_PERF_SAMPLE, ps).getvalue())
         for event, count in sorted(extras.get("profiler_events", {}).items()):

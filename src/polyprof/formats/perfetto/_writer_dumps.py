@@ -57,7 +57,7 @@ def write_other(kind: str, p: Profile, out: Out, report: LossReport) -> None:
 
 
 def _processes(p: Profile) -> dict[int, str]:
-    labels = p.extras.get("profile_labels", {})
+    labels = p.extras.profile_labels
     if "process_name" in labels and "pid" in labels:
         return {int(labels["pid"]): str(labels["process_name"])}
     return {}
@@ -65,7 +65,7 @@ def _processes(p: Profile) -> dict[int, str]:
 
 def _single(p: Profile, col: np.ndarray | None, key: str, report: LossReport) -> int:
     """The one value of a per-profile column (pid), else the profile label, else 0."""
-    label = p.extras.get("profile_labels", {}).get(key)
+    label = p.extras.profile_labels.get(key)
     if col is not None and col.size:
         values = np.unique(col)
         if values.size > 1:
@@ -99,7 +99,7 @@ def _heap_values(p: Profile, report: LossReport) -> np.ndarray:
 
 
 def _write_heap(p: Profile, out: Out, report: LossReport) -> None:
-    labels = p.extras.get("profile_labels", {})
+    labels = p.extras.profile_labels
     facts = p.extras.get("heapprofd", {})
     values = _heap_values(p, report)
     keys = {lb.key for i in np.unique(p.samples.labelset).tolist() for lb in p.labelsets[i]}

@@ -47,7 +47,7 @@ def _descriptor(vt: Any) -> Encoder:
 
 def write_stack_samples(p: Profile, out: Out, report: LossReport) -> None:
     s = p.samples
-    labels = p.extras.get("profile_labels", {})
+    labels = p.extras.profile_labels
     if not p.sample_types or tuple(p.sample_types[0]) != ("samples", "count") or (s.values[:, 0] != 1).any():
         report.add("sample types: the first must be samples/count, one per sample (others kept as weights)")
     names = label_table(p, report, {"cpu_mode": lambda lb: _MODES.get(lb.str), "unwind_error": str_label,

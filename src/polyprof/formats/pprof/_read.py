@@ -88,10 +88,16 @@ class _Strings:
 
 
 class _Ids:
-    """Maps wire ids of one table to row numbers (ids must be nonzero and unique)."""
+    """Maps wire ids of one table to row numbers (ids must be nonzero and unique).
 
-    def __init__(self, what: str, ids: np.ndarray) -> None:
+    ``model`` is the model row of every wire row (functions, mappings);
+    locations are appended in wire order, so their model row is ``first`` + wire row.
+    """
+
+    def __init__(self, what: str, ids: np.ndarray, *, model: np.ndarray | None = None, first: int = 0) -> None:
         self.what = what
+        self.model = np.zeros(0, dtype=np.int64) if model is None else model
+        self.first = first
         if ids.size and (ids == 0).any():
             raise MalformedInputError(f"found {what} with reserved id 0")
         self.order = np.argsort(ids, kind="stable")
@@ -141,7 +147,7 @@ def read(source: Source, options: ReadOptions) -> list[Profile]:
 
 def _locate(data: bytes, exc: DecodeError) -> MalformedInputError:
     """The parse error upb gives without a place, with the field and byte offset."""
-    found = locate(data, _profile_class().DESCRIPTOR)
+    found = locate(data, getattr(_profile_class(), "DESCRIPTOR"))  # a generated message class
     if found is not None:
         return MalformedInputError(f"not a valid profile.proto message: {found.message}", offset=found.offset)
     return MalformedInputError(f"not a valid profile.proto message ({exc})")
@@ -190,9 +196,7 @@ def _functions(b: ProfileBuilder, raw: list[bytes], strings: _Strings) -> _Ids:
                               for k, what in ((2, "function name"), (3, "function system_name"),
                                               (4, "function filename")))
     rows = b.functions_bulk(name, system, filename, V.scalar_column(f, 5, n).view(np.int64))
-    index = _Ids("function", ids)
-    index.model = rows  # type: ignore[attr-defined]
-    return index
+    return _Ids("function", ids, model=rows)
 
 
 def _mappings(b: ProfileBuilder, raw: list[bytes], strings: _Strings) -> _Ids:
@@ -203,13 +207,11 @@ def _mappings(b: ProfileBuilder, raw: list[bytes], strings: _Strings) -> _Ids:
     flags = np.zeros(n, dtype=np.int64)
     for field, bit in _FLAG_FIELDS:
         flags |= np.where(V.scalar_column(f, field, n) != 0, bit, 0)
-    flags = flags.tolist()
+    flag_list = flags.tolist()
     text = strings.text
-    rows = np.array([b.mapping(start[i], limit[i], offset[i], text(filename[i]), text(build_id[i]), flags[i])
+    rows = np.array([b.mapping(start[i], limit[i], offset[i], text(filename[i]), text(build_id[i]), flag_list[i])
                      for i in range(n)], dtype=np.int64)
-    index = _Ids("mapping", ids)
-    index.model = rows  # type: ignore[attr-defined]
-    return index
+    return _Ids("mapping", ids, model=rows)
 
 
 def _locations(b: ProfileBuilder, raw: list[bytes], functions: _Ids, mappings: _Ids) -> _Ids:
@@ -229,9 +231,7 @@ def _locations(b: ProfileBuilder, raw: list[bytes], functions: _Ids, mappings: _
     line = V.scalar_column(lf, 2, nl).view(np.int64)
     column = V.scalar_column(lf, 3, nl).view(np.int64)
     first = b.add_locations_bulk(mapping, address, folded, counts, fn, line, column)
-    index = _Ids("location", ids)
-    index.first = first  # type: ignore[attr-defined]  # model row = first + wire row
-    return index
+    return _Ids("location", ids, first=first)
 
 
 _CHUNK = 1 << 17  # samples decoded at a time: bounds the decoder's working memory

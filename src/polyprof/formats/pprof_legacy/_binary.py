@@ -27,6 +27,7 @@ from polyprof.formats.pprof_legacy._java import java_symbols
 from polyprof.formats.pprof_legacy._maps import apply_maps, parse_maps
 from polyprof.formats.pprof_legacy._parsed import INT64_MAX, NotMine, Parsed, Scanner, adjusted, broken, checked
 from polyprof.formats.pprof_legacy._stacks import dedupe_leaf, drop_handler_frames
+from polyprof.model.tree import segment_positions
 
 __all__ = ["CPU_TYPES", "header", "parse_cpu"]
 
@@ -72,7 +73,7 @@ def _records(p: Parsed, data: bytes, word: str, *, adjust: bool) -> int:
     size = struct.calcsize(word)
     words = np.frombuffer(data, dtype=np.dtype(word[0] + {"I": "u4", "Q": "u8"}[word[1]]),
                           count=len(data) // size).astype(np.uint64)
-    w = memoryview(words)  # indexing gives Python ints, fast
+    w = memoryview(words.data)  # indexing gives Python ints, fast
     n, pos, end = len(words), 5, None
     starts: list[int] = []
     depths: list[int] = []
@@ -107,7 +108,7 @@ def _columns(p: Parsed, words: np.ndarray, starts: np.ndarray, depths: np.ndarra
         i = int(np.flatnonzero(too_big)[0])
         raise broken(f"sample count {int(counts[i])} too large (pprof would wrap it)", int(starts[i]) * words.itemsize)
     offsets = np.concatenate(([0], np.cumsum(depths))).astype(np.int64)
-    frame = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - starts - 2, depths)
+    frame = segment_positions(depths) + np.repeat(starts.astype(np.int64) + 2, depths)  # words after count, depth
     flat = adjusted(words[frame], offsets, "caller" if adjust else "")
     counts = counts.astype(np.int64)
     p.set_columns(flat, offsets, np.stack([counts, counts * p.period], axis=1))

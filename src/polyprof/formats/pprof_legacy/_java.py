@@ -59,7 +59,7 @@ def parse_java(text: str) -> Parsed:
 def _section(text: str, pos: int, rx: re.Pattern) -> tuple[list[tuple[int, re.Match]], int]:
     """(start, match) of the lines from ``pos`` that ``rx`` finds (blank ones
     skipped) up to the first it does not find; and where that line starts."""
-    found = []
+    found: list[tuple[int, re.Match]] = []
     while (nl := text.find("\n", pos)) >= 0:  # pprof reads only lines ended by a newline here
         start, line, pos = pos, trim(text[pos:nl]), nl + 1
         if line:
@@ -115,12 +115,13 @@ def _samples(kind: str, text: str, pos: int, p: Parsed) -> int:
                 raise broken(f"{where}: a heap sample's object count must not be 0", start)
             block = go_div(values[1], values[0])
             scaled = scale_heap(values[0], values[1], _HEAP_SAMPLING)
-            values = list(scaled) if scaled else [None, None]
-        elif p.period:
-            values = [checked(v * p.period) for v in values]
-        if None in values:
+            fits: list[int | None] = list(scaled) if scaled else [None, None]
+        else:
+            fits = [checked(v * p.period) for v in values] if p.period else list(values)
+        kept = [v for v in fits if v is not None]
+        if len(kept) < len(fits):
             raise broken(f"{where}: sample values too large", start)
-        p.add(values, addresses, block)
+        p.add(kept, addresses, block)
     return end
 
 

@@ -79,14 +79,15 @@ class Parsed:
     blocks: list[int] = field(default_factory=list)
     _flat: list[int] = field(default_factory=list)
     _ends: list[int] = field(default_factory=list)
-    # columns, once frozen
-    flat: np.ndarray | None = None
-    offsets: np.ndarray | None = None
-    value_array: np.ndarray | None = None
-    # locations, once numbered (see _stacks.number_locations)
-    loc_address: np.ndarray | None = None
-    frame_loc: np.ndarray | None = None
-    loc_mapping: np.ndarray | None = None
+    # columns, once frozen (empty until then)
+    frozen: bool = False
+    flat: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    value_array: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    # locations, once numbered (see _stacks.number_locations; empty until then)
+    loc_address: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    frame_loc: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    loc_mapping: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def add(self, values: list[int], addresses: list[int], block: int | None = None) -> None:
         """One sample (``adjust`` is applied to its addresses when frozen)."""
@@ -103,10 +104,11 @@ class Parsed:
 
     def set_columns(self, flat: np.ndarray, offsets: np.ndarray, values: np.ndarray) -> None:
         self.flat, self.offsets, self.value_array = flat, offsets, values
+        self.frozen = True
 
     def freeze(self) -> None:
         """Turn the samples added one by one into columns."""
-        if self.flat is not None:
+        if self.frozen:
             return
         width = len(self.sample_types)
         if any(len(v) != width for v in self.values):  # pprof's CheckValid refuses this too

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from polyprof.formats.pprof_legacy._parsed import Parsed
+from polyprof.model.tree import segment_owner
 
 __all__ = ["drop_handler_frames", "dedupe_leaf", "number_locations"]
 
@@ -17,11 +18,11 @@ __all__ = ["drop_handler_frames", "dedupe_leaf", "number_locations"]
 def _remove(p: Parsed, drop: np.ndarray) -> None:
     """Remove the frames where ``drop`` (over ``flat``) is true."""
     lengths = np.diff(p.offsets)
-    sample_of = np.repeat(np.arange(len(lengths)), lengths)
+    sample_of = segment_owner(lengths)
     lengths = lengths - np.bincount(sample_of[drop], minlength=len(lengths))
     p.offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     p.flat = p.flat[~drop]
-    if p.frame_loc is not None:
+    if p.frame_loc.size:  # numbered: one location per frame
         p.frame_loc = p.frame_loc[~drop]
 
 

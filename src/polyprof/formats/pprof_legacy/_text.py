@@ -252,7 +252,8 @@ def _contention_values(s: Scanner, delay: int, count: int, period: int, hz: int)
             if scaled is None:
                 raise s.error(f"delay {delay} too large once scaled")
             delay = scaled
-        count = checked(count * period)
-        if count is None:
+        counted = checked(count * period)
+        if counted is None:
             raise s.error("contention count too large once multiplied by the sampling period")
+        count = counted
     return [count, delay]

@@ -17,6 +17,7 @@ from polyprof.formats.simpleperf._layout import Layout, event_type
 from polyprof.formats.simpleperf._offcpu import offcpu_times
 from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES, OFFCPU_VIEWS, record_class
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.extras import LostSituation, ThreadRecord
 from polyprof.model.profile import MAPPING_HAS_FUNCTIONS, Label, Profile
 from polyprof.wire.locate import locate
 
@@ -188,9 +189,9 @@ def _threads(recs: _Records, text: _Text, p: Profile) -> dict[int, tuple[int, st
     for tid, t in recs.threads.items():
         name = text(t.thread_name) if t.HasField("thread_name") else None
         out[tid] = (t.process_id, name)
-        listed.append([tid, t.process_id, name])
+        listed.append(ThreadRecord(tid, t.process_id, name))
     if listed:
-        p.extras["threads"] = listed
+        p.extras.threads = listed
     missing = {s.thread_id for s in recs.samples} - set(out)
     if missing and recs.threads:
         n = sum(1 for s in recs.samples if s.thread_id in missing)
@@ -205,7 +206,7 @@ def _lost(recs: _Records, p: Profile) -> None:
         p.warnings.append(f"{len(recs.lost)} LostSituation records; their counts were added")
     kept = sum(r.sample_count for r in recs.lost)
     lost = sum(r.lost_count for r in recs.lost)
-    p.extras["lost_situation"] = {"sample_count": kept, "lost_count": lost}
+    p.extras.lost_situation = LostSituation(kept, lost)
     p.extras["lost_ratio"] = round(lost / (kept + lost), 6) if kept + lost else 0.0
 
 
@@ -257,7 +258,7 @@ def _labelsets(b: ProfileBuilder, samples: list[Any], threads: dict[int, tuple[i
             ls = cache[key] = b.labelset(labels) if labels else 0
         out[i] = ls
     if failures:
-        p.extras["unwinding_failures"] = dict(sorted(failures.items()))
+        p.extras.unwinding_failures = failures
     return out
 
 

@@ -9,6 +9,11 @@ reader counts records that carry no payload or more than one.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # wire.schema imports protobuf: only when the schema is built
+    from polyprof.wire.schema import MessageClass
+
 __all__ = ["ERROR_CODES", "EXECUTION_TYPES", "MAGIC", "OFFCPU_VIEWS", "VERSION", "record_class"]
 
 MAGIC = b"SIMPLEPERF"
@@ -25,7 +30,7 @@ ERROR_CODES = ("ERROR_NONE", "ERROR_UNKNOWN", "ERROR_NOT_ENOUGH_STACK", "ERROR_M
                "ERROR_UNWIND_INFO", "ERROR_INVALID_MAP", "ERROR_MAX_FRAME_EXCEEDED",
                "ERROR_REPEATED_FRAME", "ERROR_INVALID_ELF")
 
-_RECORD: type | None = None
+_RECORD: MessageClass | None = None
 
 
 def _build() -> type:
@@ -54,7 +59,7 @@ def _build() -> type:
     return s.build()["Record"]
 
 
-def record_class() -> type:
+def record_class() -> MessageClass:
     """The ``Record`` message class (built once, on first use)."""
     global _RECORD
     if _RECORD is None:

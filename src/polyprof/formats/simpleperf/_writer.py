@@ -13,6 +13,7 @@ from polyprof.formats.simpleperf._framing import frame
 from polyprof.formats.simpleperf._layout import SAMPLES, Layout, event_name, infer_events
 from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES
 from polyprof.model.profile import Profile, ValueType
+from polyprof.model.tree import segment_owner, segment_positions
 from polyprof.wire.encode import Encoder
 
 __all__ = ["encode"]
@@ -49,10 +50,10 @@ def encode(p: Profile, options: WriteOptions) -> tuple[bytes, LossReport]:
     if meta is not None:
         bodies.append(_record("meta_info", meta))
     bodies.extend(_samples(p, plan, files, report))
-    lost = p.extras.get("lost_situation")
-    if isinstance(lost, dict):
-        bodies.append(_record("lost", Encoder().varint_field(1, int(lost.get("sample_count", 0)), always=True)
-                              .varint_field(2, int(lost.get("lost_count", 0)), always=True)))
+    lost = p.extras.lost_situation
+    if lost is not None:
+        bodies.append(_record("lost", Encoder().varint_field(1, lost.sample_count, always=True)
+                              .varint_field(2, lost.lost_count, always=True)))
     bodies.extend(files.records())
     bodies.extend(_threads(p, report))
     _profile_facts(p, report)
@@ -94,7 +95,7 @@ def _general_plan(p: Profile, options: WriteOptions, report: LossReport) -> _Pla
     samples = types.index(SAMPLES) if SAMPLES in types else None
     cols = _event_columns(p, options, samples, report)
     names, scales = _event_names(types, cols, report)
-    vals = values[:, cols] * np.array(scales, dtype=np.int64) if cols else values[:, [samples]]
+    vals = values[:, cols] * np.array(scales, dtype=np.int64) if cols else values[:, [] if samples is None else [samples]]
     _check_counts(vals, report)
     vals = np.maximum(vals, 0)
     m = vals.shape[1]
@@ -110,9 +111,8 @@ def _general_plan(p: Profile, options: WriteOptions, report: LossReport) -> _Pla
                    "sample (too many to write one record each)", int((k > 1).sum()))
         k = np.ones(n, np.int64)
     reps = np.where(present, k[:, None], 0).ravel()
-    pair = np.repeat(np.arange(n * m), reps)
-    start = np.cumsum(reps) - reps
-    step = np.arange(pair.size) - start[pair]
+    pair = segment_owner(reps)
+    step = segment_positions(reps)
     q, r = np.divmod(vals.ravel()[pair], reps[pair])
     count = q + (step < r)
     return _Plan(tuple(names), pair % m, count, None, False, pair // m)
@@ -387,10 +387,7 @@ class _Files:
 
 def _threads(p: Profile, report: LossReport) -> list[bytes]:
     """Thread records: those the reader listed, then one per sampled tid (with its pid and name)."""
-    listed = p.extras.get("threads")
-    rows: list[tuple[int, int, str | None]] = []
-    if isinstance(listed, list):
-        rows = [(int(t[0]), int(t[1]), t[2]) for t in listed if isinstance(t, list) and len(t) == 3]
+    rows = [(t.tid, 0 if t.pid is None else t.pid, t.name) for t in p.extras.threads]
     known = {t for t, _, _ in rows}
     s = p.samples
     if s.pid is not None and s.tid is None:

@@ -1,0 +1,105 @@
+"""Thread identity: which thread every sample ran on, and what is known of it.
+
+A sample's thread comes from the ``pid``/``tid`` sample columns, else from
+numeric ``pid``/``tid`` labels, and its name from a ``thread_name``,
+``thread`` or ``comm`` label; the reader's thread table
+(:attr:`polyprof.model.extras.Extras.threads`, ``process_names``) fills in
+names and pids the samples do not carry, and lists threads without samples.
+Used by the thread filters (``--thread``) and by the viewer writers, which
+group samples by thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from polyprof.model.profile import Profile
+
+__all__ = ["NAME_LABELS", "THREAD_LABELS", "ThreadInfo", "listed_threads", "sample_threads"]
+
+#: Label keys that name a sample's thread (the first one present wins).
+NAME_LABELS = ("thread_name", "thread", "comm")
+#: Labels that only say which thread a sample ran on.
+THREAD_LABELS = frozenset(NAME_LABELS) | {"pid", "tid"}
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    """A thread as viewers show it; fields are None when the profile does not say."""
+
+    name: str | None
+    pid: int | None
+    tid: int | None
+    process_name: str | None = None
+
+    def label(self) -> str:
+        """``name (tid N)``-style text for profile names."""
+        parts = [self.name or ("thread" if self.tid is not None else "all samples")]
+        if self.tid is not None:
+            parts.append(f"(tid {self.tid})")
+        return " ".join(parts)
+
+
+def listed_threads(p: Profile) -> list[ThreadInfo]:
+    """Every thread of the reader's thread table (also those without samples)."""
+    processes = p.extras.process_names
+    return [ThreadInfo(t.name, t.pid, t.tid, processes.get(t.pid) if t.pid is not None else None)
+            for t in p.extras.threads]
+
+
+def _labelset_columns(p: Profile) -> tuple[list[str | None], np.ndarray, np.ndarray]:
+    """Per labelset: thread name, numeric pid and tid labels (-1 when absent)."""
+    names: list[str | None] = []
+    pids = np.full(len(p.labelsets), -1, dtype=np.int64)
+    tids = np.full(len(p.labelsets), -1, dtype=np.int64)
+    for i, labels in enumerate(p.labelsets):
+        name = None
+        for lab in labels:
+            if lab.key in NAME_LABELS and lab.str and name is None:
+                name = lab.str
+            elif lab.key == "pid" and lab.num is not None:
+                pids[i] = lab.num
+            elif lab.key == "tid" and lab.num is not None:
+                tids[i] = lab.num
+        names.append(name)
+    return names, pids, tids
+
+
+def sample_threads(p: Profile) -> tuple[np.ndarray, list[ThreadInfo]]:
+    """(thread index of every sample, the threads), ordered by first appearance.
+
+    A profile without any thread information gives one ThreadInfo whose
+    fields are all None.
+    """
+    s = p.samples
+    n = len(s)
+    ls_names, ls_pids, ls_tids = _labelset_columns(p)
+    ls = s.labelset.astype(np.int64)
+    pid = s.pid.astype(np.int64) if s.pid is not None else ls_pids[ls]
+    tid = s.tid.astype(np.int64) if s.tid is not None else ls_tids[ls]
+    name_ids = {nm: i for i, nm in enumerate(dict.fromkeys(x for x in ls_names if x))}
+    ls_name_id = np.array([name_ids.get(x, -1) if x else -1 for x in ls_names], dtype=np.int64)
+    name_col = ls_name_id[ls] if n else np.zeros(0, np.int64)
+    rows = np.stack([pid, tid, name_col], axis=1) if n else np.zeros((0, 3), np.int64)
+    uniq, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # first-appearance order
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    inverse = rank[inverse.reshape(-1)]
+    table = {t.tid: t for t in p.extras.threads}
+    processes = p.extras.process_names
+    id_names = list(name_ids)
+    infos = []
+    for u in uniq[order].tolist():
+        upid, utid, uname = (None if u[0] < 0 else u[0]), (None if u[1] < 0 else u[1]), u[2]
+        listed = table.get(utid) if utid is not None else None
+        ename, epid = (listed.name, listed.pid) if listed is not None else (None, None)
+        upid = upid if upid is not None else epid
+        name = id_names[uname] if uname >= 0 else ename
+        infos.append(ThreadInfo(name, upid, utid, processes.get(upid) if upid is not None else None))
+    if not infos:
+        infos = [ThreadInfo(None, None, None)]
+        inverse = np.zeros(n, dtype=np.int64)
+    return inverse.astype(np.int64), infos
