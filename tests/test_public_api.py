@@ -12,7 +12,7 @@ SRC = Path(polyprof.__file__).resolve().parent
 # Layer order (DESIGN.md 3): a module may import only its own layer or lower ones.
 # Only layers that exist; a new package takes its place here when it is added
 # (the fleet store goes after render, the web view after the store).
-LAYERS = ["errors", "wire", "model", "formats", "symbolize", "selection", "api", "analysis", "render", "cli"]
+LAYERS = ["errors", "wire", "model", "formats", "symbolize", "selection", "api", "analysis", "render", "web", "cli"]
 TOP_LEVEL = {"__init__", "__main__"}  # the front door and ``python -m polyprof`` may import anything
 
 

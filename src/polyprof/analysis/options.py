@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from polyprof.errors import OptionsError
 
-__all__ = ["Options", "resolve"]
+__all__ = ["Options", "parse_time_range", "resolve"]
 
 
 @dataclass
@@ -72,6 +73,27 @@ class Options:
 
 
 _FIELDS = frozenset(f.name for f in fields(Options))
+_TIME_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
+
+
+def _time(text: str) -> int | None:
+    text = text.strip()
+    if not text:
+        return None
+    m = re.fullmatch(r"(-?\d+(?:\.\d+)?)(ns|us|ms|s)?", text)
+    if not m:
+        raise OptionsError(f"bad time {text!r} in {{time_range}}: use a number with ns, us, ms or s (default ns)",
+                           options=("time_range",))
+    return int(float(m.group(1)) * _TIME_UNITS[m.group(2) or "ns"])
+
+
+def parse_time_range(text: str) -> tuple[int | None, int | None]:
+    """``START:END`` with optional units (ns default; ``1.5s:2s``, ``:500ms``) as a
+    ``time_range`` pair; either side may be empty. Bad text raises OptionsError."""
+    if ":" not in text:
+        raise OptionsError("{time_range} takes START:END, e.g. 1.5s:2s or :500ms", options=("time_range",))
+    start, end = text.split(":", 1)
+    return _time(start), _time(end)
 
 
 def resolve(options: Options | None = None, /, **overrides: Any) -> Options:

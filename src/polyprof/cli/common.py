@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 
 __all__ = ["add_analysis_flags", "add_base_flags", "add_filter_flags", "add_input_flags", "add_output_format",
            "add_report_arguments", "add_report_flags", "add_symbol_flags", "analysis_options", "emit", "error_text",
@@ -18,25 +17,15 @@ def _int_set(text: str) -> frozenset[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
 
 
-_TIME_UNITS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
-
-
-def _time(text: str) -> int | None:
-    text = text.strip()
-    if not text:
-        return None
-    m = re.fullmatch(r"(-?\d+(?:\.\d+)?)(ns|us|ms|s)?", text)
-    if not m:
-        raise argparse.ArgumentTypeError(f"bad time {text!r}: use a number with ns, us, ms or s (default ns)")
-    return int(float(m.group(1)) * _TIME_UNITS[m.group(2) or "ns"])
-
-
 def parse_time_range(text: str) -> tuple[int | None, int | None]:
     """'START:END' with optional units (ns default); either side may be empty."""
-    if ":" not in text:
-        raise argparse.ArgumentTypeError("--time-range takes START:END, e.g. 1.5s:2s or :500ms")
-    start, end = text.split(":", 1)
-    return _time(start), _time(end)
+    from polyprof.analysis.options import parse_time_range as parse
+    from polyprof.errors import OptionsError
+
+    try:
+        return parse(text)
+    except OptionsError as exc:
+        raise argparse.ArgumentTypeError(exc.spelled(flag_spelling)) from None
 
 
 def add_input_flags(p: argparse.ArgumentParser) -> None:

@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # imported on use: --help stays fast
 __all__ = ["build_parser", "main"]
 
 # The order verbs are listed in --help; verbs not named here follow alphabetically.
-_ORDER = ("info", "top", "tree", "traces", "peek", "tags", "raw", "list", "disasm", "graph", "flame", "diff",
-          "merge", "convert", "dump", "validate", "symbolize", "formats")
+_ORDER = ("info", "top", "tree", "traces", "peek", "tags", "raw", "list", "disasm", "graph", "flame", "serve",
+          "diff", "merge", "convert", "dump", "validate", "symbolize", "formats")
 
 DESCRIPTION = """\
 polyprof reads pprof, Perfetto, simpleperf and Chromium CallStackProfile files,

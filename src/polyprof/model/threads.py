@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polyprof.model.columns import factorize_rows
 from polyprof.model.profile import Profile
 
 __all__ = ["NAME_LABELS", "THREAD_LABELS", "ThreadInfo", "listed_threads", "sample_threads"]
@@ -83,7 +84,8 @@ def sample_threads(p: Profile) -> tuple[np.ndarray, list[ThreadInfo]]:
     ls_name_id = np.array([name_ids.get(x, -1) if x else -1 for x in ls_names], dtype=np.int64)
     name_col = ls_name_id[ls] if n else np.zeros(0, np.int64)
     rows = np.stack([pid, tid, name_col], axis=1) if n else np.zeros((0, 3), np.int64)
-    uniq, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    inverse, first = factorize_rows([pid, tid, name_col])  # np.unique(axis=0) is 30x slower
+    uniq = rows[first]
     order = np.argsort(first, kind="stable")  # first-appearance order
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)

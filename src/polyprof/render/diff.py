@@ -7,7 +7,7 @@ from collections.abc import Callable
 from polyprof.analysis.diff import DiffResult, FunctionDiff
 from polyprof.render import units
 
-__all__ = ["diff_json", "diff_text"]
+__all__ = ["diff_json", "diff_text", "formatter", "signed"]
 
 _MEANING = {
     "none": "raw values",
@@ -100,3 +100,8 @@ def diff_json(r: DiffResult, *, nodecount: int = 0, by: str = "function",
     if threshold is not None:
         out["growth"] = {"threshold": threshold, "exceeded": [f.name for f in growth or []]}
     return out
+
+
+#: Public names of the table's formatting, for other front ends (the web view's display text).
+formatter = _formatter
+signed = _signed

@@ -1,0 +1,225 @@
+"""Views of a whole flame graph for interactive front ends: zoomed slices, search shares, children.
+
+A flame graph of a large profile has millions of nodes (the 900k-sample
+benchmark profile has 3M name paths) while a page can draw only the nodes
+wider than a pixel. :class:`FlameIndex` keeps a complete, unpruned
+:class:`~polyprof.analysis.flame.FlameTree` (build it with ``max_nodes=0,
+min_fraction=0``) and cuts views of it, so nothing is ever dropped from the
+data: zooming into a node shows its narrow descendants at full resolution.
+
+- :meth:`FlameIndex.slice` — the subtree of one node, without the nodes
+  narrower than a fraction of it; each kept node's ``hidden`` width is the
+  weight of its left-out children, which a renderer draws as one merged
+  block (merged visually, never dropped: the weight is still there);
+- :meth:`FlameIndex.search` — nodes whose name matches a regular expression
+  and the matched share: the weight of samples with a matching frame on
+  their stack (the total of every matching node without a matching
+  ancestor), of the whole graph and of the zoomed subtree;
+- :meth:`FlameIndex.children` — one node's children, widest first (an
+  expandable call tree);
+- :meth:`FlameIndex.details` — one node's numbers, path and identity.
+
+Numbers are the tree's own (``self``, ``total``, ``width``, ``base_*``);
+this module adds only the matched share and the hidden widths.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from polyprof.analysis.flame import FlameTree
+from polyprof.analysis.result import Result, percent
+from polyprof.errors import OptionsError
+from polyprof.model import tree
+
+__all__ = ["FlameIndex", "FlameSlice", "SearchResult"]
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Nodes matching ``regex`` and the weight of samples with a matching frame."""
+
+    regex: str
+    matched: int          # weight of samples with a match on their stack (whole graph)
+    total: int            # the graph's total
+    zoom_matched: int     # the same, within the zoomed subtree (its whole weight if it or an ancestor matches)
+    zoom_total: int
+    names: int            # distinct matching names
+
+    @property
+    def share(self) -> float:
+        return percent(self.matched, self.total)
+
+    @property
+    def zoom_share(self) -> float:
+        return percent(self.zoom_matched, self.zoom_total)
+
+
+@dataclass(repr=False)
+class FlameSlice(Result):
+    """The part of a flame graph a view draws: the subtree of ``root`` (a node id of the
+    whole graph), its nodes in pre-order. Columns per node: ``id`` (in the whole graph),
+    ``parent`` (row in this slice, -1 for the root), ``depth`` and ``start`` (relative to
+    the root), ``width``, ``self``, ``total``, ``hidden`` (width of the children left
+    out, drawn merged), ``name`` (index into ``names``), ``match`` (search) and, for a
+    diff, ``base_self``/``base_total``."""
+
+    TABLES: ClassVar[tuple[str, ...]] = ("nodes",)
+
+    root: int
+    names: list[str]
+    columns: dict[str, np.ndarray]
+    path: list[int]                 # ids of the root's ancestors, outermost first
+    graph_total: int                # total of the whole graph (its root)
+    merged: int                     # nodes of the subtree left out (their weight is in ``hidden``)
+    min_width: int                  # narrowest width kept
+    search: SearchResult | None = None
+    base_graph_total: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.columns["id"])
+
+    def _columns(self, table: str) -> dict[str, Any]:
+        cols: dict[str, Any] = dict(self.columns)
+        cols["name"] = [self.names[i] for i in self.columns["name"].tolist()]
+        return cols
+
+    def _summary(self) -> str:
+        return f"root {self.root}, {len(self)} nodes, {self.merged} merged"
+
+
+class FlameIndex:
+    """A complete flame graph with the indexes its views need (built once, read by many)."""
+
+    def __init__(self, tree: FlameTree) -> None:
+        self.tree = tree
+        n = len(tree)
+        self.size = _subtree_sizes(tree.parent, tree.depth) if n else np.zeros(0, np.int64)
+        codes: dict[str, int] = {}
+        self.name_id = np.fromiter((codes.setdefault(x, len(codes)) for x in tree.names), dtype=np.int64, count=n)
+        self.distinct = list(codes)
+
+    def __len__(self) -> int:
+        return len(self.tree)
+
+    def check(self, node: int) -> int:
+        """``node`` if it is a node id of this graph, else OptionsError."""
+        if not 0 <= node < len(self):
+            raise OptionsError(f"no flame graph node {{root}}={node} (the graph has {len(self)} nodes)",
+                               options=("root",))
+        return node
+
+    def ancestors(self, node: int) -> list[int]:
+        """Ids from the graph's root down to ``node``'s parent."""
+        out = []
+        parent = self.tree.parent
+        at = int(parent[node])
+        while at >= 0:
+            out.append(at)
+            at = int(parent[at])
+        return out[::-1]
+
+    # ---------------------------------------------------------------- slices
+
+    def slice(self, root: int = 0, *, min_fraction: float = 1 / 4000, max_nodes: int = 40_000,
+              search: str | None = None) -> FlameSlice:
+        """The subtree of ``root`` without nodes narrower than ``min_fraction`` of it, at
+        most ``max_nodes`` nodes (the widest; ties in pre-order). Left-out nodes add
+        their width to their kept ancestor's ``hidden``."""
+        t = self.tree
+        r = self.check(root)
+        lo, hi = r, r + int(self.size[r])
+        width = t.width[lo:hi]
+        threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if min_fraction > 0 else 0
+        keep = width >= threshold
+        keep[0] = True
+        if max_nodes > 0 and int(keep.sum()) > max_nodes:
+            threshold = max(threshold, int(np.sort(width[keep])[::-1][max_nodes - 1]))
+            keep = width >= threshold
+            keep[0] = True
+            keep[np.flatnonzero(keep)[max_nodes:]] = False  # ties: the first in pre-order (parents come first)
+        ids = lo + np.flatnonzero(keep)
+        local = np.full(hi - lo, -1, dtype=np.int64)
+        local[ids - lo] = np.arange(ids.size)
+        parent = np.where(ids > r, local[np.maximum(t.parent[ids] - lo, 0)], -1)
+        hidden = t.width[ids] - np.maximum(t.self[ids], 0)
+        np.subtract.at(hidden, parent[1:], t.width[ids[1:]])
+        names, name_col = np.unique(self.name_id[ids], return_inverse=True)
+        cols = {"id": ids, "parent": parent, "depth": t.depth[ids] - t.depth[r],
+                "start": t.start[ids] - t.start[r], "width": t.width[ids], "self": t.self[ids],
+                "total": t.total[ids], "hidden": hidden, "name": name_col.reshape(-1)}
+        if t.base_self is not None and t.base_total is not None:
+            cols.update(base_self=t.base_self[ids], base_total=t.base_total[ids])
+        found = None
+        if search:
+            mask, found = self._search(search, r)
+            cols["match"] = mask[ids]
+        return FlameSlice(r, [self.distinct[i] for i in names.tolist()], cols, self.ancestors(r), t.root_total,
+                          int(hi - lo - ids.size), threshold, found,
+                          t.base_root_total if t.is_diff else None)
+
+    # ---------------------------------------------------------------- search
+
+    def search(self, regex: str, root: int = 0) -> SearchResult:
+        """The matched share of ``regex`` (see the module doc), overall and under ``root``."""
+        return self._search(regex, self.check(root))[1]
+
+    def _search(self, regex: str, root: int) -> tuple[np.ndarray, SearchResult]:
+        try:
+            rx = re.compile(regex)
+        except re.error as exc:
+            raise OptionsError(f"bad regular expression {{search}}={regex!r}: {exc}", options=("search",)) from None
+        hits = np.array([bool(rx.search(x)) for x in self.distinct] + [False], dtype=bool)
+        mask = hits[self.name_id]
+        outer = _outermost(np.flatnonzero(mask), self.size)
+        total = self.tree.total
+        lo, hi = root, root + int(self.size[root])
+        if mask[root] or any(mask[a] for a in self.ancestors(root)):
+            zoom = int(total[root])
+        else:
+            inside = outer[(outer >= lo) & (outer < hi)]
+            zoom = int(total[inside].sum())
+        found = SearchResult(regex, int(total[outer].sum()), self.tree.root_total, zoom, int(total[root]),
+                             int(hits.sum()))
+        return mask, found
+
+    # ---------------------------------------------------------------- nodes
+
+    def children(self, node: int) -> list[int]:
+        """Ids of ``node``'s children, by total (largest first), then name."""
+        lo, hi = self.check(node) + 1, node + int(self.size[node])
+        kids = lo + np.flatnonzero(self.tree.parent[lo:hi] == node)
+        order = np.lexsort((self.name_id[kids], -np.abs(self.tree.total[kids])))
+        return kids[order].tolist()
+
+    def details(self, node: int, *, path: bool = True) -> dict[str, Any]:
+        """One node's numbers (raw), whether it is a leaf, its identity fields and (``path``)
+        the names from the root down to it."""
+        t = self.tree
+        i = self.check(node)
+        out: dict[str, Any] = {"id": i, "name": t.names[i], "self": int(t.self[i]), "total": int(t.total[i]),
+                               "depth": int(t.depth[i]), "leaf": bool(self.size[i] == 1),
+                               "identity": t.identity.get(t.names[i], {})}
+        if path:
+            out["path"] = [t.names[a] for a in self.ancestors(i)]
+        if t.base_self is not None and t.base_total is not None:
+            out.update(base_self=int(t.base_self[i]), base_total=int(t.base_total[i]))
+        return out
+
+
+def _subtree_sizes(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Nodes in each subtree (itself included): the tree kernels' subtree sums of ones."""
+    return tree.subtree_sums(np.ones(parent.size, dtype=np.int64), tree.tree_levels(parent, depth))
+
+
+def _outermost(ids: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """The ids (pre-order, sorted) not inside the subtree of an earlier one."""
+    if not ids.size:
+        return ids
+    reach = np.maximum.accumulate(ids + size[ids])
+    return ids[np.concatenate(([True], ids[1:] >= reach[:-1]))]

@@ -1,0 +1,219 @@
+"""``sandwich``: the callers and the callees of one function as two flame graphs (speedscope's view).
+
+Both come from a complete flame graph (:class:`~polyprof.analysis.flameview.FlameIndex`)
+of the same options, so their numbers agree with it exactly:
+
+``callees``
+    every subtree rooted at an *outermost* node named ``name`` (one with no
+    ancestor of that name), merged by their paths of names below it: the
+    root's one child is the function, its total the function's cum
+    (recursion counted once, as ``top``), and below it whatever it called.
+``callers``
+    for every node named ``name``, the samples whose *innermost* frame of
+    that name it is (its total minus the totals of the nearest nodes of the
+    name below it), placed on the reversed path from it to the root: the
+    function first, then its caller, its caller's caller... So each sample
+    counts once, widths add up to the function's cum, and the children of
+    the function are its direct callers.
+
+Names are report names at the graph's granularity (what ``top`` lists).
+Lost: nothing; both trees keep every node (they are views of the graph).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+# The flame graph's own wrapping; layout by the tree kernels the flame graph uses.
+from polyprof.analysis.flame import FlameTree, _finish
+from polyprof.analysis.flameview import FlameIndex, _outermost
+from polyprof.analysis.result import Result
+from polyprof.errors import OptionsError
+from polyprof.model import tree
+
+__all__ = ["SandwichResult", "sandwich"]
+
+
+@dataclass(repr=False)
+class SandwichResult(Result):
+    """The callers and callees graphs of ``name``; ``flat``/``cum`` as in ``top``.
+    Tables: ``callers`` and ``callees`` (the two graphs' nodes, as FlameTree's)."""
+
+    TABLES: ClassVar[tuple[str, ...]] = ("callers", "callees")
+
+    name: str
+    flat: int
+    cum: int
+    total: int        # the whole graph's total (the 100% of every share)
+    callers: FlameTree
+    callees: FlameTree
+
+    def _columns(self, table: str) -> dict[str, Any]:
+        return (self.callers if table == "callers" else self.callees)._columns("nodes")
+
+    def _summary(self) -> str:
+        return f"{self.name!r}, flat={self.flat}, cum={self.cum}, {len(self.callers)}/{len(self.callees)} nodes"
+
+
+def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0) -> SandwichResult:
+    """Callers and callees of the nodes named ``name`` in the flame graph ``index``.
+
+    ``min_fraction`` > 0 merges paths narrower than that fraction of the
+    function's cum as they are built (a view's resolution): their weight stays
+    in their parent's total, drawn as its hidden width. The inverted paths of
+    a function called from millions of places would otherwise outnumber the
+    graph's own nodes.
+    """
+    t = index.tree
+    try:
+        code = index.distinct.index(name)
+    except ValueError:
+        raise OptionsError(f"no frame named {{fn}}={name[:200]!r} in this flame graph (filters or the "
+                           "granularity may have removed it)", options=("fn",)) from None
+    nodes = np.flatnonzero(index.name_id == code)
+    outer = _outermost(nodes, index.size)
+    cum = int(t.total[outer].sum())
+    threshold = max(int(np.ceil(min_fraction * abs(cum))), 1) if min_fraction > 0 else None
+    members = _ranges(outer, index.size[outer])
+    inner = _innermost_owner(t.parent, members, index.name_id == code)
+    per_node = np.zeros(nodes.size, dtype=np.int64)
+    np.add.at(per_node, np.searchsorted(nodes, inner), t.self[members])
+    callers = _callers(index, nodes, per_node, threshold)
+    callees = _callees(index, outer, members, threshold)
+    return SandwichResult(name, int(t.self[nodes].sum()), cum, t.root_total, _tree(callers, index),
+                          _tree(callees, index))
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The ids start..start+length-1 of every range, concatenated."""
+    total = int(lengths.sum())
+    offsets = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return offsets + np.arange(total, dtype=np.int64)
+
+
+def _innermost_owner(parent: np.ndarray, members: np.ndarray, named: np.ndarray) -> np.ndarray:
+    """For every member (pre-order, whole subtrees of outermost named nodes): its nearest
+    ancestor-or-self that is named, by pointer jumping over the members."""
+    owner = np.where(named[members], members, parent[members])
+    pos = np.searchsorted(members, owner)
+    todo = np.flatnonzero(~named[owner])
+    while todo.size:
+        owner[todo] = owner[pos[todo]]
+        pos[todo] = np.searchsorted(members, owner[todo])
+        todo = todo[~named[owner[todo]]]
+    return owner
+
+
+class _Merge:
+    """A tree of merged paths, built one level at a time under one root.
+
+    Each level's items (paths reaching that level) say their parent's merged
+    id, their name and their weight; items with equal (parent, name) become
+    one node whose total is their summed weight. Nodes lighter than
+    ``threshold`` are not made: their items stop (-1), their weight stays in
+    the parent's total. Ids of a level are contiguous and sorted by parent,
+    as the flame graph's level-wise kernels expect.
+    """
+
+    def __init__(self, n_names: int, total: int, threshold: int | None) -> None:
+        self.n_names = np.int64(max(n_names, 1))
+        self.threshold = threshold
+        self.parent, self.name, self.total = [np.array([-1])], [np.array([-1])], [np.array([total])]
+        self.levels = [0, 1]
+
+    def level(self, up: np.ndarray, name: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """Merged id of every item of the next level (-1 where its node is too light)."""
+        uniq, inverse = np.unique(up * self.n_names + name, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        total = np.zeros(uniq.size, dtype=np.int64)
+        np.add.at(total, inverse, weight)
+        keep = np.abs(total) >= self.threshold if self.threshold else np.ones(uniq.size, dtype=bool)
+        made = self.levels[-1]
+        ids = np.where(keep, made + np.cumsum(keep) - 1, -1)
+        if not keep.any():
+            return ids[inverse]  # nothing this deep is wide enough: no (empty) level
+        self.parent.append(uniq[keep] // self.n_names)
+        self.name.append(uniq[keep] % self.n_names)
+        self.total.append(total[keep])
+        self.levels.append(made + int(keep.sum()))
+        return ids[inverse]
+
+    def finish(self, selfs: list[tuple[np.ndarray, np.ndarray]]) -> _Merged:
+        """The tree, with self weights added at (merged ids, weights) pairs."""
+        parent = np.concatenate(self.parent)
+        own = np.zeros(parent.size, dtype=np.int64)
+        for at, w in selfs:
+            live = at >= 0
+            np.add.at(own, at[live], w[live])
+        return _Merged(parent, np.concatenate(self.name), own, np.concatenate(self.total),
+                       np.array(self.levels, dtype=np.int64))
+
+
+@dataclass
+class _Merged:
+    """A merged tree, level by level (see :class:`_Merge`)."""
+
+    parent: np.ndarray
+    name: np.ndarray
+    self: np.ndarray
+    total: np.ndarray
+    levels: np.ndarray
+
+
+def _callees(index: FlameIndex, outer: np.ndarray, members: np.ndarray, threshold: int | None) -> _Merged:
+    """Subtrees of ``outer`` merged by their paths of names (``members``: their nodes)."""
+    t = index.tree
+    top = outer[np.searchsorted(outer, members, side="right") - 1]
+    rel = t.depth[members] - t.depth[top]
+    order = np.argsort(rel, kind="stable")
+    bounds = np.searchsorted(rel[order], np.arange(int(rel.max(initial=0)) + 2))
+    parent_pos = np.searchsorted(members, t.parent[members])
+    merged = np.full(members.size, -1, dtype=np.int64)
+    merge = _Merge(len(index.distinct), int(t.total[outer].sum()), threshold)
+    selfs = []
+    for d in range(len(bounds) - 1):
+        lv = order[bounds[d]:bounds[d + 1]]
+        up = np.zeros(lv.size, dtype=np.int64) if d == 0 else merged[parent_pos[lv]]
+        lv, up = lv[up >= 0], up[up >= 0]  # below a merged-away node: already counted in it
+        if not lv.size:
+            break
+        merged[lv] = merge.level(up, index.name_id[members[lv]], t.total[members[lv]])
+        selfs.append((merged[lv], t.self[members[lv]]))
+    return merge.finish(selfs)
+
+
+def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, threshold: int | None) -> _Merged:
+    """Reversed paths from ``nodes`` to the root, each carrying its ``weight``, merged."""
+    t = index.tree
+    cur, w = nodes[weight != 0], weight[weight != 0]
+    merge = _Merge(len(index.distinct), int(w.sum()), threshold)
+    up = np.zeros(cur.size, dtype=np.int64)
+    ends = []
+    while cur.size:
+        ids = merge.level(up, index.name_id[cur], w)
+        nxt = t.parent[cur]
+        done = nxt <= 0  # the graph's root (id 0) is no caller
+        ends.append((ids[done], w[done]))
+        go = ~done & (ids >= 0)
+        cur, w, up = nxt[go], w[go], ids[go]
+    return merge.finish(ends)
+
+
+def _tree(m: _Merged, index: FlameIndex) -> FlameTree:
+    """A merged tree laid out and wrapped as the flame graph lays out its own."""
+    width = np.maximum(m.total, 0)
+    bounds = [int(x) for x in m.levels]
+    levels = [tree.Level.of(slice(lo, hi), m.parent[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
+    pre, _ = tree.euler(levels, m.parent.size)
+    start = tree.place_children(width, levels, 0)
+    depth = np.repeat(np.arange(len(m.levels) - 1, dtype=np.int64), np.diff(m.levels))
+    t = index.tree
+    out = _finish((index.distinct, m.name), m.parent, depth, [m.self], [m.total], width, start, pre,
+                   t.sample_type, 0.0, 0)
+    out.active_filters = t.active_filters
+    out.identity = {n: t.identity[n] for n in set(out.names) if n in t.identity}
+    return out

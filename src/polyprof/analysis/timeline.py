@@ -1,0 +1,152 @@
+"""``timeline``: weight over time per thread or process, and the threads with their totals.
+
+Threads are found as the filters and the viewer writers find them
+(:func:`polyprof.model.threads.sample_threads`: pid/tid columns or labels,
+thread names from labels or the readers' tables). Sample times are the
+``time`` column or a numeric ``time`` label, relative to the same origin as
+the ``time_range`` filter (:func:`polyprof.analysis.filters.time_origin`
+over the profile *before* filtering), so a window read off the timeline is
+exactly the ``time_range`` that selects it.
+
+The time axis, from the first to the last sample, is cut into ``bins``
+equal bins (half-open, like ``time_range``); each row of ``counts`` is one
+thread's (or process's) weight per bin. Samples without a time are counted
+in the thread table but not on the axis. Lost: nothing is summed twice; a
+profile without times has ``has_time`` False and no bins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from polyprof.analysis import filters, tags
+from polyprof.analysis.filters import FilterResult
+from polyprof.analysis.options import Options, resolve
+from polyprof.analysis.result import Result, percent
+from polyprof.errors import OptionsError
+from polyprof.model.threads import sample_threads
+from polyprof.model.profile import Profile, ValueType
+
+__all__ = ["GROUPS", "ThreadRow", "TimelineResult", "timeline"]
+
+GROUPS = ("thread", "process")
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    """One thread (or process): identity as the profile gives it (None = not said),
+    its number of sample rows, summed weight and share of the total before filtering."""
+
+    pid: int | None
+    tid: int | None
+    thread: str | None
+    process: str | None
+    samples: int
+    weight: int
+    percent: float = 0.0
+
+    @property
+    def label(self) -> str:
+        """``name (pid P, tid T)``-style text."""
+        name = self.thread if self.tid is not None or self.thread else (self.process or "")
+        ids = ", ".join(f"{k} {v}" for k, v in (("pid", self.pid), ("tid", self.tid)) if v is not None)
+        return (f"{name or 'all samples'} ({ids})" if ids else name or "all samples").strip()
+
+
+@dataclass(repr=False)
+class TimelineResult(Result):
+    """Threads (``threads`` table) and their weight per time bin (``bins`` table:
+    one row per group and bin with ``row``, ``bin``, ``start`` (relative ns) and
+    ``weight``; empty bins left out)."""
+
+    ROW: ClassVar[type] = ThreadRow
+    TABLES: ClassVar[tuple[str, ...]] = ("threads", "bins")
+
+    sample_type: ValueType
+    group: str                 # "thread" or "process"
+    total: int                 # before filtering
+    threads: list[ThreadRow]   # by weight, largest first
+    has_time: bool = False
+    origin: int = 0            # absolute ns of relative time 0
+    start: int = 0             # relative ns of the first bin's left edge
+    bin_nanos: int = 0
+    counts: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))  # (threads, bins)
+    untimed: int = 0           # weight of samples without a time
+
+    def _row_objects(self) -> list[ThreadRow]:
+        return self.threads
+
+    def _columns(self, table: str) -> dict[str, Any]:
+        if table == "threads":
+            return super()._columns(table)
+        row, col = np.nonzero(self.counts)
+        return {"row": row, "bin": col, "start": self.start + col * self.bin_nanos, "weight": self.counts[row, col]}
+
+    @property
+    def end(self) -> int:
+        """Relative ns just after the last bin."""
+        return self.start + self.bin_nanos * self.counts.shape[1]
+
+    def _summary(self) -> str:
+        axis = f", {self.counts.shape[1]} bins of {self.bin_nanos}ns" if self.has_time else ", no times"
+        return f"{self.sample_type}, {len(self.threads)} {self.group}s{axis}"
+
+
+def timeline(src: Profile | FilterResult, options: Options | None = None, *, bins: int = 300,
+             group: str = "thread", **overrides: Any) -> TimelineResult:
+    """Weight per ``group`` (thread or process) over ``bins`` time bins, filters of
+    ``options`` applied (pass ``time_range=None`` for the whole axis with a window
+    drawn over it). Keywords override fields of ``options``."""
+    if group not in GROUPS:
+        raise OptionsError(f"unknown timeline group {{group}}={group!r}; choose from {', '.join(GROUPS)}",
+                           options=("group",))
+    if not 1 <= bins <= 100_000:
+        raise OptionsError(f"{{bins}}={bins}: choose between 1 and 100000", options=("bins",))
+    o = resolve(options, **overrides)
+    fr = filters.prepare(src, o)
+    p = fr.profile
+    _, values, vt, total = fr.column(o.sample_index)
+    values = values.astype(np.int64)
+    of, rows = _groups(p, group)
+    samples = np.bincount(of, minlength=len(rows)) if of.size else np.zeros(len(rows), np.int64)
+    weight = np.bincount(of, weights=values, minlength=len(rows)).astype(np.int64) if of.size else samples
+    order = sorted(range(len(rows)), key=lambda i: (-abs(int(weight[i])), -int(samples[i]), i))
+    rank = np.empty(len(rows), dtype=np.int64)
+    rank[order] = np.arange(len(rows))
+    table = [ThreadRow(*rows[i], samples=int(samples[i]), weight=int(weight[i]),
+                       percent=percent(int(weight[i]), total)) for i in order]
+    result = TimelineResult(vt, group, total, table)
+    times, present = tags.sample_numbers(p, "time")
+    if times is None or present is None or not present.any():
+        return result
+    origin_times, origin_present = tags.sample_numbers(fr.original, "time")
+    assert origin_times is not None and origin_present is not None  # the original has every sample
+    origin = filters.time_origin(fr.original, origin_times[origin_present])
+    rel = times[present] - origin
+    first, last = int(rel.min()), int(rel.max())
+    width = max(-(-(last - first + 1) // bins), 1)
+    col = (rel - first) // width
+    n_bins = int(col.max()) + 1
+    counts = np.zeros((len(rows), n_bins), dtype=np.int64)
+    np.add.at(counts, (rank[of[present]], col), values[present])
+    result.has_time, result.origin, result.start, result.bin_nanos = True, origin, first, width
+    result.counts = counts
+    result.untimed = int(values[~present].sum())
+    return result
+
+
+def _groups(p: Profile, group: str) -> tuple[np.ndarray, list[tuple[int | None, int | None, str | None, str | None]]]:
+    """(group of every sample, (pid, tid, thread name, process name) of every group)."""
+    of, threads = sample_threads(p)
+    if group == "thread":
+        return of, [(t.pid, t.tid, t.name, t.process_name) for t in threads]
+    keys: dict[int | None, int] = {}
+    proc = np.array([keys.setdefault(t.pid, len(keys)) for t in threads], dtype=np.int64)
+    names: dict[int | None, str | None] = {}
+    for t in threads:
+        names.setdefault(t.pid, t.process_name)
+        names[t.pid] = names[t.pid] or t.process_name
+    return (proc[of] if of.size else of), [(pid, None, None, names[pid]) for pid in keys]

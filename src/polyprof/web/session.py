@@ -1,0 +1,189 @@
+"""What ``polyprof serve`` holds while it runs: the profiles read once, and caches of work on them.
+
+The inputs are read before the server starts (one per file, or one merged
+profile with ``--merge``; ``--base`` adds the profile diffs compare
+against). Every answer starts from :meth:`Session.filtered` (the profile
+with the filters of the request's Options applied) and, for the flame-graph
+views, :meth:`Session.flame` (the complete flame graph of those options,
+indexed for slicing). Both, and the analyses' results, are kept in small
+least-recently-used caches, so clicking around one view (zoom, search,
+hover, expand) never recomputes them; a filter change computes each once,
+even when several requests (threads) ask for it at the same time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from polyprof.analysis import filters
+from polyprof.analysis.filters import FilterResult
+from polyprof.analysis.flame import flame_tree
+from polyprof.analysis.flameview import FlameIndex
+from polyprof.analysis.options import Options
+from polyprof.analysis.sandwich import SandwichResult, sandwich
+from polyprof.errors import OptionsError
+from polyprof.model.merge import align_sample_types
+from polyprof.model.profile import Profile
+
+__all__ = ["Input", "Session"]
+
+T = TypeVar("T")
+
+#: Flame-graph nodes kept in the cache, summed over graphs (about 80 bytes each).
+FLAME_BUDGET = 4_000_000
+
+
+@dataclass
+class Input:
+    """One profile the page can show: its name in the picker, the file it came from."""
+
+    name: str
+    path: str
+    profile: Profile
+    is_base: bool = False
+
+
+@dataclass
+class _Cache:
+    """Least-recently-used values, at most ``size`` of them and (roughly) ``budget`` in
+    summed ``weigh(value)``. Room is made *before* a new value is computed, guessing its
+    weight as the last one's: on a huge profile the previous graph is let go before the
+    next is built, so memory holds one, not two.
+
+    Thread-safe and single-flight: requests for a value being computed wait for it
+    instead of computing it again; different values compute at the same time (a cached
+    flame graph answers while a top table is being computed).
+    """
+
+    size: int
+    budget: float = float("inf")
+    weigh: Callable[[Any], float] = field(default=lambda value: 0.0)
+    items: OrderedDict = field(default_factory=OrderedDict)
+    last: float = 0.0
+    mutex: threading.Lock = field(default_factory=threading.Lock)
+    flights: dict = field(default_factory=dict)
+    pinned: set = field(default_factory=set)  # never let go, not counted in the budget (the landing view)
+
+    def get(self, key: Hashable, make: Callable[[], T]) -> T:
+        while True:
+            with self.mutex:
+                if key in self.items:
+                    self.items.move_to_end(key)
+                    return self.items[key][0]
+                flight = self.flights.get(key)
+                if flight is None:
+                    flight = self.flights[key] = threading.Lock()
+                    flight.acquire()
+                    break
+            with flight:  # computed by another request: wait, then look again
+                pass
+        try:
+            with self.mutex:
+                while self._evictable() and (len(self.items) >= self.size + len(self.pinned)
+                                             or self._held() + self.last > self.budget):
+                    del self.items[self._evictable()[0]]
+            value = make()
+            with self.mutex:
+                self.last = self.weigh(value)
+                self.items[key] = (value, self.last)
+            return value
+        finally:
+            with self.mutex:
+                del self.flights[key]
+            flight.release()
+
+    def _evictable(self) -> list[Hashable]:
+        return [k for k in self.items if k not in self.pinned]
+
+    def _held(self) -> float:
+        return sum(w for k, (_, w) in self.items.items() if k not in self.pinned)
+
+
+#: The options a filtered profile depends on: the filters, and the label frames pprof adds first.
+FILTER_FIELDS = (*filters.FILTERS, "tagroot", "tagleaf", "unit")
+
+
+def _filter_key(o: Options) -> tuple:
+    return tuple(repr(getattr(o, name)) for name in FILTER_FIELDS)
+
+
+def _view_key(o: Options) -> str:
+    return repr(dataclasses.replace(o, nodecount=0))
+
+
+class Session:
+    """The read inputs and the cached filtered profiles and flame graphs."""
+
+    def __init__(self, inputs: list[Input], *, defaults: dict[str, str] | None = None, cache: int = 2) -> None:
+        if not inputs:
+            raise OptionsError("nothing to serve: no profiles were read")
+        self.inputs = inputs
+        self.defaults = defaults or {}  # the page's starting state (the command line's analysis flags)
+        biggest = max(len(x.profile.samples) + len(x.profile.callsites) for x in inputs)
+        # a filtered copy weighs its rows; the unfiltered profile is the input itself (free)
+        originals = {id(x.profile) for x in inputs}
+        self._filtered = _Cache(cache + 1, budget=1.5 * biggest, weigh=lambda fr: 0 if id(fr.profile) in originals
+                                else len(fr.profile.samples) + len(fr.profile.callsites))
+        self._flames = _Cache(cache + 1, budget=FLAME_BUDGET, weigh=len)
+        self._results = _Cache(16)
+
+    @property
+    def base(self) -> int | None:
+        """Index of the ``--base`` input, if any."""
+        return next((i for i, x in enumerate(self.inputs) if x.is_base), None)
+
+    def input(self, index: int, name: str = "p") -> Input:
+        if not 0 <= index < len(self.inputs):
+            raise OptionsError(f"no input {{{name}}}={index}; inputs are 0..{len(self.inputs) - 1}", options=(name,))
+        return self.inputs[index]
+
+    def default_new(self) -> int:
+        """The input a view shows when the request names none: the first that is not the base."""
+        return next((i for i, x in enumerate(self.inputs) if not x.is_base), 0)
+
+    def filtered(self, index: int, o: Options) -> FilterResult:
+        """Input ``index`` with the filters of ``o`` applied (cached)."""
+        profile = self.input(index).profile
+        return self._filtered.get((index, _filter_key(o)), lambda: filters.apply(profile, o))
+
+    def pair(self, new: int, base: int, o: Options) -> tuple[FilterResult, FilterResult]:
+        """(base, new) filtered, with one set of sample types (units converted, as ``diff`` does)."""
+        b, n = self.filtered(base, o), self.filtered(new, o)
+        aligned = align_sample_types([b.profile, n.profile], [self.input(base, "b").name, self.input(new).name])
+        return dataclasses.replace(b, profile=aligned[0]), dataclasses.replace(n, profile=aligned[1])
+
+    def flame(self, index: int, o: Options, *, base: int | None = None, inverted: bool = False,
+              pin: bool = False) -> FlameIndex:
+        """The complete flame graph of input ``index`` (coloured against ``base``), indexed (cached;
+        ``pin`` keeps it for good: the landing view, which back buttons keep returning to)."""
+        key = (index, base, inverted, _view_key(o))
+        if pin:
+            self._flames.pinned.add(key)
+        return self._flames.get(key, lambda: FlameIndex(self._flame_tree(index, o, base, inverted)))
+
+    def _flame_tree(self, index: int, o: Options, base: int | None, inverted: bool) -> Any:
+        extra: dict[str, Any] = {"inverted": True} if inverted else {}
+        if base is None:
+            return flame_tree(self.filtered(index, o), o, max_nodes=0, min_fraction=0, **extra)
+        old, new = self.pair(index, base, o)
+        return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, **extra)
+
+    def sandwich(self, index: int, o: Options, name: str,
+                 min_fraction: float) -> tuple[SandwichResult, FlameIndex, FlameIndex]:
+        """Callers and callees of ``name`` in the flame graph of ``o``, each indexed for slicing (cached)."""
+        graph = self.flame(index, o)
+
+        def make() -> tuple[SandwichResult, FlameIndex, FlameIndex]:
+            found = sandwich(graph, name, min_fraction=min_fraction)
+            return found, FlameIndex(found.callers), FlameIndex(found.callees)
+
+        return self._results.get(("sandwich", index, _view_key(o), name, min_fraction), make)
+
+    def result(self, kind: str, index: int, o: Options, make: Callable[[], T], *extra: Hashable) -> T:
+        """An analysis result of input ``index`` for ``o`` (cached: results are plain data)."""
+        return self._results.get((kind, index, repr(o), *extra), make)
