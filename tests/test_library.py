@@ -20,8 +20,9 @@ DEMO = REPO / "examples" / "demo.pb.gz"
 # decision, made here and in docs/API.md.
 EXPORTED = {
     "DecompressionLimitError", "InputError", "Label", "LossReport", "MalformedInputError", "MissingDependencyError",
-    "Options", "OptionsError", "OutputError", "PolyprofError", "Profile", "ProfileBuilder", "ReadOptions",
-    "StoreError", "UnrecognizedFormatError", "UnsupportedFeatureError", "ValueType", "WriteOptions", "__version__",
+    "Options", "OptionsError", "OutputError", "PolyprofError", "PolyprofWarning", "Profile", "ProfileBuilder",
+    "ReadOptions", "StoreError", "UnrecognizedFormatError", "UnsupportedFeatureError", "ValueType", "WriteOptions",
+    "__version__",
     "convert", "detect", "diff", "dump", "filter", "flame", "from_arrow", "from_pandas", "info", "merge", "peek",
     "read", "read_all", "top", "traces", "tree", "validate", "write",
 }

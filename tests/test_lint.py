@@ -22,5 +22,5 @@ def test_pyflakes_rules_pass():
     else:
         ruff_cmd = [ruff]
     done = subprocess.run([*ruff_cmd, "check", "--select", "F", "--output-format", "concise",
-                           "src", "tests", "benchmarks"], cwd=REPO, capture_output=True, text=True)
+                           "src", "tests", "benchmarks", "fuzz"], cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -140,7 +140,7 @@ def test_gzip_file_streams_with_the_inflate_limit(tmp_path):
     path = tmp_path / "big.pftrace.gz"
     path.write_bytes(gzip.compress(b"\x0a\x02\x50\x01" * 400_000))
     with pytest.raises(DecompressionLimitError):
-        read_module(Source.of(str(path)), ReadOptions(max_inflate=100_000))
+        read_module(Source.of(str(path), max_inflate=100_000), ReadOptions())
     truncated = tmp_path / "cut.pftrace.gz"
     data = path.read_bytes()
     truncated.write_bytes(data[: len(data) // 2])

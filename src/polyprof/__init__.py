@@ -34,6 +34,7 @@ __all__ = [
     "OptionsError",
     "OutputError",
     "PolyprofError",
+    "PolyprofWarning",
     "Profile",
     "ProfileBuilder",
     "ReadOptions",
@@ -77,7 +78,7 @@ _LAZY = {
     "WriteOptions": ("polyprof.formats.options", "WriteOptions"),
     **{name: ("polyprof.errors", name) for name in (
         "DecompressionLimitError", "InputError", "MalformedInputError", "MissingDependencyError", "OptionsError",
-        "OutputError", "PolyprofError", "StoreError", "UnrecognizedFormatError", "UnsupportedFeatureError")},
+        "OutputError", "PolyprofError", "PolyprofWarning", "StoreError", "UnrecognizedFormatError", "UnsupportedFeatureError")},
     "Options": ("polyprof.analysis.options", "Options"),
     "diff": ("polyprof.analysis.diff", "diff"),
     "filter": ("polyprof.analysis.filters", "apply"),

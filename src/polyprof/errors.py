@@ -13,6 +13,9 @@
     ├── OutputError               a result could not be written
     └── StoreError                a fleet store is missing, damaged, too new or busy
 
+    PolyprofWarning (a UserWarning)   something the user should know, e.g. a
+                                      temporary file left by a killed run
+
 Every error carries the context a user needs to act: the path (or
 ``<bytes>``), the format and, for malformed data, the byte offset. ``str()``
 of an error is the one line the command line prints.
@@ -31,6 +34,7 @@ __all__ = [
     "OptionsError",
     "OutputError",
     "PolyprofError",
+    "PolyprofWarning",
     "StoreError",
     "UnrecognizedFormatError",
     "UnsupportedFeatureError",
@@ -69,7 +73,16 @@ class InputError(PolyprofError):
             parts.append(self.format)
         head = ": ".join(parts)
         at = f" (at byte {self.offset})" if self.offset is not None else ""
-        return f"{head}: {self.message}{at}"
+        return _one_line(f"{head}: {self.message}{at}")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _one_line(text: str) -> str:
+    """``text`` with control characters escaped: names taken from hostile data
+    (an ELF section's, a path's) must not break the one-line message or the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", text)
 
 
 class UnrecognizedFormatError(InputError):
@@ -168,3 +181,7 @@ class StoreError(PolyprofError):
     written by a newer polyprof, or locked by another writer."""
 
     exit_code = 10
+
+
+class PolyprofWarning(UserWarning):
+    """A warning from polyprof (the command line prints it as "polyprof: warning: ...")."""

@@ -11,6 +11,9 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -38,10 +41,12 @@ start here:
   polyprof convert in.trace -o out.pb.gz  to pprof, folded, speedscope, ...
   polyprof VERB --help                    flags and examples of one verb
 
-exit codes: 0 ok, 1 other error, 2 unreadable input, 3 unknown format,
+exit codes: 0 ok, 1 other error (or an internal error: please report it;
+POLYPROF_DEBUG=1 shows its traceback), 2 unreadable input, 3 unknown format,
 4 malformed input, 5 unsupported feature, 6 bad option, 7 cannot write output,
 8 diff --fail-on-growth threshold passed, 9 validate --strict found problems,
-130 interrupted."""
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM); an interrupted write leaves
+no partial or temporary file."""
 
 
 def _verb_names() -> list[str]:
@@ -97,7 +102,11 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     from polyprof.errors import PolyprofError
 
     try:
-        return int(args._run(args, env) or 0)
+        with _signals_and_warnings(env):
+            return int(args._run(args, env) or 0)
+    except _Terminated:
+        env.stderr.write("polyprof: terminated\n")
+        return 143
     except PolyprofError as exc:
         from polyprof.cli.common import error_text
 
@@ -111,6 +120,58 @@ def main(argv: list[str] | None = None, env: Env | None = None) -> int:
     except MemoryError:
         env.stderr.write("polyprof: error: out of memory (try --pid/--time-range to read less)\n")
         return 1
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, traceback on request
+        return _internal_error(exc, env)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised as an exception so that cleanups (temporary output files) run."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
+@contextmanager
+def _signals_and_warnings(env: Env) -> Iterator[None]:
+    """While a verb runs: SIGTERM is handled as Ctrl-C is (an exception, so nothing is
+    left half-written), and polyprof's warnings print as one "polyprof: warning:" line."""
+    import signal
+    import warnings
+
+    from polyprof.errors import PolyprofWarning
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001, ANN202
+        if issubclass(category, PolyprofWarning):
+            env.stderr.write(f"polyprof: warning: {message}\n")
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _internal_error(exc: Exception, env: Env) -> int:
+    """Report an unexpected exception as polyprof's own bug (POLYPROF_DEBUG=1: the traceback)."""
+    import os
+    import traceback
+
+    if os.environ.get("POLYPROF_DEBUG", "") not in ("", "0"):
+        traceback.print_exception(exc, file=env.stderr)
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    env.stderr.write(f"polyprof: internal error, please report: {type(exc).__name__}: {text} "
+                     "(POLYPROF_DEBUG=1 shows the traceback)\n")
+    return 1
 
 
 def entry() -> None:

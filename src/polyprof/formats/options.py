@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from polyprof.formats.source import DEFAULT_MAX_INFLATE
+from polyprof.formats.limits import DEFAULT_MAX_INFLATE, LIMITS, Limits
 
 __all__ = ["ReadOptions", "WriteOptions"]
 
@@ -46,6 +46,8 @@ class ReadOptions:
     #: Told one-line notes about the input (e.g. that several profiles were merged).
     note: Callable[[str], None] | None = None
     max_inflate: int = DEFAULT_MAX_INFLATE
+    #: Resource limits for untrusted input (formats/limits.py; README "Limits").
+    limits: Limits = LIMITS
     extra: dict[str, Any] = field(default_factory=dict)
     #: Called with (bytes read, total) while a streaming reader consumes a file.
     progress: Callable[[int, int], None] | None = None

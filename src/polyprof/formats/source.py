@@ -2,14 +2,15 @@
 
 A :class:`Source` wraps a path or in-memory bytes. ``data()`` returns the
 content with at most one gzip layer removed, refusing to inflate past
-``max_inflate`` bytes (a decompression bomb gets a clear error instead of
-eating the machine). ``stream()`` gives a file object for readers that work
-through inputs larger than memory.
+``max_inflate`` bytes or the inflation ratio of ``limits`` (checked after
+every chunk, so a decompression bomb gets a clear error instead of eating
+the machine). ``stream()`` gives a file object for readers that work through
+inputs larger than memory, inflated on the fly under the same limits: there
+is one gzip path, :class:`GunzipReader`.
 """
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import zlib
@@ -17,44 +18,96 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TypeAlias, Union
 
-from polyprof.errors import DecompressionLimitError, InputError, MalformedInputError
+from polyprof.errors import InputError, MalformedInputError
+from polyprof.formats.limits import DEFAULT_MAX_INFLATE, LIMITS, Limits
 
-__all__ = ["DEFAULT_MAX_INFLATE", "GZIP_MAGIC", "Input", "Source", "inflate"]
+__all__ = ["DEFAULT_MAX_INFLATE", "GZIP_MAGIC", "GunzipReader", "Input", "Source", "inflate"]
 
 GZIP_MAGIC = b"\x1f\x8b"
-#: Default ceiling for inflated input: 4 GiB, or POLYPROF_MAX_INFLATE bytes.
-DEFAULT_MAX_INFLATE = int(os.environ.get("POLYPROF_MAX_INFLATE", 4 << 30))
 _CHUNK = 1 << 20
 
 
-def inflate(data: bytes, limit: int) -> bytes:
-    """Gunzip ``data`` (all members), refusing output larger than ``limit``."""
-    out = []
-    size = 0
-    rest = data
-    while rest:
-        d = zlib.decompressobj(wbits=31)
-        pending = rest
-        while True:
-            try:
-                chunk = d.decompress(pending, _CHUNK)
-            except zlib.error as exc:
-                raise MalformedInputError(f"corrupt gzip data ({exc})") from None
+class GunzipReader:
+    """The one gzip path: a file object that inflates ``fh`` chunk by chunk.
+
+    It reads every gzip member (zero padding between members is allowed),
+    reports a stream cut before its end marker, and checks ``limits`` after
+    every chunk of at most 1 MiB, so a decompression bomb stops at the limit
+    instead of after it has filled memory. ``Source.data()``,
+    ``Source.stream()`` and the streaming readers all go through it.
+    """
+
+    def __init__(self, fh: BinaryIO, limit: int, limits: Limits = LIMITS) -> None:
+        self.fh = fh
+        self.limit = limit
+        self.limits = limits
+        self.produced = 0  # inflated bytes handed out
+        self.consumed = 0  # compressed bytes read from fh
+        self._d = zlib.decompressobj(wbits=31)
+        self._pending = b""
+        self._done = False
+
+    def close(self) -> None:
+        self.fh.close()
+
+    def __enter__(self) -> "GunzipReader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _fill(self) -> bool:
+        """Read more compressed bytes into ``_pending``; False at the end of the file."""
+        self._pending = self.fh.read(_CHUNK)
+        self.consumed += len(self._pending)
+        return bool(self._pending)
+
+    def read(self, n: int = -1) -> bytes:
+        """Up to ``n`` inflated bytes (all the rest for ``n < 0``); b"" at the end."""
+        out = []
+        want = n if n >= 0 else 1 << 62
+        size = 0
+        while size < want and not self._done:
+            chunk = self._step(min(want - size, _CHUNK))
             size += len(chunk)
-            if size > limit:
-                raise DecompressionLimitError(
-                    f"gzip data inflates past {limit} bytes; refusing (a decompression bomb?). "
-                    "Set POLYPROF_MAX_INFLATE to allow more")
             out.append(chunk)
-            pending = d.unconsumed_tail
-            if d.eof:
+        return b"".join(out)
+
+    def _step(self, n: int) -> bytes:
+        if not self._pending and not self._fill():
+            if self._d.eof or (not self.produced and not self.consumed):
+                self._done = True
+                return b""
+            raise MalformedInputError("truncated gzip data (the file ends inside the stream)")
+        try:
+            chunk = self._d.decompress(self._pending, n)
+        except zlib.error as exc:
+            raise MalformedInputError(f"corrupt gzip data ({exc})") from None
+        self._pending = self._d.unconsumed_tail
+        self.produced += len(chunk)
+        self.limits.check_inflation(self.produced, self.consumed - len(self._pending), self.limit)
+        if self._d.eof:
+            self._next_member()
+        return chunk
+
+    def _next_member(self) -> None:
+        rest = self._d.unused_data
+        while True:
+            rest = rest.lstrip(b"\x00")
+            if rest or not self._fill():
                 break
-            if not pending and not chunk:
-                raise MalformedInputError("truncated gzip data")
-        rest = d.unused_data.lstrip(b"\x00")
-        if rest and not rest.startswith(GZIP_MAGIC):
+            rest = self._pending
+        if not rest:
+            self._done = True
+        elif not rest.startswith(GZIP_MAGIC[: len(rest)]):
             raise MalformedInputError("trailing garbage after gzip data")
-    return b"".join(out)
+        self._d = zlib.decompressobj(wbits=31)
+        self._pending = rest
+
+
+def inflate(data: bytes, limit: int, limits: Limits = LIMITS) -> bytes:
+    """Gunzip ``data`` (all members), refusing more than ``limit`` bytes or the ratio limit."""
+    return GunzipReader(io.BytesIO(data), limit, limits).read()
 
 
 @dataclass
@@ -66,6 +119,8 @@ class Source:
     #: Display name of an input that is not a path (a file object's name); errors use it.
     label: str | None = None
     max_inflate: int = DEFAULT_MAX_INFLATE
+    #: The ratio limit (and the others) of formats/limits.py; api.read_all sets ReadOptions.limits.
+    limits: Limits = field(default=LIMITS, repr=False)
     _data: bytes | None = field(default=None, repr=False)
     gzipped: bool = False
     #: Called with (bytes read, total bytes) of the file as streaming readers consume it.
@@ -147,7 +202,7 @@ class Source:
             if raw.startswith(GZIP_MAGIC):
                 self.gzipped = True
                 try:
-                    self._data = inflate(raw, self.max_inflate)
+                    self._data = inflate(raw, self.max_inflate, self.limits)
                 except InputError as exc:
                     raise exc.with_path(self.name) from None
                 if self._data.startswith(GZIP_MAGIC):
@@ -172,18 +227,16 @@ class Source:
         return _Progress(fh, os.fstat(fh.fileno()).st_size, self.progress)  # type: ignore[return-value]
 
     def stream(self) -> BinaryIO:
-        """A file object over the content (gzip undone on the fly)."""
+        """A file object over the content, gzip undone on the fly by the bounded GunzipReader."""
         if self._data is not None:
             return io.BytesIO(self._data)
-        if self.path is not None:
-            fh = self.open_raw()
-            if fh.read(2) == GZIP_MAGIC:
-                fh.seek(0)
-                self.gzipped = True
-                return gzip.GzipFile(fileobj=fh)  # type: ignore[return-value]
+        fh = self.open_raw() if self.path is not None else io.BytesIO(self._raw())
+        if fh.read(2) == GZIP_MAGIC:
             fh.seek(0)
-            return fh
-        return io.BytesIO(self.data())
+            self.gzipped = True
+            return GunzipReader(fh, self.max_inflate, self.limits)  # type: ignore[return-value]
+        fh.seek(0)
+        return fh
 
 
 #: What ``Source.of`` (and so ``polyprof.read``) accepts.

@@ -131,25 +131,49 @@ def split_rows(group: np.ndarray, n: int, order: np.ndarray) -> list[np.ndarray]
     return [by[bounds[k]:bounds[k + 1]] for k in range(n)]
 
 
+_FEW = 64  # stacks still going below which a level-wide numpy step costs more than a Python walk
+
+
 def stack_paths(p: Profile, wanted: np.ndarray, chunk: int = 16384) -> Iterator[tuple[int, list[int]]]:
     """(callsite, its locations root first) for every distinct callsite in ``wanted`` (-1 ignored).
 
     Walks all wanted stacks up together, one level per numpy step, a chunk
-    at a time; the work is proportional to the stacks' total length, never to
+    at a time; once only a few very deep stacks are still going (a
+    million-frame recursion), those are finished by a plain walk up their
+    parents. The work is proportional to the stacks' total length, never to
     the whole callsite tree.
     """
     parent, location = p.callsites.parent, p.callsites.location
     uniq = np.unique(wanted[wanted >= 0])
+    lists: tuple[list[int], list[int]] = ([], [])
     for lo in range(0, uniq.size, chunk):
         cur = uniq[lo:lo + chunk].astype(np.int64)
-        levels = []
-        while cur.size and (cur >= 0).any():
+        levels: list[np.ndarray] = []
+        while True:
             ok = cur >= 0
+            going = int(ok.sum())
+            if not going or (going <= _FEW and len(levels) >= _FEW):
+                break
             levels.append(np.where(ok, location[np.maximum(cur, 0)], -1))
             cur = np.where(ok, parent[np.maximum(cur, 0)], -1)
-        rows = np.stack(levels[::-1], axis=1).tolist() if levels else []
-        for c, row in zip(uniq[lo:lo + chunk].tolist(), rows):
-            yield c, [x for x in row if x >= 0]
+        deep = np.flatnonzero(cur >= 0)
+        if deep.size and not lists[0]:  # plain lists: a Python walk over numpy scalars is slow
+            lists = parent.tolist(), location.tolist()
+        tails = {int(i): _walk_up(*lists, int(cur[i])) for i in deep} if deep.size else {}
+        rows = np.stack(levels[::-1], axis=1).tolist() if levels else [[] for _ in range(cur.size)]
+        for i, (c, row) in enumerate(zip(uniq[lo:lo + chunk].tolist(), rows)):
+            path = [x for x in row if x >= 0]
+            yield c, (tails[i] + path) if i in tails else path
+
+
+def _walk_up(parent: list[int], location: list[int], c: int) -> list[int]:
+    """Locations from callsite ``c`` up to the root, root first."""
+    out = []
+    while c >= 0:
+        out.append(location[c])
+        c = parent[c]
+    out.reverse()
+    return out
 
 
 def samples_with_other_labels(p: Profile, kept: frozenset[str] = THREAD_LABELS) -> int:

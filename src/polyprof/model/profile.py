@@ -228,9 +228,10 @@ class CallsiteTable(_TableRepr):
     def path(self, node: int) -> list[int]:
         """Locations of the stack ending at ``node``, leaf first."""
         out = []
-        while node >= 0:
-            out.append(int(self.location[node]))
-            node = int(self.parent[node])
+        location, parent = self.location, self.parent
+        while node >= 0:  # .item(): a Python int without a numpy scalar (deep stacks walk millions)
+            out.append(location.item(node))
+            node = parent.item(node)
         return out
 
 

@@ -14,13 +14,19 @@ from __future__ import annotations
 from polyprof.formats.chromium.reader import read
 from polyprof.formats.chromium.shape import detect, is_base64
 from polyprof.formats.chromium.writer import write
+from polyprof.wire.scan import is_text
 
 __all__ = ["read", "sniff", "write"]
 
 
 def sniff(head: bytes) -> bool:
-    """True when ``head`` starts a Chromium profile message (or base64 text of one)."""
+    """True when ``head`` starts a Chromium profile message (or base64 text of one).
+
+    Other plain text is not claimed (:func:`~polyprof.wire.scan.is_text`).
+    """
     try:
+        if is_text(head):
+            return is_base64(head)
         return detect(head) is not None or is_base64(head)
     except Exception:  # noqa: BLE001 - a sniffer must never raise
         return False

@@ -62,12 +62,14 @@ from polyprof.formats.chromium.shape import (
     detect,
     is_base64,
 )
+from polyprof.formats.limits import check_int64
 from polyprof.formats.options import ReadOptions
 from polyprof.formats.source import Source
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import factorize_rows
 from polyprof.model.extras import Extras
 from polyprof.model.profile import Label, Profile, ValueType
+from polyprof.wire.locate import locate
 
 __all__ = ["CPU_TYPES", "HEAP_TYPES", "LOG_KEYS", "read"]
 
@@ -117,6 +119,9 @@ def _parse(kind: str, data: bytes, lazy: bool = False) -> Any:
     try:
         msg.ParseFromString(data)
     except DecodeError as exc:
+        found = locate(data, msg.DESCRIPTOR)
+        if found is not None:
+            raise MalformedInputError(f"not a valid {kind} message: {found.message}", offset=found.offset) from None
         raise MalformedInputError(f"not a valid {kind} message ({exc})") from None
     return msg
 
@@ -359,10 +364,17 @@ class _CallStack:
         name = TIME_MODES[self.time_mode][0] if self.time_mode in TIME_MODES else CPU_TYPES[1][0]
         return CPU_TYPES[0], (name, "nanoseconds")
 
-    def _values(self, count: int, weight: int) -> tuple[int, int]:
+    def _values(self, count: int, weight: int, where: str = "a sample") -> tuple[int, int]:
         if self.heap or TIME_MODES.get(self.time_mode, ("", False))[1]:
             return count, weight
-        return count, count * self.b.meta.period
+        period = self.b.meta.period
+        check_int64(f"{where}: count {count} x sampling period {period} ns", count * period)
+        return count, count * period
+
+    def _check_periods(self, count: np.ndarray) -> None:
+        """Every stack sample's count x period fits the model's 64-bit values (one check per extreme)."""
+        for i in (int(np.argmax(count)), int(np.argmin(count))):
+            self._values(int(count[i]), 1, f"stack sample {i}")
 
 
     def _stack_samples(self, names: _Metadata) -> None:
@@ -395,6 +407,8 @@ class _CallStack:
         count = np.where(s.has_count, s.count, 1)
         weight = np.where(s.has_weight, s.weight, 1)
         in_weight = self.heap or TIME_MODES.get(self.time_mode, ("", False))[1]
+        if not in_weight and len(s):
+            self._check_periods(count)
         values = np.stack([count, weight if in_weight else count * b.meta.period], axis=1)
         time = s.time * MS if s.has_time.any() else None
         b.add_samples_bulk(leaf[s.stack], values, np.array(sets, dtype=np.int32)[combo] if len(s) else None,
@@ -424,7 +438,7 @@ class _CallStack:
         b = self.b
         phases: list[str] = []
         no_count = 0
-        for s in self.csp.DEPRECATED_sample:
+        for i, s in enumerate(self.csp.DEPRECATED_sample):
             stack = b.stack([self.location(f) for f in s.frame])
             for ph in s.process_phase:
                 name = S.enum_name(S.PROCESS_PHASES, ph)
@@ -434,7 +448,7 @@ class _CallStack:
             if not s.HasField("count"):
                 no_count += 1
             count = s.count if s.HasField("count") else 1
-            b.add_sample(stack, self._values(count, 1), labels=labels)
+            b.add_sample(stack, self._values(count, 1, f"deprecated sample {i}"), labels=labels)
         if no_count:
             b.meta.warnings.append(f"{no_count} deprecated Sample(s) had no count; taken as 1")
 

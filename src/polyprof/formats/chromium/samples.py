@@ -31,11 +31,14 @@ class _Stacks:
         self.bodies: list[bytes] = []
         self._by_body: dict[bytes, int] = {}
         self._by_node: dict[int, int] = {}
+        self._wrapped: dict[bytes, bytes] = {}
 
     def index(self, node: int) -> int:
         got = self._by_node.get(node)
         if got is None:
-            body = b"".join(Encoder().message(1, f).getvalue() for f in self.enc.stack_frames(node))
+            wrapped = self._wrapped  # each distinct Location framed once (deep stacks repeat them)
+            body = b"".join([wrapped.get(f) or wrapped.setdefault(f, Encoder().message(1, f).getvalue())
+                             for f in self.enc.stack_frames(node)])
             got = self._by_node[node] = self._by_body.setdefault(body, len(self.bodies))
             if got == len(self.bodies):
                 self.bodies.append(body)

@@ -93,6 +93,8 @@ class _Walk:
                 return seen
             key, i = head
             number, wire = key >> 3, key & 7
+            if depth == 0 and seen and (number == 0 or wire in (3, 4, 6, 7)):
+                return seen  # no protobuf field at all after a good start: trailing garbage, malformed
             allowed, nested = shape.get(number, (None, None))
             if allowed is None or wire not in allowed:
                 raise _Bad

@@ -18,9 +18,10 @@ from typing import BinaryIO
 import numpy as np
 
 from polyprof.errors import DecompressionLimitError, MalformedInputError
+from polyprof.formats.limits import LIMITS, Limits
 from polyprof.wire import vector as V
 
-__all__ = ["CHUNK_SIZE", "Chunk", "GunzipStream", "MAX_PACKET", "chunks", "frame_all", "inflate_bundle"]
+__all__ = ["CHUNK_SIZE", "Chunk", "MAX_PACKET", "chunks", "frame_all", "inflate_bundle"]
 
 CHUNK_SIZE = 1 << 20
 #: A packet larger than this is taken for corruption (real packets stay far below).
@@ -137,7 +138,7 @@ def frame_all(buf: bytes, base: int = 0) -> Chunk:
     return Chunk(buf, starts, ends, base, skipped)
 
 
-def chunks(fh: BinaryIO | GunzipStream, chunk_size: int = CHUNK_SIZE) -> Iterator[Chunk]:
+def chunks(fh: BinaryIO, chunk_size: int = CHUNK_SIZE) -> Iterator[Chunk]:
     """Stream ``fh`` as chunks of whole packets."""
     pending = b""
     base = 0
@@ -159,69 +160,27 @@ def chunks(fh: BinaryIO | GunzipStream, chunk_size: int = CHUNK_SIZE) -> Iterato
         want = max(chunk_size, need - len(pending))
 
 
-def inflate_bundle(data: bytes, budget: int) -> bytes:
-    """Inflate a ``compressed_packets`` bundle (zlib or gzip header), at most ``budget`` bytes."""
+def inflate_bundle(data: bytes, budget: int, limits: Limits = LIMITS) -> bytes:
+    """Inflate a ``compressed_packets`` bundle (zlib or gzip header), at most ``budget``
+    bytes and within the inflation ratio limit, checked after every MiB of output."""
     d = zlib.decompressobj(wbits=47)  # 32 + 15: detect a zlib or gzip header
-    try:
-        out = d.decompress(data, budget + 1)
-    except zlib.error as exc:
-        raise MalformedInputError(f"corrupt compressed_packets bundle ({exc})") from None
-    if len(out) > budget or d.unconsumed_tail:
-        raise DecompressionLimitError("compressed packets inflate past the limit; refusing "
-                                      "(a decompression bomb?). Set POLYPROF_MAX_INFLATE to allow more")
+    out = []
+    produced = 0
+    pending = data
+    while True:
+        try:
+            part = d.decompress(pending, 1 << 20)
+        except zlib.error as exc:
+            raise MalformedInputError(f"corrupt compressed_packets bundle ({exc})") from None
+        pending = d.unconsumed_tail
+        produced += len(part)
+        out.append(part)
+        try:
+            limits.check_inflation(produced, len(data) - len(pending), budget)
+        except DecompressionLimitError as exc:
+            raise DecompressionLimitError(f"compressed_packets bundle: {exc.message}") from None
+        if d.eof or not part:
+            break
     if not d.eof:
         raise MalformedInputError("truncated compressed_packets bundle")
-    return out
-
-
-class GunzipStream:
-    """A gzip file read as a stream of inflated bytes, refusing more than ``limit`` bytes.
-
-    Unlike ``gzip.GzipFile`` it reports a stream cut before its end marker,
-    and it reads every gzip member, as ``Source.data()`` does.
-    """
-
-    def __init__(self, fh: BinaryIO, limit: int) -> None:
-        self.fh = fh
-        self.limit = limit
-        self.total = 0
-        self._d = zlib.decompressobj(wbits=31)
-        self._pending = b""
-        self._done = False
-
-    def close(self) -> None:
-        self.fh.close()
-
-    def read(self, n: int) -> bytes:
-        out = []
-        size = 0
-        while size < n and not self._done:
-            if not self._pending:
-                self._pending = self.fh.read(1 << 20)
-                if not self._pending:
-                    if not self._d.eof:
-                        raise MalformedInputError("truncated gzip data (the file ends inside the stream)")
-                    self._done = True
-                    break
-            try:
-                chunk = self._d.decompress(self._pending, n - size)
-            except zlib.error as exc:
-                raise MalformedInputError(f"corrupt gzip data ({exc})") from None
-            self._pending = self._d.unconsumed_tail
-            if self._d.eof:
-                rest = self._d.unused_data.lstrip(b"\x00")
-                if rest and not rest.startswith(b"\x1f\x8b"):
-                    raise MalformedInputError("trailing garbage after gzip data")
-                self._d = zlib.decompressobj(wbits=31)
-                self._pending = rest
-                if not rest:
-                    self._pending = self.fh.read(1 << 20)
-                    if not self._pending.lstrip(b"\x00"):
-                        self._done = True
-            size += len(chunk)
-            out.append(chunk)
-        self.total += size
-        if self.total > self.limit:
-            raise DecompressionLimitError(f"gzip data inflates past {self.limit} bytes; refusing (a decompression "
-                                          "bomb?). Set POLYPROF_MAX_INFLATE to allow more")
-        return b"".join(out)
+    return b"".join(out)

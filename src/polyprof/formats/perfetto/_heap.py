@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from polyprof.formats.limits import check_int64
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._clock import wrap64
 from polyprof.formats.perfetto._sequence import Generation, Sequence, text
@@ -51,6 +52,8 @@ _STATS = ("unwinding_errors", "heap_samples", "map_reparses", "total_unwinding_t
           "client_spinlock_blocked_us")
 # HeapSample fields: callstack_id, then the values of a plain sample and of a dump-at-max sample.
 _CALLSTACK, _PLAIN, _AT_MAX, _MAX = 1, (5, 2, 6, 3), (9, 8), 8
+_NAMES = {5: "alloc_count", 2: "self_allocated", 6: "free_count", 3: "self_freed", 9: "self_max_count",
+          8: "self_max"}
 
 
 @dataclass
@@ -155,6 +158,7 @@ class HeapCollector:
         st.tables.tables.add_entries(pp, PROFILE_PACKET)
         wanted, wanted_heap = self.ctx.options.pid, self.ctx.options.heap
         for d in pp.process_dumps:  # one step per dump
+            check_int64("ProcessHeapSamples.pid", d.pid)
             heap = text(d.heap_name, self.ctx.stats) if d.heap_name else "unknown"
             if wanted is not None and d.pid not in wanted or wanted_heap and heap != wanted_heap:
                 continue
@@ -213,7 +217,14 @@ def _samples(entries: list[bytes], trusted_count: bool) -> tuple[np.ndarray, np.
     lengths = np.fromiter(map(len, entries), dtype=np.int64, count=n)
     buf = V.as_buffer(b"".join(entries))
     f = V.walk_varint_fields(buf, np.cumsum(lengths) - lengths, np.cumsum(lengths))
-    col = lambda k: V.scalar_column(f, k, n).view(np.int64)  # noqa: E731
+
+    def col(k: int) -> np.ndarray:
+        raw = V.scalar_column(f, k, n)
+        big = raw > np.uint64(2**63 - 1)
+        if big.any():  # uint64 on the wire, signed 64-bit in the model
+            check_int64(f"HeapSample.{_NAMES[k]}", int(raw[np.argmax(big)]))
+        return raw.view(np.int64)
+
     at_max = np.zeros(n, dtype=bool)
     at_max[f.msg[(f.field == _MAX) & (f.wire != V.LEN)]] = True
     values = np.stack([col(k) for k in _PLAIN], axis=1) if n else np.zeros((0, 4), dtype=np.int64)

@@ -12,14 +12,14 @@ together, each with the snapshot of its sequence at its position (so it
 sees the interned data and defaults in effect there). Memory holds the
 interned tables, the catalog, the decoded sample columns and heap-dump
 aggregates, never the trace itself. A gzip file is inflated as it streams,
-under the ``max_inflate`` limit.
+by the bounded ``Source.stream()`` (``max_inflate`` and the ratio limit).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -33,7 +33,6 @@ from polyprof.formats.perfetto._context import Context
 from polyprof.formats.perfetto._flat import Flat, decode_flat, no_flat
 from polyprof.formats.perfetto._framing import (
     Chunk,
-    GunzipStream,
     chunks,
     frame_all,
     inflate_bundle,
@@ -47,9 +46,10 @@ from polyprof.formats.perfetto._perf import (
 )
 from polyprof.formats.perfetto._sequence import Generation, Sequence, text
 from polyprof.formats.perfetto._stack import StackSampleCollector
-from polyprof.formats.source import GZIP_MAGIC, Source
+from polyprof.formats.source import Source
 from polyprof.model.profile import Profile
 from polyprof.wire import vector as V
+from polyprof.wire.locate import locate
 
 __all__ = ["TraceReader"]
 
@@ -117,7 +117,7 @@ class TraceReader:
     # ---------------------------------------------------------------- reading
 
     def read(self, source: Source) -> list[Profile]:
-        stream = self._open(source)
+        stream = source.stream()  # gzip inflated on the fly, bounded (one gzip path)
         try:
             for chunk in chunks(stream):
                 self.chunk(chunk, 0)
@@ -132,17 +132,6 @@ class TraceReader:
             for p in profiles:
                 p.extras["java_deobfuscation"] = self.deobfuscation
         return profiles
-
-    def _open(self, source: Source) -> BinaryIO | GunzipStream:
-        """The trace as a stream: a gzip file inflated on the fly (bounded), else the Source's stream."""
-        if source.path is not None and source.raw is None:
-            fh = source.open_raw()  # raises the right InputError; reports progress
-            if fh.read(2) == GZIP_MAGIC:
-                fh.seek(0)
-                return GunzipStream(fh, self.options.max_inflate)
-            fh.seek(0)
-            return fh
-        return source.stream()
 
     def chunk(self, ch: Chunk, depth: int) -> None:
         n = ch.starts.size
@@ -269,7 +258,10 @@ class TraceReader:
         try:
             pkt = S.messages()["TracePacket"].FromString(ch.buf[start:end])
         except DecodeError:
-            raise MalformedInputError("corrupt packet (cannot decode its fields)", offset=ch.base + start) from None
+            found = locate(ch.buf[start:end], S.messages()["TracePacket"].DESCRIPTOR, base=ch.base + start)
+            what = f": {found.message}" if found is not None else " (cannot decode its fields)"
+            raise MalformedInputError(f"corrupt packet{what}",
+                                      offset=found.offset if found is not None else ch.base + start) from None
         s = self.seq(pkt.trusted_packet_sequence_id)
         if pkt.incremental_state_cleared or pkt.sequence_flags & S.SEQ_INCREMENTAL_STATE_CLEARED:
             s.clear(self.new_generation())
@@ -290,7 +282,12 @@ class TraceReader:
             if not pkt.HasField("perf_sample"):  # perf samples are counted by the sample path
                 self.stats["packets skipped: incremental state invalid (lost data before them)"] += 1
             return
-        self._payload(pkt, s, ch.base + start, depth, lambda number: (top.buf, *top.field_spans(i, number)))
+        try:
+            self._payload(pkt, s, ch.base + start, depth, lambda number: (top.buf, *top.field_spans(i, number)))
+        except MalformedInputError as exc:  # checks deep in a payload know the field, not the place
+            if exc.offset is None:
+                exc.offset = ch.base + start
+            raise
 
     def _payload(self, pkt: Any, s: Sequence, offset: int, depth: int,
                  spans: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
@@ -348,9 +345,17 @@ class TraceReader:
     def _bundle(self, data: bytes, offset: int, depth: int) -> None:
         if depth >= _MAX_NESTING:
             raise MalformedInputError("compressed packets nested too deeply", offset=offset)
-        inner = inflate_bundle(data, self.inflate_budget)
+        inner = inflate_bundle(data, self.inflate_budget, self.options.limits)
         self.inflate_budget -= len(inner)
-        self.chunk(frame_all(inner, 0), depth + 1)
+        self._inner(inner, offset, depth, "compressed_packets")
+
+    def _inner(self, inner: bytes, offset: int, depth: int, what: str) -> None:
+        """Read the packets of an inflated bundle; errors say where the bundle is."""
+        try:
+            self.chunk(frame_all(inner, 0), depth + 1)
+        except MalformedInputError as exc:
+            at = "" if exc.offset is None else f" at byte {exc.offset} of its inflated data"
+            raise MalformedInputError(f"in the {what} bundle{at}: {exc.message}", offset=offset) from None
 
     def _zstd(self, data: bytes, offset: int, depth: int) -> None:
         try:
@@ -359,11 +364,12 @@ class TraceReader:
             self.stats["zstd-compressed bundles skipped (install the 'zstandard' module to read them)"] += 1
             return
         try:
-            inner = zstandard.ZstdDecompressor().decompress(data, max_output_size=self.inflate_budget)
+            cap = self.options.limits.inflate_cap(len(data), self.inflate_budget)
+            inner = zstandard.ZstdDecompressor().decompress(data, max_output_size=cap)
         except zstandard.ZstdError as exc:
             raise MalformedInputError(f"corrupt zstd_compressed_packets bundle ({exc})", offset=offset) from None
         self.inflate_budget -= len(inner)
-        self.chunk(frame_all(inner, 0), depth + 1)
+        self._inner(inner, offset, depth, "zstd_compressed_packets")
 
     def _process_tree(self, tree: Any) -> None:
         for p in tree.processes:

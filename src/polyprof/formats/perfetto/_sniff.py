@@ -12,7 +12,7 @@ not enough: at least one packet must hold a field.
 
 from __future__ import annotations
 
-from polyprof.wire.scan import read_varint
+from polyprof.wire.scan import is_text, read_varint
 
 __all__ = ["VARINT_FIELDS", "sniff"]
 
@@ -50,12 +50,17 @@ def _packet_ok(body: bytes, complete: bool) -> tuple[bool, int]:
 
 
 def sniff(head: bytes) -> bool:
-    """True if ``head`` (gzip already undone) starts like a Perfetto trace."""
+    """True if ``head`` (gzip already undone) starts like a Perfetto trace (never plain text)."""
+    if is_text(head):
+        return False
     i = records = fields = 0
     try:
         while i < len(head) and records < _MAX_RECORDS:
             if head[i] != 0x0A:
-                return False
+                # No protobuf field at all (field 0, a group or reserved wire type) after
+                # good packets: a trace with trailing garbage, which the reader calls malformed.
+                garbage = head[i] < 8 or head[i] & 7 in (3, 4, 6, 7)
+                return garbage and records > 0 and fields > 0
             length, j = read_varint(head, i + 1)
             body = head[j:j + length]
             ok, seen = _packet_ok(body, complete=j + length <= len(head))

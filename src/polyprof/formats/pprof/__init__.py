@@ -21,7 +21,7 @@ from __future__ import annotations
 from polyprof.formats.pprof._common import _PROFILE_FIELDS
 from polyprof.formats.pprof._read import read
 from polyprof.formats.pprof._write import encode, write
-from polyprof.wire.scan import read_varint
+from polyprof.wire.scan import is_text, read_varint
 
 __all__ = ["encode", "read", "sniff", "write"]
 
@@ -31,14 +31,25 @@ def sniff(head: bytes) -> bool:
 
     A Perfetto trace also starts with field 1 (LEN), so field-1 payloads must
     look like a ValueType (two small varint fields), and some field other than
-    1 must appear or the whole head must be consumed.
+    1 must appear or the whole head must be consumed. Bytes that are no
+    protobuf field at all (field 0, a group or reserved wire type) after a
+    convincing start -- a ValueType, or several pprof fields -- are a pprof
+    file with trailing garbage: the reader then says it is malformed, where
+    "unrecognized" would send the user looking for another tool.
+    Plain text is never claimed (:func:`~polyprof.wire.scan.is_text`): it is
+    "unrecognized", not a malformed pprof.
     """
+    if is_text(head):
+        return False
     i = 0
     seen = 0
+    convincing = False
     try:
         while i < len(head) and seen < 64:
             key, i = read_varint(head, i)
             field, wire = key >> 3, key & 7
+            if field == 0 or wire in (3, 4, 6, 7):
+                return convincing or seen >= 4
             expected = _PROFILE_FIELDS.get(field, -1)
             if expected == -1 or (expected is not None and wire != expected):
                 return False
@@ -50,8 +61,10 @@ def sniff(head: bytes) -> bool:
                 length, i = read_varint(head, i)
                 if field in (1, 11):  # sample_type / period_type are ValueTypes
                     body = head[i:i + length]
-                    if i + length <= len(head) and not _is_value_type(body):
-                        return False
+                    if i + length <= len(head):
+                        if not _is_value_type(body):
+                            return False
+                        convincing = True
                 i += length
             seen += 1
     except IndexError:

@@ -1,18 +1,24 @@
-"""The pprof reader: upb for the top level, numpy kernels for everything repeated."""
+"""The pprof reader: upb for the top level, numpy kernels for everything repeated.
+
+Every index read from the file is checked where it is read (string indexes
+against the table, ids against their tables), so a file gets the same
+verdict from ``read`` as from any verb; errors name the field and value.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from polyprof.errors import InputError, MalformedInputError
+from polyprof.errors import MalformedInputError
 from polyprof.formats.options import ReadOptions
 from polyprof.formats.pprof._common import _FLAG_FIELDS, _profile_class
+from polyprof.formats.pprof._labels import LabelColumns, label_columns, labelsets
 from polyprof.formats.source import Source
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.columns import factorize_rows
-from polyprof.model.profile import Label, Profile, ValueType
+from polyprof.model.profile import Profile, ValueType
 from polyprof.wire import vector as V
+from polyprof.wire.locate import locate
 
 __all__ = ["read"]
 
@@ -24,18 +30,61 @@ def _join(messages: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return buf, ends - lengths, ends
 
 
-def _decode_strings(raw: list[bytes], warnings: list[str]) -> list[str]:
-    bad = 0
-    out = []
-    for s in raw:
-        try:
-            out.append(s.decode("utf-8"))
-        except UnicodeDecodeError:
-            bad += 1
-            out.append(s.decode("utf-8", errors="replace"))
-    if bad:
-        warnings.append(f"{bad} string(s) were not valid UTF-8 and were decoded with replacement characters")
-    return out
+class _Strings:
+    """The string table, decoded only where something refers to it.
+
+    A table of millions of empty strings costs its bytes (kept by upb), not
+    millions of Python objects: indexes are checked against the table size
+    where they are read, and each is decoded (invalid UTF-8 replaced and
+    counted for a warning) the first time it is used.
+    """
+
+    def __init__(self, table, b: ProfileBuilder) -> None:  # noqa: ANN001 - upb repeated bytes
+        self.table = table
+        self.size = len(table)
+        self.b = b
+        self.bad = 0
+        self._text: dict[int, str] = {}
+
+    def check(self, col: np.ndarray, what: str) -> np.ndarray:
+        """``col`` as int64 string indexes, all inside the table (else MalformedInputError)."""
+        signed = col.view(np.int64) if col.dtype == np.uint64 else col.astype(np.int64)
+        bad = (signed < 0) | (signed >= self.size)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise MalformedInputError(f"{what} {i + 1}: string index {int(signed[i])} is outside the string "
+                                      f"table (size {self.size})")
+        return signed
+
+    def text(self, sid: int, what: str = "string") -> str:
+        got = self._text.get(sid)
+        if got is None:
+            if not 0 <= sid < self.size:
+                raise MalformedInputError(f"{what}: string index {sid} is outside the string table "
+                                          f"(size {self.size})")
+            raw = self.table[sid]
+            try:
+                got = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                self.bad += 1
+                got = raw.decode("utf-8", errors="replace")
+            self._text[sid] = got
+        return got
+
+    def texts(self, *cols: np.ndarray) -> dict[int, str]:
+        """The text of every distinct (already checked) index in ``cols``."""
+        uniq = np.unique(np.concatenate(cols)) if cols else np.zeros(0, np.int64)
+        return {i: self.text(i) for i in uniq.tolist()}
+
+    def model_ids(self, col: np.ndarray, what: str) -> np.ndarray:
+        """The model string id of every index in ``col`` (checked, interned)."""
+        uniq, inverse = np.unique(self.check(col, what), return_inverse=True)
+        ids = np.array([self.b.string(self.text(i)) for i in uniq.tolist()], dtype=np.int64)
+        return ids[inverse.reshape(-1)] if ids.size else np.zeros(0, dtype=np.int64)
+
+    def warn(self, warnings: list[str]) -> None:
+        if self.bad:
+            warnings.append(f"{self.bad} string(s) were not valid UTF-8 and were decoded with replacement characters")
 
 
 class _Ids:
@@ -86,31 +135,31 @@ class _Ids:
         return out
 
 
-def _string_ids(col: np.ndarray, smap: np.ndarray, what: str) -> np.ndarray:
-    signed = col.view(np.int64) if col.dtype == np.uint64 else col
-    if signed.size and (int(signed.min()) < 0 or int(signed.max()) >= smap.size):
-        raise MalformedInputError(f"{what} has a string index outside the string table (size {smap.size})")
-    return smap[signed]
-
-
 def read(source: Source, options: ReadOptions) -> list[Profile]:
     data = source.data()
     msg = _profile_class()()
     try:
         msg.ParseFromString(data)
     except DecodeError as exc:
-        raise MalformedInputError(f"not a valid profile.proto message ({exc})") from None
+        raise _locate(data, exc) from None
     return [_build(msg, source.name)]
+
+
+def _locate(data: bytes, exc: DecodeError) -> MalformedInputError:
+    """The parse error upb gives without a place, with the field and byte offset."""
+    found = locate(data, getattr(_profile_class(), "DESCRIPTOR"))  # a generated message class
+    if found is not None:
+        return MalformedInputError(f"not a valid profile.proto message: {found.message}", offset=found.offset)
+    return MalformedInputError(f"not a valid profile.proto message ({exc})")
 
 
 def _build(msg, name: str) -> Profile:  # noqa: ANN001 - a run-time message class
     b = ProfileBuilder("pprof")
     p = b.meta
-    strings = _decode_strings(list(msg.string_table), p.warnings)
-    if not strings or strings[0] != "":
+    strings = _Strings(msg.string_table, b)
+    if not strings.size or strings.table[0] != b"":
         raise MalformedInputError("string table must start with an empty string")
-    smap = np.fromiter((b.string(s) for s in strings), dtype=np.int64, count=len(strings))
-    text = lambda sid, what: strings[_check_sid(sid, len(strings), what)]  # noqa: E731
+    text = strings.text
 
     p.sample_types = [ValueType(text(vt.type, "sample type"), text(vt.unit, "sample unit"))
                       for vt in msg.sample_type]
@@ -126,17 +175,12 @@ def _build(msg, name: str) -> Profile:  # noqa: ANN001 - a run-time message clas
     p.default_sample_type = text(msg.default_sample_type, "default_sample_type")
     p.doc_url = text(msg.doc_url, "doc_url")
 
-    fmodel = _functions(b, list(msg.function), smap, strings)
-    mmodel = _mappings(b, list(msg.mapping), smap, strings)
+    fmodel = _functions(b, list(msg.function), strings)
+    mmodel = _mappings(b, list(msg.mapping), strings)
     loc_ids = _locations(b, list(msg.location), fmodel, mmodel)
     _samples(b, msg.sample, loc_ids, strings, len(p.sample_types), name)
+    strings.warn(p.warnings)
     return b.finish(check=False)
-
-
-def _check_sid(sid: int, n: int, what: str) -> int:
-    if not 0 <= sid < n:
-        raise MalformedInputError(f"{what} has a string index outside the string table (size {n})")
-    return sid
 
 
 def _table(raw: list[bytes]) -> tuple[np.ndarray, V.Fields, int, np.ndarray]:
@@ -146,24 +190,27 @@ def _table(raw: list[bytes]) -> tuple[np.ndarray, V.Fields, int, np.ndarray]:
     return buf, f, len(raw), V.scalar_column(f, 1, len(raw))
 
 
-def _functions(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: list[str]) -> _Ids:
+def _functions(b: ProfileBuilder, raw: list[bytes], strings: _Strings) -> _Ids:
     _, f, n, ids = _table(raw)
-    name, system, filename = (_string_ids(V.scalar_column(f, k, n), smap, "function") for k in (2, 3, 4))
+    name, system, filename = (strings.model_ids(V.scalar_column(f, k, n), what)
+                              for k, what in ((2, "function name"), (3, "function system_name"),
+                                              (4, "function filename")))
     rows = b.functions_bulk(name, system, filename, V.scalar_column(f, 5, n).view(np.int64))
     return _Ids("function", ids, model=rows)
 
 
-def _mappings(b: ProfileBuilder, raw: list[bytes], smap: np.ndarray, strings: list[str]) -> _Ids:
+def _mappings(b: ProfileBuilder, raw: list[bytes], strings: _Strings) -> _Ids:
     _, f, n, ids = _table(raw)
     start, limit, offset = (V.scalar_column(f, k, n).tolist() for k in (2, 3, 4))
-    filename, build_id = (_string_ids(V.scalar_column(f, k, n), np.arange(len(strings)), "mapping").tolist()
-                          for k in (5, 6))
+    filename, build_id = (strings.check(V.scalar_column(f, k, n), what).tolist()
+                          for k, what in ((5, "mapping filename"), (6, "mapping build_id")))
     flags = np.zeros(n, dtype=np.int64)
     for field, bit in _FLAG_FIELDS:
         flags |= np.where(V.scalar_column(f, field, n) != 0, bit, 0)
     flag_list = flags.tolist()
-    rows = np.array([b.mapping(start[i], limit[i], offset[i], strings[filename[i]], strings[build_id[i]],
-                               flag_list[i]) for i in range(n)], dtype=np.int64)
+    text = strings.text
+    rows = np.array([b.mapping(start[i], limit[i], offset[i], text(filename[i]), text(build_id[i]), flag_list[i])
+                     for i in range(n)], dtype=np.int64)
     return _Ids("mapping", ids, model=rows)
 
 
@@ -190,12 +237,12 @@ def _locations(b: ProfileBuilder, raw: list[bytes], functions: _Ids, mappings: _
 _CHUNK = 1 << 17  # samples decoded at a time: bounds the decoder's working memory
 
 
-def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], width: int,  # noqa: ANN001
+def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: _Strings, width: int,  # noqa: ANN001
              name: str) -> None:
     """Decode every sample chunk by chunk, then intern all stacks at once.
 
-    Labels are left to be decoded on first use (queries such as ``top``
-    never need them); their raw spans are kept."""
+    Labels are decoded and checked here; their label sets are built on
+    first use (queries such as ``top`` never need them)."""
     n = len(samples)
     if n and width == 0:
         raise MalformedInputError("profile has samples but no sample types")
@@ -218,7 +265,9 @@ def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], wi
             raise MalformedInputError(f"sample {lo + i} has {int(value_counts[i])} values, expected {width} "
                                       "(one per sample type)")
         values.append(V.as_int64(vals).reshape(m, width))
-        labels.append(_label_spans(buf, f.select(3, V.LEN), lo))
+        label_fields = f.select(3, V.LEN)
+        if len(label_fields):
+            labels.append(label_columns(buf, label_fields, lo, strings))
     offsets = np.zeros(n + 1, dtype=np.int64)
     if n:
         np.cumsum(np.concatenate(counts), out=offsets[1:])
@@ -227,69 +276,7 @@ def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: list[str], wi
     stacks = b.stacks_from_csr(flat, offsets, leaf_first=True)
     del flat
     b.add_samples_bulk(stacks, np.concatenate(values) if values else np.zeros((0, width), np.int64))
-    if any(owner.size for _, owner, _ in labels):
-        b.defer_labels(lambda: _decode_labels(b, labels, n, strings, name))
-
-
-_LabelChunk = tuple[np.ndarray, np.ndarray, np.ndarray]  # label bytes, owner sample, record length
-
-
-def _label_spans(buf: np.ndarray, fields: V.Fields, first_sample: int) -> _LabelChunk:
-    """(bytes, owner sample, length) of one chunk's label records, copied out
-    of the chunk's buffer so that it can be freed."""
-    return V.gather_spans(buf, fields.start, fields.length), fields.msg + first_sample, fields.length
-
-
-def _decode_labels(b: ProfileBuilder, chunks: list[_LabelChunk], n: int,
-                   strings: list[str], name: str) -> np.ndarray:
-    try:
-        return _labelsets(b, [_label_columns(*chunk, strings) for chunk in chunks], n, strings)
-    except InputError as exc:  # raised after read() returned: name the file here
-        exc.format = exc.format or "pprof"
-        raise exc.with_path(name) from None
-
-
-def _label_columns(buf: np.ndarray, owner: np.ndarray, length: np.ndarray, strings: list[str]) -> list[np.ndarray]:
-    """[owner sample, key, str, num, unit] of every label record (packed
-    one after another in ``buf``), string indexes checked."""
-    nl = owner.size
-    if not nl:
-        return [np.zeros(0, np.int64)] * 5
-    end = np.cumsum(length)
-    lf = V.varint_fields(buf, end)  # the usual labels: key and str or num (and unit), all varints
-    if lf is None:
-        lf = V.walk_fields(buf, end - length, end)
-    cols = [V.scalar_column(lf, k, nl).view(np.int64) for k in (1, 2, 3, 4)]
-    for k, what in ((0, "label key"), (1, "label value"), (3, "label unit")):
-        c = cols[k]
-        if int(c.min()) < 0 or int(c.max()) >= len(strings):
-            raise MalformedInputError(f"{what} has a string index outside the string table")
-    return [owner] + cols
-
-
-def _labelsets(b: ProfileBuilder, parts: list[list[np.ndarray]], n: int, strings: list[str]) -> np.ndarray:
-    """Intern the label set of every sample; returns the label-set row per sample."""
-    out = np.zeros(n, dtype=np.int32)
-    owner, *cols = (np.concatenate(c) for c in zip(*parts)) if parts else [np.zeros(0)] * 5
-    nl = owner.size
-    if not nl:
-        return out
-    label_id, label_first = factorize_rows(cols)
-    has = np.zeros(n, dtype=bool)
-    has[owner] = True
-    if (np.diff(owner) > 0).all():  # one label per labelled sample (the usual case): sets are labels
-        rows, set_id, set_first = label_id[:, None], label_id, label_first
-    else:
-        rank = np.arange(nl) - np.searchsorted(owner, owner, side="left")
-        width = int(rank.max()) + 1
-        grid = np.full((n, width), -1, dtype=np.int64)
-        grid[owner, rank] = label_id
-        rows = grid[has]
-        set_id, set_first = factorize_rows([rows[:, j] for j in range(width)])
-    key, sval, num, unit = (c[label_first].tolist() for c in cols)
-    label_objs = [Label(strings[key[i]], str=strings[sval[i]]) if sval[i]
-                  else Label(strings[key[i]], num=num[i], unit=strings[unit[i]]) for i in range(len(key))]
-    sets = [tuple(label_objs[i] for i in row if i >= 0) for row in rows[set_first].tolist()]
-    model_ids = np.array([b.labelset(s) for s in sets], dtype=np.int32)
-    out[has] = model_ids[set_id]
-    return out
+    if labels:
+        cols = LabelColumns.concat(labels)
+        texts = strings.texts(cols.key, cols.str, cols.unit)
+        b.defer_labels(lambda: labelsets(b, cols, n, texts, name))

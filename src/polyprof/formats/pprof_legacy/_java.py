@@ -100,8 +100,10 @@ def _header(kind: str, text: str, pos: int, p: Parsed) -> int:
 def _samples(kind: str, text: str, pos: int, p: Parsed) -> int:
     """Read ``v1 v2 @ ids`` lines; the offset of the first other line."""
     found, end = _section(text, pos, _SAMPLE)
+    line, last = text.count("\n", 0, pos) + 1, pos  # counted on from the previous sample: linear
     for start, m in found:
-        where = _where(text, start)
+        line, last = line + text.count("\n", last, start), start
+        where = f"line {line}"
         addresses = hex_addresses(m[3], where, start)
         try:
             values = [go_int(m[2], 0), go_int(m[1], 0)]

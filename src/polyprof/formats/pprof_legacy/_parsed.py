@@ -191,7 +191,10 @@ def scale_heap(count: int, size: int, rate: int) -> tuple[int, int] | None:
     if rate <= 1:  # 1: every allocation was recorded; below: unknown, left as is
         return count, size
     exponent = -(size / count) / rate
-    scale = 1 / (1 - (math.exp(exponent) if exponent < 709 else math.inf))
+    kept = 1 - (math.exp(exponent) if exponent < 709 else math.inf)  # Go's formula, for its numbers
+    if kept == 0:  # average size far below the rate: pprof's scale is +Inf, which fits no int64
+        return None
+    scale = 1 / kept
     c, s = to_int64(count * scale), to_int64(size * scale)
     return None if c is None or s is None else (c, s)
 

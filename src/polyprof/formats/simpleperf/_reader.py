@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from polyprof.errors import MalformedInputError, OptionsError
+from polyprof.formats.limits import Limits, over_limit
 from polyprof.formats.options import ReadOptions
 from polyprof.formats.simpleperf._layout import Layout, event_type
 from polyprof.formats.simpleperf._offcpu import offcpu_times
@@ -42,7 +43,8 @@ def read_bytes(data: bytes, options: ReadOptions) -> Profile:
     b = ProfileBuilder("simpleperf")
     p = b.meta
     p.warnings = warnings
-    layout = _layout(recs, text, p)
+    layout = _layout(recs, text, p, options.limits)
+    options.limits.check_values("sample values", len(recs.samples), len(layout.types), len(data))
     b.set_sample_types(layout.types)
     p.default_sample_type = _default_type(layout, options)
     threads = _threads(recs, text, p)
@@ -65,12 +67,18 @@ def read_bytes(data: bytes, options: ReadOptions) -> Profile:
 
 # ---------------------------------------------------------------- metadata
 
-def _layout(recs: Records, text: _Text, p: Profile) -> Layout:
+def _layout(recs: Records, text: _Text, p: Profile, limits: Limits) -> Layout:
     meta = recs.meta
     events = [text(e) for e in meta.event_type] if meta is not None else []
     if meta is not None:
         p.extras["meta_info"] = _meta_dict(meta, events, text)
     used = int(recs.samples.event_type.max()) if len(recs.samples) else -1
+    if used >= len(events) + limits.event_types:  # each unnamed id below `used` becomes two columns
+        at = int(np.argmax(recs.samples.event_type == used))
+        raise over_limit(f"sample {at + 1}: event_type_id", used, len(events) + limits.event_types - 1,
+                         "POLYPROF_MAX_EVENT_TYPES",
+                         why=f" (MetaInfo names {len(events)} event type(s); at most "
+                             f"{limits.event_types} more may be unnamed)")
     if used >= len(events):
         names = f"MetaInfo names {len(events)} event type(s)" if meta is not None else "there is no MetaInfo record"
         p.warnings.append(f"samples use event type ids up to {used} but {names}; "

@@ -106,7 +106,7 @@ def _general_plan(p: Profile, options: WriteOptions, report: LossReport) -> _Pla
             report.add("sample type samples/count read back as the number of Sample records (one per event "
                        "with a value); each event's own <event>_samples column keeps the source's counts")
     k = np.maximum(values[:, samples], 1) if samples is not None else np.ones(n, np.int64)
-    if int(k.sum()) > max(_MAX_EXPANSION * n, 1 << 20):
+    if int(k.sum()) > max(_MAX_EXPANSION * n, _MAX_RECORDS):
         report.add("values of samples/count not kept: rows standing for several samples written as one "
                    "sample (too many to write one record each)", int((k > 1).sum()))
         k = np.ones(n, np.int64)
@@ -119,6 +119,7 @@ def _general_plan(p: Profile, options: WriteOptions, report: LossReport) -> _Pla
 
 
 _MAX_EXPANSION = 16  # records per row on average, beyond which rows are not split into samples
+_MAX_RECORDS = 1 << 16  # ... unless there are fewer than this: a few bytes of counts must not cost seconds
 _CPU_TIME = {"cpu", "cpu-time", "cpu_time", "cputime"}
 _NS = {"nanoseconds": 1, "microseconds": 1_000, "milliseconds": 1_000_000, "seconds": 1_000_000_000}
 
@@ -366,12 +367,7 @@ class _Files:
         return Encoder().message(3, e).getvalue()
 
     def chain(self, node: int) -> bytes:
-        cs = self.p.callsites
-        parts = []
-        while node >= 0:
-            parts.append(self.entry(int(cs.location[node])))
-            node = int(cs.parent[node])
-        return b"".join(parts)
+        return b"".join([self.entry(loc) for loc in self.p.callsites.path(node)])
 
     def records(self) -> list[bytes]:
         out = []
