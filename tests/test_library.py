@@ -298,3 +298,29 @@ def test_reprs_are_short(peer):
     repr(labelled), repr(labelled.samples)
     assert labelled.samples.is_deferred("labelset")  # a repr never decodes deferred labels
     assert len(repr(polyprof.top(p))) < 200 and len(repr(polyprof.filter(p, focus="runtime"))) < 200
+
+
+def test_pprof_reports_are_tables_too(demo):
+    """tags, raw, list and disasm (#15's reports) answer to_records/to_pandas/to_arrow like the rest."""
+    from polyprof.analysis.disasm import DisasmResult, Instruction, Symbol
+    from polyprof.analysis.raw import raw
+    from polyprof.analysis.source import source_listing
+    from polyprof.analysis.tags_report import tag_report
+
+    tags = tag_report(demo)
+    assert {(r["key"], r["value"]) for r in tags.to_records()} == {("worker", "sorter"), ("worker", "hasher")}
+    assert tags.to_pandas()["weight"].sum() == sum(r.weight for r in tags.rows)
+    rw = raw(demo)
+    assert rw.to_arrow().num_rows == len(rw.samples) and rw.to_arrow("locations").num_rows == len(rw.locations)
+    assert rw.to_records()[0]["locations"] == list(rw.samples[0].locations)
+    listing = source_listing(demo, "sha256")
+    routines = listing.to_pandas("routines")
+    assert list(routines["function"]) == [r.function for r in listing.routines] and "lines" not in routines
+    assert len(listing.to_records()) == sum(len(r.lines) for r in listing.routines)
+    sym = Symbol(["f", "f_alias"], "/bin/x", 0x10, 0x20, 3, 5,
+                 [Instruction(0x10, "nop", "f", "x.c", 1, 1, 2), Instruction(0x11, "ret", "f", "x.c", 2, 2, 3)])
+    dis = DisasmResult(rw.sample_types[0], 10, [sym])
+    assert [(r["symbol"], r["address"], r["cum"]) for r in dis.to_records()] == [("f", 0x10, 2), ("f", 0x11, 3)]
+    assert dis.to_arrow("symbols").column_names == ["names", "binary", "start", "end", "flat", "cum"]
+    for r in (tags, rw, listing, dis):
+        assert "\n" not in repr(r) and len(repr(r)) < 200 and not _holds_profile(r)

@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import callsite_weights, node_map, node_weights
 from polyprof.analysis.options import Options
+from polyprof.analysis.result import Result, dataclass_columns
 from polyprof.analysis.trim import report_column
 from polyprof.errors import OptionsError, UnsupportedFeatureError
 from polyprof.model.profile import Profile, ValueType
@@ -59,11 +61,28 @@ class Symbol:
     instructions: list[Instruction] = field(default_factory=list)
 
 
-@dataclass
-class DisasmResult:
+@dataclass(repr=False)
+class DisasmResult(Result):
+    """Annotated disassembly: ``to_pandas()`` gives one row per instruction
+    (``"instructions"``, with its symbol's first name), ``to_pandas("symbols")`` one per symbol."""
+
+    TABLES: ClassVar[tuple[str, ...]] = ("instructions", "symbols")
+
     sample_type: ValueType
     total: int
     symbols: list[Symbol]
+
+    def _columns(self, table: str) -> dict[str, Any]:
+        if table == "symbols":
+            cols: dict[str, Any] = dataclass_columns(self.symbols, Symbol)
+            del cols["instructions"]
+            return cols
+        pairs = [(s, i) for s in self.symbols for i in s.instructions]
+        return {"symbol": [s.names[0] if s.names else "" for s, _ in pairs],
+                **dataclass_columns([i for _, i in pairs], Instruction)}
+
+    def _summary(self) -> str:
+        return f"{self.sample_type}, total={self.total}, {len(self.symbols)} symbols"
 
 
 def tools_available() -> bool:

@@ -22,11 +22,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.nodes import display_name
 from polyprof.analysis.options import Options
+from polyprof.analysis.result import Result, dataclass_columns
 from polyprof.model.merge import compact
 from polyprof.model.profile import Profile, ValueType
 
@@ -72,8 +74,12 @@ class RawSample:
     num_labels: tuple[tuple[str, tuple[int, ...], tuple[str, ...]], ...]  # key, values, units ("" none)
 
 
-@dataclass
-class RawResult:
+@dataclass(repr=False)
+class RawResult(Result):
+    """pprof's ``-raw`` view: ``to_pandas()`` gives the samples (values, location ids
+    leaf first, labels); ``"locations"`` and ``"mappings"`` the tables they refer to."""
+
+    TABLES: ClassVar[tuple[str, ...]] = ("samples", "locations", "mappings")
     comments: list[str]
     period_type: ValueType | None
     period: int
@@ -84,6 +90,18 @@ class RawResult:
     samples: list[RawSample] = field(default_factory=list)
     locations: list[RawLocation] = field(default_factory=list)
     mappings: list[RawMapping] = field(default_factory=list)
+
+    def _columns(self, table: str) -> dict[str, Any]:
+        row_type = {"samples": RawSample, "locations": RawLocation, "mappings": RawMapping}[table]
+        cols = dataclass_columns(getattr(self, table), row_type)
+        if table == "samples":  # labels as lists of {key, values(, units)}: one type per column for Arrow
+            cols["labels"] = [[{"key": k, "values": list(v)} for k, v in ls] for ls in cols["labels"]]
+            cols["num_labels"] = [[{"key": k, "values": list(v), "units": list(u)} for k, v, u in ls]
+                                  for ls in cols["num_labels"]]
+        return cols
+
+    def _summary(self) -> str:
+        return f"{len(self.samples)} samples, {len(self.locations)} locations, {len(self.mappings)} mappings"
 
 
 def raw(src: Profile | FilterResult, options: Options | None = None, *, as_parsed: bool = False) -> RawResult:

@@ -61,6 +61,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def dataclass_columns(rows: Sequence[Any], row_type: type) -> dict[str, list[Any]]:
+    """Column name -> values of ``rows`` (instances of the dataclass ``row_type``)."""
+    return {f.name: [getattr(r, f.name) for r in rows] for f in dataclasses.fields(row_type)}
+
+
 class Result:
     """Mixin of every analysis result: its tables as records, pandas or Arrow.
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import callsite_weights, node_map, node_weights
 from polyprof.analysis.options import Options
+from polyprof.analysis.result import Result, dataclass_columns
 from polyprof.analysis.trim import report_column
 from polyprof.errors import OptionsError
 from polyprof.model.profile import Profile, ValueType
@@ -52,12 +54,29 @@ class Routine:
     error: str = ""     # why there are no lines (file not found)
 
 
-@dataclass
-class ListResult:
+@dataclass(repr=False)
+class ListResult(Result):
+    """Annotated source: ``to_pandas()`` gives one row per shown line (``"lines"``),
+    ``to_pandas("routines")`` one per routine."""
+
+    TABLES: ClassVar[tuple[str, ...]] = ("lines", "routines")
+
     sample_type: ValueType
     total: int
     routines: list[Routine]
     unsourced: list[str] = field(default_factory=list)  # matching functions without file names
+
+    def _columns(self, table: str) -> dict[str, Any]:
+        if table == "routines":
+            cols: dict[str, Any] = dataclass_columns(self.routines, Routine)
+            del cols["lines"]
+            return cols
+        lines = [(r, ln) for r in self.routines for ln in r.lines]
+        return {"function": [r.function for r, _ in lines], "file": [r.file for r, _ in lines],
+                **dataclass_columns([ln for _, ln in lines], SourceLine)}
+
+    def _summary(self) -> str:
+        return f"{self.sample_type}, total={self.total}, {len(self.routines)} routines"
 
 
 def source_listing(src: Profile | FilterResult, regex: str, options: Options | None = None, *,

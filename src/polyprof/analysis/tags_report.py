@@ -4,12 +4,14 @@ carrying it, as ``go tool pprof -tags`` lists them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.options import Options
+from polyprof.analysis.result import Result
 from polyprof.analysis.tags import num_label_units
 from polyprof.model import units
 from polyprof.model.profile import Profile, ValueType
@@ -28,10 +30,13 @@ class TagRow:
     numeric: bool = False
 
 
-@dataclass
-class TagsResult:
+@dataclass(repr=False)
+class TagsResult(Result):
     """``go tool pprof -tags``: rows grouped by key (keys by name), values by |weight|
-    then name. A sample adds its weight once per value it carries."""
+    then name. A sample adds its weight once per value it carries. ``to_pandas()``
+    etc. give one row per (key, value)."""
+
+    ROW: ClassVar[type | None] = TagRow
 
     sample_type: ValueType
     rows: list[TagRow]
