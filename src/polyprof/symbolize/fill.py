@@ -53,6 +53,7 @@ class Interner:
         self.cols: list[list[int]] = [f.name.tolist(), f.system_name.tolist(), f.filename.tolist(),
                                       f.start_line.tolist()]
         self._fid: dict[tuple[int, int, int, int], int] | None = None
+        self._by_text: dict[tuple[str, str, str, int], int] = {}  # inlined functions repeat on many lines
 
     def string(self, s: str) -> int:
         sid = self._sid.get(s)
@@ -62,6 +63,13 @@ class Interner:
         return sid
 
     def function(self, name: str, system_name: str = "", filename: str = "", start_line: int = 0) -> int:
+        text = (name, system_name, filename, start_line)
+        fid = self._by_text.get(text)
+        if fid is None:
+            fid = self._by_text[text] = self._function(*text)
+        return fid
+
+    def _function(self, name: str, system_name: str, filename: str, start_line: int) -> int:
         if self._fid is None:
             self._fid = {}
             for i, key in enumerate(zip(*self.cols)):
@@ -114,7 +122,7 @@ def replace_lines(p: Profile, interner: Interner, new: Mapping[int, list[NewLine
             fn[at + i] = name if isinstance(name, int) else interner.function(name, system, file)
             line[at + i], col[at + i] = number, column
         m = int(loc.mapping[r])
-        if set_flags and m >= 0 and new[r]:
+        if set_flags and m >= 0 and new[r] and flags[m] & _ALL_FLAGS != _ALL_FLAGS:
             flags[m] |= _flags(new[r])
     interner.apply(out)
     out.lines = LineTable(fn, line, col)
@@ -122,6 +130,9 @@ def replace_lines(p: Profile, interner: Interner, new: Mapping[int, list[NewLine
     out.mappings = MappingTable(p.mappings.start, p.mappings.limit, p.mappings.offset, p.mappings.filename,
                                 p.mappings.build_id, flags)
     return out
+
+
+_ALL_FLAGS = MAPPING_HAS_FUNCTIONS | MAPPING_HAS_FILENAMES | MAPPING_HAS_LINE_NUMBERS | MAPPING_HAS_INLINE_FRAMES
 
 
 def _flags(lines: list[NewLine]) -> int:
