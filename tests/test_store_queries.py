@@ -136,6 +136,24 @@ def test_diff_of_two_selections_equals_diff_of_the_files(tmp_path: Path) -> None
             assert ours.factors == pytest.approx(theirs.factors)
 
 
+def test_diff_reduces_both_sides_in_one_scan_even_when_they_overlap(tmp_path: Path) -> None:
+    files = write_fleet(tmp_path / "in", 3)
+    polyprof.store.ingest(tmp_path / "s", [str(f) for f in files])
+    with polyprof.store.open(tmp_path / "s") as store:
+        h = [r["file_hash"] for r in sorted(store.profiles().to_pylist(), key=lambda r: r["source"])]
+        base, new = f"file_hash IN ('{h[0]}', '{h[1]}')", f"file_hash IN ('{h[1]}', '{h[2]}')"
+        engine, scans = store.engine, []
+        real = engine.query
+        engine.query = lambda sql: (scans.append(sql) if "FROM samples" in sql else None) or real(sql)  # type: ignore[method-assign]
+        ours = store.diff(base, new, normalize="total")
+        assert len(scans) == 1 and "p.side" in scans[0]
+    with polyprof.store.open(tmp_path / "s") as one, polyprof.store.open(tmp_path / "s") as two:
+        theirs = diff(one.load(base), two.load(new), Options(), normalize="total")
+    assert [(r.name, r.base_flat, r.new_flat, r.base_cum, r.new_cum) for r in ours.functions] == \
+           [(r.name, r.base_flat, r.new_flat, r.base_cum, r.new_cum) for r in theirs.functions]
+    assert ours.factors == pytest.approx(theirs.factors)
+
+
 def test_selection_time_window_and_sample_types(tmp_path: Path) -> None:
     files = write_fleet(tmp_path / "in", 4)
     polyprof.store.ingest(tmp_path / "s", [str(f) for f in files])

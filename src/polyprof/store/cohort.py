@@ -169,14 +169,15 @@ def _units(sample_type: str, rows: Any) -> tuple[str, dict[str, int]]:
     return target, {u: int(round(units.scale(1, u, target)[0])) if u != target else 1 for u in present}
 
 
-def reduce_sql(sel: Selection, keys: tuple[str, ...] = (), kept: str | None = None) -> str:
+def reduce_sql(sel: Selection, keys: tuple[str, ...] = (), kept: str | None = None, side: bool = False) -> str:
     """The query summing the selected samples by leaf callsite (+ ``keys``).
 
     ``kept``: a boolean SQL expression on ``s`` grouped as column ``kept``
-    (samples a pushed-down filter keeps). Reads the registered table ``sel``.
+    (samples a pushed-down filter keeps). Reads the registered table ``sel``;
+    ``side``: group by its ``side`` column too (two cohorts in one scan).
     """
     value = "s.value * p.scale" if sel.scaled else "s.value"
-    group = ["s.callsite_id", *(f"s.{k}" for k in keys)]
+    group = ["s.callsite_id", *(f"s.{k}" for k in keys), *(["p.side"] if side else [])]
     cols = list(group) + ([f"({kept}) AS kept"] if kept else [])
     where = [f"s.sample_type = {_literal(_type_name(sel))}"]
     join = ""

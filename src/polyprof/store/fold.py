@@ -156,6 +156,10 @@ class Dictionaries:
             self._memo.pop(next(iter(self._memo)))
         return value
 
+    def has(self, key: Any) -> bool:
+        """Whether :meth:`memo` remembers ``key``."""
+        return key in self._memo
+
     def callsites(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(ids sorted, parent row or -1, frame id, depth) of every callsite."""
         if self._callsites is None:
