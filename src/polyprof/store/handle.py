@@ -18,7 +18,7 @@ from polyprof.analysis.options import Options
 from polyprof.store.cohort import Cohort
 from polyprof.store.engine import Engine, open_engine
 from polyprof.store.fold import Dictionaries
-from polyprof.store.layout import Manifest
+from polyprof.store.layout import Manifest, negative_values_possible
 from polyprof.store.views import define_views
 
 __all__ = ["Store", "open"]
@@ -67,7 +67,7 @@ class Store:
             self.manifest = current
             self._engine.attach(current)
             define_views(self._engine)
-            self._dicts = Dictionaries(self._engine)
+            self._dicts = Dictionaries(self._engine, negative_values_possible(current.paths("samples")))
             self._generation = current.generation
         return self._engine
 
