@@ -288,16 +288,22 @@ def callsite_ids_forest(trees: list[Any], lids: list[np.ndarray]) -> list[tuple[
     frame = np.concatenate([lid[cs.location] for cs, lid in zip(trees, lids)] or [np.zeros(0, _I64)])
     frame = frame.astype(_I64, copy=False).view(np.uint64)
     depth = np.concatenate([cs.depth() for cs in trees] or [np.zeros(0, np.int32)])
-    cid = np.zeros(parent.size, dtype=_I64)
-    pid = np.zeros(parent.size, dtype=_I64)
     # numpy sorts 16-bit keys by radix (linear); stacks are rarely deeper than 32k frames
     order, bounds = group_by_depth(depth.astype(np.int16) if depth.max(initial=0) < 2**15 else depth)
+    # renumber nodes by depth so that every level is one contiguous slice (no scattered writes)
+    rank = np.empty(order.size, dtype=_I64)
+    rank[order] = np.arange(order.size, dtype=_I64)
+    up_rank = parent[order]
+    up_rank = np.where(up_rank >= 0, rank[np.maximum(up_rank, 0)], -1)
+    frame = frame[order]
+    h = np.zeros(order.size, dtype=_I64)
+    up = np.zeros(order.size, dtype=_I64)
     for d in range(len(bounds) - 1):
-        nodes = order[bounds[d]:bounds[d + 1]]
-        par = parent[nodes]
-        up = np.where(par >= 0, cid[np.maximum(par, 0)], 0)
-        pid[nodes] = up
-        cid[nodes] = ids.finish(ids.mix((ids.mix(up.view(np.uint64) ^ _C_CALLSITE) * ids.K1) ^ frame[nodes]))
+        lo, hi = int(bounds[d]), int(bounds[d + 1])
+        par = up_rank[lo:hi]
+        up[lo:hi] = np.where(par >= 0, h[np.maximum(par, 0)], 0)
+        h[lo:hi] = ids.finish(ids.mix((ids.mix(up[lo:hi].view(np.uint64) ^ _C_CALLSITE) * ids.K1) ^ frame[lo:hi]))
+    cid, pid = h[rank], up[rank]
     return [(cid[a:b], pid[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
 
 
