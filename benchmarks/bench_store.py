@@ -20,6 +20,7 @@ The estimate for 10^10 samples on a Spark cluster is in the README (Speed).
 
     python benchmarks/bench_store.py [--profiles 10000] [--samples 5000] [--spark] [--repeat 3]
     python benchmarks/bench_store.py --ingest-check v1/us   # one part's ingest, where the time goes
+    python benchmarks/bench_store.py --decoded-check v2/eu  # rows + Parquet of decoded profiles
 
 Targets (issue #12, DuckDB, 2 cores): ingest >= 1M samples/s once decoded;
 top/diff/flame over all samples < 2 s warm, < 4 s cold; one version and one
@@ -125,6 +126,37 @@ def ingest_check(fleet: Path, out: Path, jobs: int, part: str) -> None:
           f"worker time: reading {r['decode_seconds']:.1f} s, rows {r['shred_seconds']:.1f} s, Parquet "
           f"{r['write_seconds']:.1f} s; publish {r['publish_seconds']:.1f} s; once decoded "
           f"{n / rows / 1e6:.2f}M samples/s; peak {rss / 2**20:.0f} MiB; load {os.getloadavg()[0]:.1f}")
+
+
+def decoded_check(fleet: Path, out: Path, part: str, files: int = 160) -> None:
+    """Rows and Parquet of already decoded profiles, in this process: what ingest costs once the
+    files are read (the issue's "once decoded"), per CPU second so that the neighbours' load does
+    not count. The first 16 files (a worker's new symbol tables and stacks) are not timed."""
+    import tempfile
+
+    import polyprof
+    from polyprof.store.ingest import _Worker
+    from polyprof.store.rows import Source, file_digest
+
+    version, region = part.split("/")
+    paths = sorted((fleet / f"version={version}" / f"region={region}").glob("*.pb.gz"))[:files]
+    decoded = []
+    for path in paths:
+        profiles = polyprof.read_all(str(path))
+        for p in profiles:
+            p.labelsets  # noqa: B018 - pprof decodes labels on first use: part of reading
+        decoded.append([(p, Source(str(path), file_digest(str(path)), i)) for i, p in enumerate(profiles)])
+    with tempfile.TemporaryDirectory(dir=out) as staging:
+        worker = _Worker(staging, {})
+        worker.shredder.shred_group([x for group in decoded[:16] for x in group], worker.batch)
+        cpu, wall, n = time.process_time(), time.perf_counter(), 0
+        for k in range(16, len(decoded), 16):
+            n += sum(worker.shredder.shred_group([x for group in decoded[k:k + 16] for x in group], worker.batch))
+        worker.flush()
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    print(f"once decoded ({part}, {len(decoded) - 16} files): {n / 1e6:.2f}M samples to rows and Parquet in "
+          f"{cpu:.2f} s CPU ({wall:.2f} s wall): {n / cpu / 1e6:.2f}M samples per CPU second, so about "
+          f"{2 * n / cpu / 1e6:.1f}M/s with --jobs 2 on two idle cores; load {os.getloadavg()[0]:.1f}")
 
 
 def query_main(store: str, name: str, engine: str, repeat: int) -> None:
@@ -259,6 +291,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=OUT, help="where the fleet and the store live (default %(default)s)")
     ap.add_argument("--ingest-check", metavar="VERSION/REGION",
                     help="only measure the ingest of one part of the fleet (e.g. v1/us) into a scratch store")
+    ap.add_argument("--decoded-check", metavar="VERSION/REGION",
+                    help="only measure rows and Parquet of decoded profiles of one part, per CPU second")
     ap.add_argument("--query", choices=sorted(QUERIES), help=argparse.SUPPRESS)
     ap.add_argument("--engine", default="duckdb", help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
@@ -267,6 +301,9 @@ def main() -> int:
         query_main(args.store, args.query, args.engine, args.repeat)
         return 0
     fleet = generate(args.out, args.profiles, args.samples)
+    if args.decoded_check:
+        decoded_check(fleet, args.out, args.decoded_check)
+        return 0
     if args.ingest_check:
         ingest_check(fleet, args.out, args.jobs, args.ingest_check)
         return 0
