@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 from pathlib import Path
 
@@ -95,3 +96,28 @@ def test_time_window_selects_by_time(store_app) -> None:  # noqa: ANN001
     assert get(store_app, "/api/top?nodecount=0&from=2000-01-01")["total"] == everything
     assert "no profile" in get(store_app, "/api/top?nodecount=0&to=2000-01-01", status=400)["error"]
     assert "bad time" in get(store_app, "/api/top?from=yesterday", status=400)["error"]
+
+
+def test_serve_store_process_starts_with_the_command_lines_cohort(store_path: Path, cli) -> None:  # noqa: ANN001
+    import urllib.request
+
+    from test_web_server import _start, _stop
+
+    proc, url = _start("--store", str(store_path), "--where", WHERE, "--nodecount", "3", "--no-browser",
+                       "--port", "0")
+    try:
+        with urllib.request.urlopen(url + "api/session") as resp:
+            defaults = json.loads(resp.read())["defaults"]
+        assert defaults == {"where": WHERE, "nodecount": "3"}  # the page starts there
+        with urllib.request.urlopen(url + f"api/top?where={_q(WHERE)}&nodecount=3") as resp:
+            served = _plain(json.loads(resp.read()))
+    finally:
+        code, _ = _stop(proc)
+    assert code == 130
+    assert served == cli_json(cli, "store", "top", str(store_path), "--where", WHERE, "--nodecount", "3")
+    both = cli("serve", "--store", str(store_path), str(store_path), "--no-browser")
+    assert both.code != 0 and "not both" in both.err and "Traceback" not in both.err
+    neither = cli("serve", "--no-browser")
+    assert neither.code != 0 and "nothing to serve" in neither.err
+    stray = cli("serve", str(store_path), "--where", WHERE, "--no-browser")
+    assert stray.code != 0 and "--store" in stray.err

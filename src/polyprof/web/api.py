@@ -133,7 +133,7 @@ def session_info(s: Session, q: Query) -> dict[str, Any]:
         return {**common, **_store_info(s)}
     inputs = []
     for i, x in enumerate(s.inputs):
-        p = x.profile
+        p = s.profile(i)
         inputs.append({"index": i, "name": x.name, "file": os.path.basename(x.path), "format": p.source_format,
                        "is_base": x.is_base, "samples": len(p.samples),
                        "sample_types": [{"type": vt.type, "unit": vt.unit} for vt in p.sample_types],
