@@ -79,6 +79,7 @@ def test_every_view_answers_for_the_cohort(store_app, store_path: Path, cli) -> 
     assert _plain(d) == expected
     coloured = get(store_app, f"/api/flame?{w}&base_where={_q(base)}")
     assert coloured["base_graph_total"] == d["base_total"] != d["new_total"]
+    assert get(store_app, f"/api/timeline?{w}")["has_time"] is False  # a reduction keeps no sample times
     dl = get(store_app, f"/api/download?{w}&format=pprof&dry=1")
     assert dl["bytes"] > 0
 
