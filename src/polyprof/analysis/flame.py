@@ -79,6 +79,11 @@ class FlameTree(Result):
     hint: str = ""          # advice for the reader (most weight in leaves spread over many paths)
     #: Identity fields (NodeFields keywords) of the report node each name stands for.
     identity: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``names`` as ids into ``name_table`` (distinct names), and each node's subtree size
+    #: (itself included): what views of the graph index by, so they need not re-hash names.
+    name_ids: np.ndarray | None = None
+    name_table: list[str] | None = None
+    subtree_size: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.names)
@@ -219,11 +224,11 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
         selfs.append(s)
     totals = [tree.subtree_sums(s, levels) for s in selfs]
     width = tree.subtree_sums(np.maximum(selfs[0], 0), levels)
-    pre, _ = tree.euler(levels, node_parent.size)
+    order = tree.euler(levels, node_parent.size)
     start = tree.place_children(width, levels, 0)
     depth = tree.segment_owner(np.array([lv.parent.size for lv in levels]))
     label = (names, node_name)
-    flame = _finish(label, node_parent, depth, selfs, totals, width, start, pre, sides[0].sample_type,
+    flame = _finish(label, node_parent, depth, selfs, totals, width, start, order, sides[0].sample_type,
                     min_fraction, max_nodes)
     flame.active_filters = tuple(new.active)
     flame.inverted = inverted
@@ -307,9 +312,19 @@ def _leaf_hint(names: list[str], node_name: np.ndarray, self_weight: np.ndarray,
             "an inverted graph (--inverted, or 'callers' in the page) shows it as one frame")
 
 
-def _finish(label, parent, depth, selfs, totals, width, start, pre, vt,  # noqa: ANN001, PLR0913
+def _in_preorder(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
+    """``nodes`` ordered by their pre-order positions ``pre`` (distinct, below ``len(pre) + 1``):
+    a counting sort, linear where a comparison sort of millions of nodes takes a second."""
+    slot = np.full(int(pre.max(initial=0)) + 1, -1, dtype=np.int64)
+    slot[pre[nodes]] = nodes
+    return slot[slot >= 0]
+
+
+def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noqa: ANN001, PLR0913
             min_fraction: float, max_nodes: int) -> FlameTree:
-    """Prune, put in pre-order and wrap. ``label`` is (names, name id of every node)."""
+    """Prune, put in pre-order and wrap. ``label`` is (names, name id of every node, -1 for
+    the root); ``order`` is every node's (pre-order entry, last descendant's entry)."""
+    pre, post = order
     threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if width.size else 1
     keep = width >= threshold
     keep[0] = True
@@ -318,15 +333,26 @@ def _finish(label, parent, depth, selfs, totals, width, start, pre, vt,  # noqa:
         keep = width >= threshold
         keep[0] = True
         if int(keep.sum()) > max_nodes:  # ties at the threshold: keep the first in pre-order
-            ranked = np.nonzero(keep)[0][np.argsort(pre[keep], kind="stable")]
+            ranked = _in_preorder(np.nonzero(keep)[0], pre)
             keep[ranked[max_nodes:]] = False
             keep[parent[keep][parent[keep] >= 0]] = True
-    kept = np.nonzero(keep)[0]
-    kept = kept[np.argsort(pre[kept], kind="stable")]
+    kept = _in_preorder(np.nonzero(keep)[0], pre)
     new_id = np.full(parent.size, -1, dtype=np.int64)
     new_id[kept] = np.arange(kept.size)
+    table = list(label[0])
+    root_id = next((i for i, x in enumerate(table) if x == ROOT_NAME), None)  # one id per distinct name
+    if root_id is None:
+        root_id = len(table)
+        table.append(ROOT_NAME)
+    ids = label[1][kept]
+    ids = np.where(ids < 0, root_id, ids)
+    # kept nodes are closed under ancestors: a subtree is the kept nodes of its Euler interval
+    mark = np.zeros(int(post.max(initial=0)) + 2, dtype=np.int64)
+    mark[pre[kept] + 1] = 1
+    seen = np.cumsum(mark)
     flame = FlameTree(
-        names=[ROOT_NAME if i < 0 else label[0][i] for i in label[1][kept].tolist()],
+        names=np.array(table, dtype=object)[ids].tolist(),
+        name_ids=ids, name_table=table, subtree_size=seen[post[kept] + 1] - seen[pre[kept]],
         parent=np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1),
         depth=depth[kept], self=selfs[0][kept], total=totals[0][kept],
         start=start[kept], width=width[kept], sample_type=vt,
