@@ -211,6 +211,8 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     for side, (_, local_nodes, local) in zip(sides, results):
         lookup = np.array([gid[x] for x in local_nodes.names], dtype=np.int64)
         side.frames = lookup[local] if local.size else local
+    maps = [r[1] for r in results]
+    del results, local, lookup
     if inverted:
         sides = [_inverted(side) for side in sides]
     parent, count, frames, owner = _merge_sides(sides)
@@ -227,15 +229,16 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     order = tree.euler(levels, node_parent.size)
     start = tree.place_children(width, levels, 0)
     depth = tree.segment_owner(np.array([lv.parent.size for lv in levels]))
-    label = (names, node_name)
-    flame = _finish(label, node_parent, depth, selfs, totals, width, start, order, sides[0].sample_type,
+    hint = "" if inverted else _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
+    vt = sides[0].sample_type
+    del levels, leaf_node, owner, parent, count, frames, sides, mine, s  # room for the graph's nodes
+    flame = _finish((names, node_name), node_parent, depth, selfs, totals, width, start, order, vt,
                     min_fraction, max_nodes)
     flame.active_filters = tuple(new.active)
     flame.inverted = inverted
-    if not inverted:
-        flame.hint = _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
-    flame.identity = _identity(set(flame.names), [(prep.profile, r[1]) for prep, r in
-                                                   zip([new] + ([old] if old is not None else []), results)])
+    flame.hint = hint
+    flame.identity = _identity(set(flame.names), [(prep.profile, m) for prep, m in
+                                                   zip([new] + ([old] if old is not None else []), maps)])
     return flame
 
 
@@ -323,7 +326,8 @@ def _in_preorder(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
 def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noqa: ANN001, PLR0913
             min_fraction: float, max_nodes: int) -> FlameTree:
     """Prune, put in pre-order and wrap. ``label`` is (names, name id of every node, -1 for
-    the root); ``order`` is every node's (pre-order entry, last descendant's entry)."""
+    the root); ``order`` is every node's (pre-order entry, last descendant's entry). The
+    node arrays are the caller's temporaries: they may be reordered in place."""
     pre, post = order
     threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if width.size else 1
     keep = width >= threshold
@@ -337,28 +341,44 @@ def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noq
             keep[ranked[max_nodes:]] = False
             keep[parent[keep][parent[keep] >= 0]] = True
     kept = _in_preorder(np.nonzero(keep)[0], pre)
+    dropped = int(np.count_nonzero(~keep & (width > 0)))
+    base_only = 0
+    if len(selfs) > 1:
+        gone = (width == 0) & (totals[1] != 0) & (parent >= 0) & (width[np.maximum(parent, 0)] > 0)
+        base_only = int(totals[1][gone].sum())
     new_id = np.full(parent.size, -1, dtype=np.int64)
     new_id[kept] = np.arange(kept.size)
+    new_parent = np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1)
+    del new_id
+    # kept nodes are closed under ancestors: a subtree is the kept nodes of its Euler interval
+    seen = np.zeros(int(post.max(initial=0)) + 2, dtype=np.int64)
+    seen[pre[kept] + 1] = 1
+    np.cumsum(seen, out=seen)
+    size = seen[post[kept] + 1] - seen[pre[kept]]
+    del seen
+    whole = kept.size == width.size
+
+    def take(x: np.ndarray) -> np.ndarray:
+        """The kept rows in pre-order; in place when all are kept (the arrays are the caller's
+        temporaries), so a graph of millions of nodes is not held twice."""
+        if whole:
+            x[:] = x[kept]
+            return x
+        return x[kept]
+
     table = list(label[0])
     root_id = next((i for i, x in enumerate(table) if x == ROOT_NAME), None)  # one id per distinct name
     if root_id is None:
         root_id = len(table)
         table.append(ROOT_NAME)
-    ids = label[1][kept]
-    ids = np.where(ids < 0, root_id, ids)
-    # kept nodes are closed under ancestors: a subtree is the kept nodes of its Euler interval
-    mark = np.zeros(int(post.max(initial=0)) + 2, dtype=np.int64)
-    mark[pre[kept] + 1] = 1
-    seen = np.cumsum(mark)
+    ids = take(label[1])
+    ids[ids < 0] = root_id
     flame = FlameTree(
         names=np.array(table, dtype=object)[ids].tolist(),
-        name_ids=ids, name_table=table, subtree_size=seen[post[kept] + 1] - seen[pre[kept]],
-        parent=np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1),
-        depth=depth[kept], self=selfs[0][kept], total=totals[0][kept],
-        start=start[kept], width=width[kept], sample_type=vt,
-        dropped=int(np.count_nonzero(~keep & (width > 0))), min_width=threshold)
+        name_ids=ids, name_table=table, subtree_size=size, parent=new_parent,
+        depth=take(depth), self=take(selfs[0]), total=take(totals[0]),
+        start=take(start), width=take(width), sample_type=vt, dropped=dropped, min_width=threshold)
     if len(selfs) > 1:
-        flame.base_self, flame.base_total = selfs[1][kept], totals[1][kept]
-        gone = (width == 0) & (totals[1] != 0) & (parent >= 0) & (width[np.maximum(parent, 0)] > 0)
-        flame.base_only = int(totals[1][gone].sum())
+        flame.base_self, flame.base_total = take(selfs[1]), take(totals[1])
+        flame.base_only = base_only
     return flame

@@ -35,6 +35,7 @@ from polyprof.analysis.sandwich import SandwichResult, sandwich
 from polyprof.errors import OptionsError
 from polyprof.model.merge import align_sample_types
 from polyprof.model.profile import Profile
+from polyprof.web import memory
 
 __all__ = ["Input", "Session"]
 
@@ -60,7 +61,8 @@ class _Cache:
     """Least-recently-used values, at most ``size`` of them and (roughly) ``budget`` in
     summed ``weigh(value)``. Room is made *before* a new value is computed, guessing its
     weight as the last one's: on a huge profile the previous graph is let go before the
-    next is built, so memory holds one, not two.
+    next is built, so memory holds one, not two. Pinned values (the landing view) stay
+    while others come and go, and are let go only when the budget needs their room.
 
     Thread-safe and single-flight: requests for a value being computed wait for it
     instead of computing it again; different values compute at the same time (a cached
@@ -74,7 +76,7 @@ class _Cache:
     last: float = 0.0
     mutex: threading.Lock = field(default_factory=threading.Lock)
     flights: dict = field(default_factory=dict)
-    pinned: set = field(default_factory=set)  # never let go, not counted in the budget (the landing view)
+    pinned: set = field(default_factory=set)  # let go last, only for the budget (the landing view)
 
     def get(self, key: Hashable, make: Callable[[], T]) -> T:
         while True:
@@ -91,10 +93,15 @@ class _Cache:
                 pass
         try:
             with self.mutex:
-                while self._evictable() and (len(self.items) >= self.size + len(self.pinned)
-                                             or self._held() + self.last > self.budget):
-                    del self.items[self._evictable()[0]]
+                while self.items and (len(self.items) >= self.size + len(self.pinned)
+                                      or self._held() + self.last > self.budget):
+                    # the least recently used first; a pinned value only when memory needs it
+                    victim = (self._evictable() or list(self.items))[0]
+                    del self.items[victim]
+                    self.pinned.discard(victim)
             value = make()
+            if self.weigh(value):  # a big value was built: give its temporaries back to the system
+                memory.give_back()
             with self.mutex:
                 self.last = self.weigh(value)
                 self.items[key] = (value, self.last)
@@ -108,7 +115,7 @@ class _Cache:
         return [k for k in self.items if k not in self.pinned]
 
     def _held(self) -> float:
-        return sum(w for k, (_, w) in self.items.items() if k not in self.pinned)
+        return sum(w for _, w in self.items.values())
 
 
 #: The options a filtered profile depends on: the filters, and the label frames pprof adds first.
@@ -207,7 +214,7 @@ class Session:
     def flame(self, index: int, o: Options, *, base: int | None = None, inverted: bool = False,
               pin: bool = False) -> FlameIndex:
         """The complete flame graph of input ``index`` (coloured against ``base``), indexed (cached;
-        ``pin`` keeps it for good: the landing view, which back buttons keep returning to)."""
+        ``pin`` keeps it while the budget allows: the landing view, which back buttons return to)."""
         key = (index, base, inverted, _view_key(o))
         if pin:
             self._flames.pinned.add(key)

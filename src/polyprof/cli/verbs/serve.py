@@ -73,8 +73,12 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     from polyprof.web import server
     from polyprof.web.app import App
 
+    from polyprof.web import memory
+
     host, port = _address(args)
+    memory.tune()
     session = _session(args, env)
+    memory.give_back()  # the readers' buffers
     with env.status("preparing the flame graph"):
         _warm(session)
     app = App(session, ())
