@@ -215,7 +215,7 @@ def main() -> int:
 
         trace = args.trace or os.path.join(tempfile.gettempdir(), "polyprof-bench-perf.pftrace")
         if not os.path.exists(trace):
-            bench_perfetto.generate(trace, bench_perfetto.DEFAULT_SAMPLES)
+            bench_perfetto.generate(trace, *bench_perfetto.TRACES["common"])  # its largest: 6.5M samples
         bench("perfetto (bench_perfetto.py)", Path(trace))
     return 0
 
