@@ -47,7 +47,7 @@ def _first_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     by :func:`unique_inverse`, the first rows by a stable sort of the ids, a radix sort when
     they fit 16 bits (few threads, few label sets: linear in the rows)."""
     uniq, ids = unique_inverse(values)
-    ids = ids.astype(np.int64)
+    ids = np.asarray(ids, dtype=np.int64)
     order = np.argsort(ids.astype(np.int16) if uniq.size <= 32767 else ids, kind="stable")
     first = order[np.searchsorted(ids[order], np.arange(uniq.size))]
     return ids, first
