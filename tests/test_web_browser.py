@@ -399,3 +399,13 @@ def test_store_cohort_picker_drives_the_top_table(page, cli, tmp_path):
         error = page.locator("#error")
         assert error.is_visible() and "--where" in error.text_content()
         assert page.locator("script:not([src])").count() == 0
+
+
+def test_nodecount_trims_the_top_table_as_the_cli(page, cli, tmp_path):
+    """``serve --nodecount 3`` starts the page at ``nodecount=3``: the top table is ``top --nodecount 3``'s."""
+    path = input_path("pprof", tmp_path)
+    expected = cli_json(cli, "top", path, "--nodecount", "3", "--nodefraction", "0")["rows"]
+    with served(app(path)) as url:
+        _open(page, url, "view=top&nodecount=3")
+        rows = _table_rows(page, "top-table")
+    assert [(r["flat"], r["cum"]) for r in rows] == [(r["flat"], r["cum"]) for r in expected] and len(rows) == 3

@@ -114,7 +114,7 @@ export async function renderDiff(main, gen) {
   const by = 'function';
   const [slice, diff] = await Promise.all([
     api.get('flame', api.optionParams({ b: base.index, min_fraction: 1 / 4000 })),
-    api.get('diff', api.optionParams({ b: base.index, normalize, by, nodecount: 0 })),
+    api.get('diff', api.optionParams({ b: base.index, normalize, by, nodecount: state.get('nodecount', '0') })),
   ]);
   if (page.stale(gen)) return;
   flame.setData(slice, { icicle: true });
