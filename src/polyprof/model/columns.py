@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polyprof.wire.vector import gather_runs, hash_runs
+from polyprof.wire.vector import gather_runs, hash_factorize, hash_runs
 
 __all__ = ["factorize_rows", "factorize_runs", "runs_equal", "unique_inverse"]
 
@@ -22,6 +22,10 @@ def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[n
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     varying = [c for c in cols if c.min() != c.max()]  # a constant column adds nothing (and costs a sort)
+    hashed = hash_factorize(varying) if varying else None
+    if hashed is not None:  # numbered in order of first sight, without a sort of the rows
+        ids, first = hashed
+        return (ids, first) if in_order else _sorted_ids(varying, ids, first)
     if len(varying) <= 1:
         combined = varying[0] if varying else np.zeros(n, dtype=np.int8)
     else:
@@ -42,6 +46,15 @@ def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[n
     return ids, first
 
 
+def _sorted_ids(cols: list[np.ndarray], ids: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ids in order of first sight renumbered in the sorted order of their tuples (only the
+    distinct tuples are sorted)."""
+    order = np.lexsort([c[first] for c in reversed(cols)])
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return rank[ids], first[order]
+
+
 def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(values, return_inverse=True)`` for non-negative integer ids, without a sort when
     the ids are dense enough (a presence table: three passes instead of an O(n log n) sort)."""
@@ -53,6 +66,10 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             present[values] = True
             code = np.cumsum(present, dtype=np.int64) - 1
             return np.flatnonzero(present).astype(values.dtype), code[values]
+        hashed = hash_factorize([values])
+        if hashed is not None:
+            inverse, first = _sorted_ids([values], *hashed)
+            return values[first], inverse
     uniq, inverse = np.unique(values, return_inverse=True)
     return uniq, inverse.reshape(-1)
 

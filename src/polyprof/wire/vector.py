@@ -30,7 +30,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "gather_spans", "packed_varints", "ranges", "read_varints", "repeated_varints",
+__all__ = ["Fields", "as_buffer", "gather_spans", "hash_factorize", "packed_varints", "ranges", "read_varints", "repeated_varints",
            "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 
@@ -721,3 +721,22 @@ def varint_fields(buf: np.ndarray, ends: np.ndarray) -> Fields | None:
         return None
     zeros = np.zeros(tag.size, dtype=np.int64)
     return Fields(msg_of, (tag >> np.uint64(3)).astype(np.int64), zeros.astype(np.int8), value, zeros, zeros)
+
+
+#: Rows below which a sort is as quick as hashing (and needs no compiled kernel).
+HASH_FACTORIZE_AFTER = 1 << 18
+
+
+def hash_factorize(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(group of each row, first row of each group) of the rows of one to four integer
+    columns, groups numbered in order of first sight, by the compiled hash table; None when the
+    compiled kernels are not in use, the input is small or mostly distinct rows (the caller sorts
+    instead; both ways give the same numbering)."""
+    n = cols[0].size if cols else 0
+    if n < HASH_FACTORIZE_AFTER or len(cols) > 4 or any(c.dtype.kind not in "iub" for c in cols):
+        return None
+    fast = _kernels(n * 8 * len(cols))
+    if fast is None:
+        return None
+    as64 = [np.ascontiguousarray(c.view(np.int64) if c.dtype == np.uint64 else c, dtype=np.int64) for c in cols]
+    return fast.factorize(as64)
