@@ -218,7 +218,8 @@ def le32_records(buf: np.ndarray, pos: int, end: int) -> tuple[np.ndarray, np.nd
 
 @_kernel
 def _scalars_one(buf, p, end, slot, values, present, row):  # noqa: ANN001, ANN202
-    """The wanted varint fields of the message ``buf[p:end]`` into ``values[row]``."""
+    """The wanted varint fields of the message ``buf[p:end]`` into ``values[:, row]`` (column by
+    column: the caller's columns come out contiguous)."""
     while p < end:
         tag, p = _varint(buf, p, end)
         if p < 0:
@@ -232,8 +233,8 @@ def _scalars_one(buf, p, end, slot, values, present, row):  # noqa: ANN001, ANN2
             if p < 0:
                 return _BAD
             if number < slot.size and slot[number] >= 0:
-                values[row, slot[number]] = val
-                present[row, slot[number]] = True
+                values[slot[number], row] = val
+                present[slot[number], row] = True
         elif wt == 2:
             raw, p = _varint(buf, p, end)
             if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
@@ -260,11 +261,11 @@ def scalar_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         return None
     slot = np.full(max(numbers) + 1, -1, dtype=np.int64)
     slot[list(numbers)] = np.arange(len(numbers))
-    values = np.zeros((starts.size, len(numbers)), dtype=np.uint64)
-    present = np.zeros((starts.size, len(numbers)), dtype=bool)
+    values = np.zeros((len(numbers), starts.size), dtype=np.uint64)
+    present = np.zeros((len(numbers), starts.size), dtype=bool)
     if _scalars(buf, starts, ends, slot, values, present) != _OK:
         return None
-    return values, present
+    return values.T, present.T
 
 
 @_kernel
@@ -310,16 +311,16 @@ def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field:
     slot = np.full(max(numbers) + 1, -1, dtype=np.int64)
     slot[list(numbers)] = np.arange(len(numbers))
     counts = np.zeros(starts.size, dtype=np.int64)
-    none_v = np.zeros((0, len(numbers)), dtype=np.uint64)
-    none_p = np.zeros((0, len(numbers)), dtype=bool)
+    none_v = np.zeros((len(numbers), 0), dtype=np.uint64)
+    none_p = np.zeros((len(numbers), 0), dtype=bool)
     if _nested(buf, starts, ends, field, slot, counts, none_v, none_p, False) != _OK:
         return None
     total = int(counts.sum())
-    values = np.zeros((total, len(numbers)), dtype=np.uint64)
-    present = np.zeros((total, len(numbers)), dtype=bool)
+    values = np.zeros((len(numbers), total), dtype=np.uint64)
+    present = np.zeros((len(numbers), total), dtype=bool)
     if _nested(buf, starts, ends, field, slot, counts, values, present, True) != _OK:
         return None
-    return counts, values, present
+    return counts, values.T, present.T
 
 
 @_kernel
