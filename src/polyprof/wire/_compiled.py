@@ -217,9 +217,10 @@ def le32_records(buf: np.ndarray, pos: int, end: int) -> tuple[np.ndarray, np.nd
 
 
 @_kernel
-def _scalars_one(buf, p, end, slot, values, present, row):  # noqa: ANN001, ANN202
+def _scalars_one(buf, p, end, slot, values, present, row, lfield, lstart, llen):  # noqa: ANN001, ANN202
     """The wanted varint fields of the message ``buf[p:end]`` into ``values[:, row]`` (column by
-    column: the caller's columns come out contiguous)."""
+    column: the caller's columns come out contiguous), and the span of its last LEN field
+    ``lfield`` (if not -1) into ``lstart[row]``, ``llen[row]``."""
     while p < end:
         tag, p = _varint(buf, p, end)
         if p < 0:
@@ -239,6 +240,9 @@ def _scalars_one(buf, p, end, slot, values, present, row):  # noqa: ANN001, ANN2
             raw, p = _varint(buf, p, end)
             if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
                 return _BAD
+            if number == lfield:
+                lstart[row] = p
+                llen[row] = np.int64(raw)
             p += np.int64(raw)
         else:
             p += 8 if wt == 1 else 4
@@ -248,9 +252,9 @@ def _scalars_one(buf, p, end, slot, values, present, row):  # noqa: ANN001, ANN2
 
 
 @_kernel
-def _scalars(buf, starts, ends, slot, values, present):  # noqa: ANN001, ANN202
+def _scalars(buf, starts, ends, slot, values, present, none):  # noqa: ANN001, ANN202
     for m in range(starts.size):
-        if _scalars_one(buf, starts[m], ends[m], slot, values, present, m) != _OK:
+        if _scalars_one(buf, starts[m], ends[m], slot, values, present, m, -1, none, none) != _OK:
             return _BAD
     return _OK
 
@@ -263,13 +267,14 @@ def scalar_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     slot[list(numbers)] = np.arange(len(numbers))
     values = np.zeros((len(numbers), starts.size), dtype=np.uint64)
     present = np.zeros((len(numbers), starts.size), dtype=bool)
-    if _scalars(buf, starts, ends, slot, values, present) != _OK:
+    if _scalars(buf, starts, ends, slot, values, present, np.zeros(0, dtype=np.int64)) != _OK:
         return None
     return values.T, present.T
 
 
 @_kernel
-def _nested(buf, starts, ends, field, slot, counts, values, present, fill):  # noqa: ANN001, ANN202
+def _nested(buf, starts, ends, field, slot, counts, values, present, fill, lfield, lstart,  # noqa: ANN001, ANN202
+            llen):
     k = 0
     for m in range(starts.size):
         p, end = starts[m], ends[m]
@@ -291,7 +296,8 @@ def _nested(buf, starts, ends, field, slot, counts, values, present, fill):  # n
                 if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
                     return _BAD
                 if number == field:
-                    if fill and _scalars_one(buf, p, p + np.int64(raw), slot, values, present, k) != _OK:
+                    if fill and _scalars_one(buf, p, p + np.int64(raw), slot, values, present, k, lfield, lstart,
+                                             llen) != _OK:
                         return _BAD
                     k += 1
                     n += 1
@@ -304,8 +310,10 @@ def _nested(buf, starts, ends, field, slot, counts, values, present, fill):  # n
     return _OK
 
 
-def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
-                   numbers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int, numbers: tuple[int, ...],
+                   span: int = -1) -> tuple[np.ndarray, ...] | None:
+    """(counts, values, present, span starts, span lengths); the spans (of LEN field ``span``
+    of each sub-message, length -1 when absent) are empty when ``span`` is -1."""
     if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
         return None
     slot = np.full(max(numbers) + 1, -1, dtype=np.int64)
@@ -313,14 +321,17 @@ def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field:
     counts = np.zeros(starts.size, dtype=np.int64)
     none_v = np.zeros((len(numbers), 0), dtype=np.uint64)
     none_p = np.zeros((len(numbers), 0), dtype=bool)
-    if _nested(buf, starts, ends, field, slot, counts, none_v, none_p, False) != _OK:
+    none = np.zeros(0, dtype=np.int64)
+    if _nested(buf, starts, ends, field, slot, counts, none_v, none_p, False, -1, none, none) != _OK:
         return None
     total = int(counts.sum())
     values = np.zeros((len(numbers), total), dtype=np.uint64)
     present = np.zeros((len(numbers), total), dtype=bool)
-    if _nested(buf, starts, ends, field, slot, counts, values, present, True) != _OK:
+    lstart = np.zeros(total if span >= 0 else 0, dtype=np.int64)
+    llen = np.full(lstart.size, -1, dtype=np.int64)
+    if _nested(buf, starts, ends, field, slot, counts, values, present, True, span, lstart, llen) != _OK:
         return None
-    return counts, values.T, present.T
+    return counts, values.T, present.T, lstart, llen
 
 
 @_kernel

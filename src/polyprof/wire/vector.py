@@ -30,7 +30,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "gather_spans", "hash_factorize", "packed_varints", "ranges", "read_varints", "repeated_varints",
+__all__ = ["Fields", "as_buffer", "gather_spans", "hash_factorize", "nested_fields", "packed_varints", "ranges", "read_varints", "repeated_varints",
            "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 
@@ -670,17 +670,30 @@ def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field:
     message ``buf[starts[i]:ends[i]]``: (sub-messages per message, values, present), values and
     present being (sub-messages x numbers) in wire order; as :func:`scalar_fields` on the
     sub-messages (a sample's callchain entries) without listing every field on the way."""
+    counts, values, present, _, _ = nested_fields(buf, starts, ends, field, numbers)
+    return counts, values, present
+
+
+def nested_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int, numbers: tuple[int, ...],
+                  span: int = -1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`nested_scalars`, and with ``span`` the (start, length) of the last LEN field
+    ``span`` of every sub-message (length -1 when it has none; both empty without ``span``)."""
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
     if fast is not None:
-        got = fast.nested_scalars(buf, starts, ends, field, numbers)
+        got = fast.nested_scalars(buf, starts, ends, field, numbers, span)
         if got is not None:
             return got
     f = walk_fields(buf, starts, ends)
     sub = f.select(field, LEN)
     values, present = scalar_fields(buf, sub.start, sub.start + sub.length, numbers)
-    return np.bincount(sub.msg, minlength=starts.size).astype(np.int64), values, present
+    lstart = np.zeros(len(sub) if span >= 0 else 0, dtype=np.int64)
+    llen = np.full(lstart.size, -1, dtype=np.int64)
+    if span >= 0 and len(sub):
+        inner = walk_fields(buf, sub.start, sub.start + sub.length).select(span, LEN)
+        lstart[inner.msg], llen[inner.msg] = inner.start, inner.length  # the last one is written last
+    return np.bincount(sub.msg, minlength=starts.size).astype(np.int64), values, present, lstart, llen
 
 
 def varint_fields(buf: np.ndarray, ends: np.ndarray) -> Fields | None:
