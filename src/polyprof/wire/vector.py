@@ -65,6 +65,13 @@ def _kernels(work: int) -> ModuleType | None:
     return _compiled if isinstance(_compiled, ModuleType) else None
 
 
+def expect(nbytes: int) -> None:
+    """A read of ``nbytes`` (an input's whole content) is about to be decoded: counted at once,
+    so that a large input uses the compiled kernels from its first kernel call on (its first
+    decodes may be small, e.g. a Chromium profile's samples before its stacks)."""
+    _kernels(nbytes)
+
+
 def as_buffer(data: bytes | memoryview) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8)
 
