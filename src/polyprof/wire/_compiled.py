@@ -10,26 +10,29 @@ cached machine code (see ``vector._kernels``); small inputs never import it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
-__all__ = ["factorize", "frame_packets", "gather_runs", "hash_runs", "le32_records", "nested_scalars", "packed_varints", "scalar_fields",
-           "walk_fields"]
+__all__ = ["factorize", "frame_packets", "gather_runs", "hash_runs", "le32_records", "nested_scalars",
+           "packed_varints", "scalar_fields", "walk_fields"]
 
 _OK, _BAD = 0, 1
 
 #: Kernels allocate nothing, so they run without numba's reference counting: with it, every
 #: call of ``_varint`` (an array argument) costs an atomic incref/decref pair, which made the
 #: walkers about seven times slower (54M callchain entries: 10 s instead of 1.5 s).
-_kernel = njit(cache=True, nogil=True, _nrt=False)
+_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
+_kernel = njit(**_OPTIONS)
 
 
-@njit(cache=True, nogil=True, inline="always", _nrt=False)
+@njit(inline="always", **_OPTIONS)
 def _varint(buf, p, end):  # noqa: ANN001, ANN202 - numba
     """(value, next position); next position -1 when truncated or longer than ten bytes.
 
-    Written with a one-byte fast path and a uint64 shift (not ``range(10)`` with
-    an early return): numba compiles that form about seven times faster.
+    A one-byte fast path and a uint64 shift: measured quicker than a ``range(10)`` loop
+    with early returns.
     """
     b = np.uint64(buf[p]) if p < end else np.uint64(0x80)
     if b < 0x80:

@@ -30,8 +30,8 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "gather_spans", "hash_factorize", "nested_fields", "packed_varints", "ranges", "read_varints", "repeated_varints",
-           "scalar_column", "span_column", "walk_fields", "as_int64"]
+__all__ = ["Fields", "as_buffer", "expect", "gather_spans", "hash_factorize", "nested_fields", "packed_varints",
+           "ranges", "read_varints", "repeated_varints", "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
