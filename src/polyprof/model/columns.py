@@ -32,7 +32,10 @@ def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[n
         combined = np.zeros(n, dtype=np.int64)
         for col in varying:
             low = int(col.min())  # shifted to start at 0: negative ids (-1: none) sort the same
-            uniq, code = unique_inverse(col - low if low < 0 else col)
+            if low < 0:  # (a shift that would overflow flips the sign bit instead: same order)
+                col = col - low if int(col.max()) - low < 2**62 else \
+                    col.astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)
+            uniq, code = unique_inverse(col)
             if int(combined.max()) >= (2**62) // uniq.size:
                 _, combined = np.unique(combined, return_inverse=True)
                 combined = combined.reshape(-1).astype(np.int64)
