@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, TypeAlias, Union
 
 from polyprof.errors import InputError, MalformedInputError
 from polyprof.formats.limits import DEFAULT_MAX_INFLATE, LIMITS, Limits
+from polyprof.wire.vector import expect
 
 __all__ = ["DEFAULT_MAX_INFLATE", "GZIP_MAGIC", "GunzipReader", "Input", "Source", "inflate"]
 
@@ -210,6 +211,7 @@ class Source:
                         "gzip inside gzip: unpack the outer layer first", path=self.path)
             else:
                 self._data = raw
+            expect(len(self._data))  # a large input: compiled kernels from the start
         return self._data
 
     def open_raw(self) -> BinaryIO:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from polyprof.wire.vector import gather_runs, hash_runs
+from polyprof.wire.vector import gather_runs, hash_factorize, hash_runs
 
 __all__ = ["factorize_rows", "factorize_runs", "runs_equal", "unique_inverse"]
 
@@ -22,13 +22,20 @@ def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[n
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     varying = [c for c in cols if c.min() != c.max()]  # a constant column adds nothing (and costs a sort)
+    hashed = hash_factorize(varying) if varying else None
+    if hashed is not None:  # numbered in order of first sight, without a sort of the rows
+        ids, first = hashed
+        return (ids, first) if in_order else _sorted_ids(varying, ids, first)
     if len(varying) <= 1:
         combined = varying[0] if varying else np.zeros(n, dtype=np.int8)
     else:
         combined = np.zeros(n, dtype=np.int64)
         for col in varying:
             low = int(col.min())  # shifted to start at 0: negative ids (-1: none) sort the same
-            uniq, code = unique_inverse(col - low if low < 0 else col)
+            if low < 0:  # (a shift that would overflow flips the sign bit instead: same order)
+                col = col - low if int(col.max()) - low < 2**62 else \
+                    col.astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)
+            uniq, code = unique_inverse(col)
             if int(combined.max()) >= (2**62) // uniq.size:
                 _, combined = np.unique(combined, return_inverse=True)
                 combined = combined.reshape(-1).astype(np.int64)
@@ -40,6 +47,15 @@ def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[n
         rank[order] = np.arange(order.size)
         return rank[ids], first[order]
     return ids, first
+
+
+def _sorted_ids(cols: list[np.ndarray], ids: np.ndarray, first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ids in order of first sight renumbered in the sorted order of their tuples (only the
+    distinct tuples are sorted)."""
+    order = np.lexsort([c[first] for c in reversed(cols)])
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    return rank[ids], first[order]
 
 
 def _first_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -64,6 +80,10 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             present[values] = True
             code = np.cumsum(present, dtype=np.int64) - 1
             return np.flatnonzero(present).astype(values.dtype), code[values]
+        hashed = hash_factorize([values])
+        if hashed is not None:
+            inverse, first = _sorted_ids([values], *hashed)
+            return values[first], inverse
     uniq, inverse = np.unique(values, return_inverse=True)
     return uniq, inverse.reshape(-1)
 

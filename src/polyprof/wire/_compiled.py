@@ -10,31 +10,47 @@ cached machine code (see ``vector._kernels``); small inputs never import it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
-__all__ = ["frame_packets", "gather_runs", "hash_runs", "le32_records", "nested_scalars", "packed_varints", "scalar_fields",
-           "walk_fields"]
+__all__ = ["factorize", "frame_packets", "gather_runs", "hash_runs", "le32_records", "nested_scalars",
+           "packed_varints", "scalar_fields", "walk_fields"]
 
 _OK, _BAD = 0, 1
 
+#: Kernels allocate nothing, so they run without numba's reference counting: with it, every
+#: call of ``_varint`` (an array argument) costs an atomic incref/decref pair, which made the
+#: walkers about seven times slower (54M callchain entries: 10 s instead of 1.5 s).
+_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
+_kernel = njit(**_OPTIONS)
 
-@njit(cache=True, nogil=True)
+
+@njit(inline="always", **_OPTIONS)
 def _varint(buf, p, end):  # noqa: ANN001, ANN202 - numba
-    """(value, next position); next position -1 when truncated or longer than ten bytes."""
-    value = np.uint64(0)
-    for k in range(10):
-        if p >= end:
-            return value, -1
-        b = buf[p]
-        p += 1
-        value |= np.uint64(b & 0x7F) << np.uint64(7 * k)
+    """(value, next position); next position -1 when truncated or longer than ten bytes.
+
+    A one-byte fast path and a uint64 shift: measured quicker than a ``range(10)`` loop
+    with early returns.
+    """
+    b = np.uint64(buf[p]) if p < end else np.uint64(0x80)
+    if b < 0x80:
+        return b, p + 1
+    value = b & np.uint64(0x7F)
+    shift = np.uint64(7)
+    q = p + 1
+    while q < end and q < p + 10:
+        b = np.uint64(buf[q])
+        q += 1
+        value |= (b & np.uint64(0x7F)) << shift
         if b < 0x80:
-            return value, p
-    return value, -1
+            return value, q
+        shift += np.uint64(7)
+    return value, np.int64(-1)
 
 
-@njit(cache=True, nogil=True)
+@_kernel
 def _fields(buf, starts, ends, offsets, msg, field, wire, value, start, length, fill):  # noqa: ANN001, ANN202
     """Count (``fill`` False: into ``offsets[m+1]``) or decode the fields of every message."""
     k = 0
@@ -94,7 +110,7 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[
     return cols
 
 
-@njit(cache=True, nogil=True)
+@_kernel
 def _packed(b, lengths, values, counts):  # noqa: ANN001, ANN202
     k = 0
     p = 0
@@ -121,7 +137,7 @@ def packed_varints(b: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.n
     return values, counts
 
 
-@njit(cache=True, nogil=True)
+@_kernel
 def _frame(buf, pos, end, max_len, starts, ends):  # noqa: ANN001, ANN202
     k = 0
     while pos < end and buf[pos] == 0x0A:
@@ -145,7 +161,7 @@ def frame_packets(buf: np.ndarray, pos: int, end: int, max_len: int) -> tuple[np
     return starts[:k].copy(), ends[:k].copy(), int(stop)
 
 
-@njit(cache=True, nogil=True)
+@_kernel
 def _hash(values, offsets, mix, base, out):  # noqa: ANN001, ANN202
     for i in range(offsets.size - 1):
         h = np.uint64(0)
@@ -164,7 +180,7 @@ def hash_runs(values: np.ndarray, offsets: np.ndarray, mix: np.uint64, base: np.
     return out
 
 
-@njit(cache=True, nogil=True)
+@_kernel
 def _gather(values, starts, lengths, out):  # noqa: ANN001, ANN202
     k = 0
     for i in range(starts.size):
@@ -180,7 +196,7 @@ def gather_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     return out
 
 
-@njit(cache=True, nogil=True)
+@_kernel
 def _le32(buf, pos, end, starts, ends):  # noqa: ANN001, ANN202
     k = 0
     while pos + 4 <= end:
@@ -203,9 +219,11 @@ def le32_records(buf: np.ndarray, pos: int, end: int) -> tuple[np.ndarray, np.nd
     return starts[:k].copy(), ends[:k].copy(), int(stop)
 
 
-@njit(cache=True, nogil=True)
-def _scalars_one(buf, p, end, slot, values, present, row):  # noqa: ANN001, ANN202
-    """The wanted varint fields of the message ``buf[p:end]`` into ``values[row]``."""
+@_kernel
+def _scalars_one(buf, p, end, slot, values, present, row, lfield, lstart, llen):  # noqa: ANN001, ANN202
+    """The wanted varint fields of the message ``buf[p:end]`` into ``values[:, row]`` (column by
+    column: the caller's columns come out contiguous), and the span of its last LEN field
+    ``lfield`` (if not -1) into ``lstart[row]``, ``llen[row]``."""
     while p < end:
         tag, p = _varint(buf, p, end)
         if p < 0:
@@ -219,12 +237,15 @@ def _scalars_one(buf, p, end, slot, values, present, row):  # noqa: ANN001, ANN2
             if p < 0:
                 return _BAD
             if number < slot.size and slot[number] >= 0:
-                values[row, slot[number]] = val
-                present[row, slot[number]] = True
+                values[slot[number], row] = val
+                present[slot[number], row] = True
         elif wt == 2:
             raw, p = _varint(buf, p, end)
             if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
                 return _BAD
+            if number == lfield:
+                lstart[row] = p
+                llen[row] = np.int64(raw)
             p += np.int64(raw)
         else:
             p += 8 if wt == 1 else 4
@@ -233,10 +254,10 @@ def _scalars_one(buf, p, end, slot, values, present, row):  # noqa: ANN001, ANN2
     return _OK
 
 
-@njit(cache=True, nogil=True)
-def _scalars(buf, starts, ends, slot, values, present):  # noqa: ANN001, ANN202
+@_kernel
+def _scalars(buf, starts, ends, slot, values, present, none):  # noqa: ANN001, ANN202
     for m in range(starts.size):
-        if _scalars_one(buf, starts[m], ends[m], slot, values, present, m) != _OK:
+        if _scalars_one(buf, starts[m], ends[m], slot, values, present, m, -1, none, none) != _OK:
             return _BAD
     return _OK
 
@@ -247,15 +268,16 @@ def scalar_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
         return None
     slot = np.full(max(numbers) + 1, -1, dtype=np.int64)
     slot[list(numbers)] = np.arange(len(numbers))
-    values = np.zeros((starts.size, len(numbers)), dtype=np.uint64)
-    present = np.zeros((starts.size, len(numbers)), dtype=bool)
-    if _scalars(buf, starts, ends, slot, values, present) != _OK:
+    values = np.zeros((len(numbers), starts.size), dtype=np.uint64)
+    present = np.zeros((len(numbers), starts.size), dtype=bool)
+    if _scalars(buf, starts, ends, slot, values, present, np.zeros(0, dtype=np.int64)) != _OK:
         return None
-    return values, present
+    return values.T, present.T
 
 
-@njit(cache=True, nogil=True)
-def _nested(buf, starts, ends, field, slot, counts, values, present, fill):  # noqa: ANN001, ANN202
+@_kernel
+def _nested(buf, starts, ends, field, slot, counts, values, present, fill, lfield, lstart,  # noqa: ANN001, ANN202
+            llen):
     k = 0
     for m in range(starts.size):
         p, end = starts[m], ends[m]
@@ -277,7 +299,8 @@ def _nested(buf, starts, ends, field, slot, counts, values, present, fill):  # n
                 if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
                     return _BAD
                 if number == field:
-                    if fill and _scalars_one(buf, p, p + np.int64(raw), slot, values, present, k) != _OK:
+                    if fill and _scalars_one(buf, p, p + np.int64(raw), slot, values, present, k, lfield, lstart,
+                                             llen) != _OK:
                         return _BAD
                     k += 1
                     n += 1
@@ -290,20 +313,80 @@ def _nested(buf, starts, ends, field, slot, counts, values, present, fill):  # n
     return _OK
 
 
-def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
-                   numbers: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int, numbers: tuple[int, ...],
+                   span: int = -1) -> tuple[np.ndarray, ...] | None:
+    """(counts, values, present, span starts, span lengths); the spans (of LEN field ``span``
+    of each sub-message, length -1 when absent) are empty when ``span`` is -1."""
     if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
         return None
     slot = np.full(max(numbers) + 1, -1, dtype=np.int64)
     slot[list(numbers)] = np.arange(len(numbers))
     counts = np.zeros(starts.size, dtype=np.int64)
-    none_v = np.zeros((0, len(numbers)), dtype=np.uint64)
-    none_p = np.zeros((0, len(numbers)), dtype=bool)
-    if _nested(buf, starts, ends, field, slot, counts, none_v, none_p, False) != _OK:
+    none_v = np.zeros((len(numbers), 0), dtype=np.uint64)
+    none_p = np.zeros((len(numbers), 0), dtype=bool)
+    none = np.zeros(0, dtype=np.int64)
+    if _nested(buf, starts, ends, field, slot, counts, none_v, none_p, False, -1, none, none) != _OK:
         return None
     total = int(counts.sum())
-    values = np.zeros((total, len(numbers)), dtype=np.uint64)
-    present = np.zeros((total, len(numbers)), dtype=bool)
-    if _nested(buf, starts, ends, field, slot, counts, values, present, True) != _OK:
+    values = np.zeros((len(numbers), total), dtype=np.uint64)
+    present = np.zeros((len(numbers), total), dtype=bool)
+    lstart = np.zeros(total if span >= 0 else 0, dtype=np.int64)
+    llen = np.full(lstart.size, -1, dtype=np.int64)
+    if _nested(buf, starts, ends, field, slot, counts, values, present, True, span, lstart, llen) != _OK:
         return None
-    return counts, values, present
+    return counts, values.T, present.T, lstart, llen
+
+
+@_kernel
+def _factorize(k, c0, c1, c2, c3, table, ids, first):  # noqa: ANN001, ANN202
+    """Rows (c0[i], .. c{k-1}[i]) numbered in order of first sight through the open-addressing
+    ``table`` (slots hold a row's group, -1 when free): the number of groups, or -1 when more
+    groups than ``first`` has room for (half the table) would be needed."""
+    mask = np.uint64(table.size - 1)
+    groups = 0
+    limit = first.size
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    for i in range(c0.size):
+        h = np.uint64(c0[i]) * mix
+        if k > 1:
+            h = (h ^ (h >> np.uint64(29)) ^ np.uint64(c1[i])) * mix
+        if k > 2:
+            h = (h ^ (h >> np.uint64(29)) ^ np.uint64(c2[i])) * mix
+        if k > 3:
+            h = (h ^ (h >> np.uint64(29)) ^ np.uint64(c3[i])) * mix
+        slot = (h ^ (h >> np.uint64(32))) & mask
+        while True:
+            g = table[slot]
+            if g < 0:
+                if groups >= limit:
+                    return -1
+                table[slot] = groups
+                first[groups] = i
+                ids[i] = groups
+                groups += 1
+                break
+            r = first[g]
+            if c0[r] == c0[i] and (k < 2 or c1[r] == c1[i]) and (k < 3 or c2[r] == c2[i]) and \
+                    (k < 4 or c3[r] == c3[i]):
+                ids[i] = g
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return groups
+
+
+def factorize(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(group of each row, first row of each group), groups numbered in order of first sight;
+    ``cols``: one to four int64 columns of equal length. None when more than a quarter of the
+    rows are distinct (a sort is then as quick, and the table would be large)."""
+    n = cols[0].size
+    padded = list(cols) + [cols[0]] * (4 - len(cols))
+    ids = np.empty(n, dtype=np.int64)
+    cap, most = 1 << 16, 1 << max(n // 2 - 1, 1 << 16).bit_length()  # most: room for n/4 groups
+    while cap <= most:
+        table = np.full(cap, -1, dtype=np.int64)
+        first = np.empty(cap // 2, dtype=np.int64)
+        groups = _factorize(len(cols), *padded, table, ids, first)
+        if groups >= 0:
+            return ids, first[:groups].copy()
+        cap *= 4  # (the rows read so far are a poor guess: most groups show up early)
+    return None

@@ -31,16 +31,6 @@ def _joined(entries: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return V.as_buffer(b"".join(entries)), ends - lengths, ends
 
 
-def _last(f: V.Fields, number: int, n: int, wire: int = V.VARINT) -> tuple[np.ndarray, np.ndarray]:
-    """(value, present) of the last occurrence of a scalar field per message."""
-    sel = (f.field == number) & (f.wire == wire)
-    value = np.zeros(n, dtype=np.uint64)
-    present = np.zeros(n, dtype=bool)
-    value[f.msg[sel]] = f.value[sel]
-    present[f.msg[sel]] = True
-    return value, present
-
-
 def _int32(v: np.ndarray) -> np.ndarray:
     return (v & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
 
@@ -56,30 +46,23 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
     before). ``fill_names``: a nameless frame takes the name of a named frame at the same
     module and address (how polyprof's writer shares names, see ``callstack``)."""
     buf, starts, ends = _joined(entries)
-    f = V.walk_fields(buf, starts, ends)
-    frames = f.select(1, V.LEN)
-    n = len(frames)
-    lf = V.walk_fields(buf, frames.start, frames.start + frames.length)
-    address, _ = _last(lf, 1, n)
-    module, has_module = _last(lf, 2, n)
-    module = _int32(module)
+    # Every frame's address (1), module (2) and name span (3) in one pass over the stacks.
+    per_stack, scalars, present, name_start, name_len = V.nested_fields(buf, starts, ends, 1, (1, 2), span=3)
+    n = name_len.size
+    address, module, has_module = scalars[:, 0], _int32(scalars[:, 1]), present[:, 1]
     bad = has_module & ((module < 0) | (module >= len(modules)))
     if bad.any():
         raise MalformedInputError(f"a frame refers to module {int(module[np.argmax(bad)])}, but the profile "
                                   f"has {len(modules)}")
-    names = lf.select(3, V.LEN)
-    name_start = np.zeros(n, dtype=np.int64)
-    name_len = np.zeros(n, dtype=np.int64)
-    name_start[names.msg], name_len[names.msg] = names.start, names.length
+    named = name_len >= 0
+    name_len = np.where(named, name_len, 0)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(name_len, out=offsets[1:])
     name, first = factorize_runs(V.gather_runs(buf, name_start, name_len), offsets)  # 0: "" when some are nameless
     raw = buf.tobytes()
     module = np.where(has_module, module, -1)
     if fill_names:
-        named = np.zeros(n, dtype=bool)
-        named[names.msg] = True  # an explicitly empty name stays empty
-        name = _filled(name, ~named, module, address)
+        name = _filled(name, ~named, module, address)  # an explicitly empty name stays empty
     key, kfirst = factorize_rows([module, address.view(np.int64), name])  # the old reader's location key
     texts = [_decode(raw[a:a + ln]) for a, ln in zip(name_start[first].tolist(), name_len[first].tolist())]
     fn_of_name = np.array([b.function(t) if t else -1 for t, _ in texts], dtype=np.int64)
@@ -93,7 +76,7 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
                                 has.astype(np.int64), k_fn[lfirst][has], zeros, zeros)
     locs = row0 + loc[key]
     stack_offsets = np.zeros(len(entries) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(frames.msg, minlength=len(entries)), out=stack_offsets[1:])
+    np.cumsum(per_stack, out=stack_offsets[1:])
     return b.stacks_from_csr(locs, stack_offsets, leaf_first=True)
 
 
@@ -143,17 +126,14 @@ class StackSamples:
 def stack_samples(entries: list[bytes]) -> StackSamples:
     buf, starts, ends = _joined(entries)
     n = len(entries)
-    f = V.walk_fields(buf, starts, ends)
-    col = lambda k: _last(f, k, n)  # noqa: E731
-    (stack, _), (time, has_time), (continued, _) = col(1), col(2), col(3)
-    (backtrace, has_backtrace), (weight, has_weight), (count, has_count) = col(4), col(6), col(7)
-    items = f.select(5, V.LEN)
-    m = len(items)
-    mf = V.walk_fields(buf, items.start, items.start + items.length)
-    (name, _), (value, has_value), (key, has_key) = _last(mf, 1, m), _last(mf, 2, m), _last(mf, 3, m)
-    return StackSamples(_int32(stack), _int32(time), has_time, continued != 0, _int32(backtrace), has_backtrace,
-                        weight.view(np.int64), has_weight, count.view(np.int64), has_count,
-                        (items.msg, _int32(name), _zigzag(value), has_value, _zigzag(key), has_key))
+    vals, has = V.scalar_fields(buf, starts, ends, (1, 2, 3, 4, 6, 7))
+    stack, time, continued, backtrace, weight, count = (vals[:, j] for j in range(6))
+    per_sample, ivals, ihas = V.nested_scalars(buf, starts, ends, 5, (1, 2, 3))  # metadata items
+    owner = np.repeat(np.arange(n, dtype=np.int64), per_sample)
+    return StackSamples(_int32(stack), _int32(time), has[:, 1], continued != 0, _int32(backtrace), has[:, 3],
+                        weight.view(np.int64), has[:, 4], count.view(np.int64), has[:, 5],
+                        (owner, _int32(ivals[:, 0]), _zigzag(ivals[:, 1]), ihas[:, 1], _zigzag(ivals[:, 2]),
+                         ihas[:, 2]))
 
 
 MetadataState = list[tuple[int, "int | None", int]]  # active (name index, key or None, value)

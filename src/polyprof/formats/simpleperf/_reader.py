@@ -259,36 +259,40 @@ class _Frames:
         return got
 
     def stacks(self, s: Samples) -> np.ndarray:
-        """Leaf callsite of every sample: locations interned by (file, symbol, address), all at once."""
-        fids, fi = unique_inverse(s.file_id)
+        """Leaf callsite of every sample: locations interned by (file, symbol, address), all at once.
+
+        Entries are first grouped by their raw (file, address, symbol) (a hash table when
+        compiled); everything else works on those few distinct rows."""
+        entry, rows = factorize_rows([s.file_id, s.vaddr.view(np.int64), s.symbol_id], in_order=True)
+        fid_u, vaddr_u, sid = s.file_id[rows], s.vaddr[rows], s.symbol_id[rows]
+        fids, fi = unique_inverse(fid_u)
         known = [self._file(f) for f in fids.tolist()]  # one step per file
-        mapping = np.array([m for m, _ in known], dtype=np.int64)
+        mapping = np.array([m for m, _ in known], dtype=np.int64)[fi]
         nsym = np.array([len(fns) for _, fns in known], dtype=np.int64)
         missing = np.array([f in self.missing_files for f in fids.tolist()], dtype=bool)
         fn_start = np.cumsum(nsym) - nsym
         fn_table = np.array([f for _, fns in known for f in fns], dtype=np.int64)
-        sid = s.symbol_id
         bad = (sid < -1) | ((sid >= nsym[fi]) & ~missing[fi])
-        if bad.any():
+        if bad.any():  # rows are in order of first sight: the first bad row holds the first bad entry
             k = int(np.argmax(bad))
-            index = int(np.searchsorted(np.cumsum(s.chain), k, side="right"))
+            index = int(np.searchsorted(np.cumsum(s.chain), rows[k], side="right"))
             raise MalformedInputError(f"sample {index + 1} refers to symbol {int(sid[k])} of file {int(fids[fi[k]])}, "
                                       f"which has {int(nsym[fi[k]])} symbol(s)")
         has_fn = (sid >= 0) & (sid < nsym[fi])
         fn = np.where(has_fn, fn_table[np.where(has_fn, fn_start[fi] + sid, 0)] if fn_table.size else -1, -1)
-        loc, first = factorize_rows([mapping[fi], s.vaddr.view(np.int64), fn])
+        loc, first = factorize_rows([mapping, vaddr_u.view(np.int64), fn])
         has = has_fn[first]
-        row0 = self.b.add_locations_bulk(mapping[fi][first], s.vaddr[first], np.zeros(first.size, dtype=bool),
+        row0 = self.b.add_locations_bulk(mapping[first], vaddr_u[first], np.zeros(first.size, dtype=bool),
                                          has.astype(np.int64), fn[first][has], np.zeros(int(has.sum()), np.int64),
                                          np.zeros(int(has.sum()), np.int64))
-        self.entries = sid.size
-        self.unsymbolized = int((sid < 0).sum())
+        self.entries = s.symbol_id.size
+        self.unsymbolized = int(np.bincount(entry, minlength=rows.size)[sid < 0].sum())
         if s.exec_type.any():
-            self._exec_types(fids[fi], s.vaddr, s.exec_type)
+            self._exec_types(s.file_id, s.vaddr, s.exec_type)
         offsets = np.zeros(len(s) + 1, dtype=np.int64)
         np.cumsum(s.chain, out=offsets[1:])
         top = row0 + (int(loc.max()) if loc.size else 0)
-        return self.b.stacks_from_csr((row0 + loc).astype(np.min_scalar_type(top)), offsets)
+        return self.b.stacks_from_csr((row0 + loc).astype(np.min_scalar_type(top))[entry], offsets)
 
     def _exec_types(self, fid: np.ndarray, vaddr: np.ndarray, kind: np.ndarray) -> None:
         """Keep one execution type per (file path, address): the model has no per-entry kind."""

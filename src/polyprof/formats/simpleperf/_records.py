@@ -30,11 +30,18 @@ _U32 = np.uint64(0xFFFFFFFF)
 
 
 def _u32(values: np.ndarray) -> np.ndarray:
-    return (values & _U32).astype(np.int64)
+    """The low 32 bits of a uint64 column as int64, in place (a column is 7 MB per million
+    callchain entries: no copies)."""
+    values &= _U32
+    return values.view(np.int64)
 
 
 def _i32(values: np.ndarray) -> np.ndarray:
-    return (values & _U32).astype(np.uint32).view(np.int32).astype(np.int64)
+    """The low 32 bits of a uint64 column as a signed int32 widened to int64, in place."""
+    out = _u32(values)
+    out ^= 1 << 31
+    out -= 1 << 31
+    return out
 
 
 @dataclass
@@ -169,8 +176,8 @@ def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
         u[f"has_{name}"] = u_present[:, j]
         u[name] = u_vals[:, j] if name == "addr" else _u32(u_vals[:, j])
     col = lambda j: vals[:, j]  # noqa: E731
-    return Samples(time=col(0).copy(), tid=_i32(col(1)), event_count=col(2).copy(), event_type=_u32(col(3)),
-                   chain=chain, vaddr=entries[:, 0].copy(), file_id=_u32(entries[:, 1]),
+    return Samples(time=col(0), tid=_i32(col(1)), event_count=col(2), event_type=_u32(col(3)),
+                   chain=chain, vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
                    symbol_id=_i32(entries[:, 2]), exec_type=_u32(entries[:, 3]), unwind=u)
 
 
