@@ -43,8 +43,11 @@ def looks_mangled(name: str) -> bool:
     return name.startswith(_PREFIXES)
 
 
+_RUST_HASH = re.compile(r"17h[0-9a-f]{16}E(?:$|\.)")
+
+
 def _scheme(name: str) -> str:
-    if name.startswith(("_R", "__R")) or re.search(r"17h[0-9a-f]{16}E(?:$|\.)", name):
+    if name.startswith(("_R", "__R")) or ("17h" in name and _RUST_HASH.search(name)):
         return "rust"
     if name.startswith(("$s", "$S", "_$s", "_$S", "_T0", "$e")):
         return "swift"
@@ -75,7 +78,7 @@ def _in_mode(mangled: str, full: str, mode: str) -> str:
         return _drop_turbofish(full) if mode == "simple" else full
     if scheme != "itanium":
         return full
-    full = _CLONE.sub("", full)
+    full = _CLONE.sub("", full) if "[clone " in full else full  # the guard: an anchored regex scans every position
     return full if mode == "full" else simplify(full, keep_templates=mode == "templates")
 
 
@@ -173,9 +176,12 @@ def _groups(text: str) -> list[tuple[int, int, str, int]]:
 _INNERMOST_ANGLES = re.compile(r"<[^<>]*>")
 _INNERMOST_PARENS = re.compile(r"\([^()]*\)")
 _TRAILING_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))+$")
+_QUALIFIER_ENDS = ("const", "volatile", "&", "noexcept")  # any match ends so: a cheap guard
 
 
-_PROTECTED = re.compile(r"\(anonymous namespace\)|\{[^{}]*\}|(?<![\w])operator(?:\(\)|\[\]|<=>|<<=|>>=|->\*|<<|>>|<=|>=|->|<|>|\s[^(<]+?(?=\(|$))")
+# Every branch starts with a literal (the word check on "operator" comes after it), so the
+# regex engine skips ahead to the next "(", "{" or "o" instead of trying each position.
+_PROTECTED = re.compile(r"\(anonymous namespace\)|\{[^{}]*\}|operator(?<!\woperator)(?:\(\)|\[\]|<=>|<<=|>>=|->\*|<<|>>|<=|>=|->|<|>|\s[^(<]+?(?=\(|$))")
 
 
 def _simple_fast(full: str) -> str | None:
@@ -200,8 +206,10 @@ def _simple_fast(full: str) -> str | None:
             text = shorter
     if any(c in text for c in "<>(){}"):
         return None  # unbalanced or unusual: leave it to the careful path
-    text = _TRAILING_QUALIFIERS.sub("", text).rsplit(" ", 1)[-1]
-    return re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], text)
+    if text.endswith(_QUALIFIER_ENDS):
+        text = _TRAILING_QUALIFIERS.sub("", text)
+    text = text.rsplit(" ", 1)[-1]
+    return re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], text) if kept else text
 
 
 def simplify(full: str, *, keep_templates: bool) -> str:
