@@ -187,9 +187,10 @@ class LlvmPool:
     4), and only for batches big enough to pay for loading the file again.
     """
 
-    def __init__(self, exe: str, jobs: int | None = None) -> None:
+    def __init__(self, exe: str, jobs: int | None = None, min_shard: int = 2000) -> None:
         self.exe = exe
         self.jobs = max(1, jobs if jobs is not None else _default_jobs())
+        self.min_shard = max(1, min_shard)  # below this, loading the debug file again costs more than it saves
         self.procs: list[LlvmSymbolizer] = [LlvmSymbolizer(exe)]
 
     def lookup(self, path: str, addresses: Iterable[int]) -> Answers:
@@ -197,7 +198,7 @@ class LlvmPool:
         addrs = np.asarray(list(addresses), dtype=np.uint64)
         if not len(addrs):
             return Answers.empty()
-        shards = min(self.jobs, max(1, len(addrs) // SHARD_MIN))
+        shards = min(self.jobs, max(1, len(addrs) // self.min_shard))
         while len(self.procs) < shards:
             self.procs.append(LlvmSymbolizer(self.exe))
         if shards == 1:
@@ -226,10 +227,6 @@ class LlvmPool:
         for proc in self.procs:
             proc.close()
         self.procs = []
-
-
-#: Addresses per extra process: below this, loading the debug file again costs more than it saves.
-SHARD_MIN = 2000
 
 
 def _default_jobs() -> int:
