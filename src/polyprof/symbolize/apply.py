@@ -160,7 +160,8 @@ class Symbolizer:
         out = self._async_backtraces(out)
         from polyprof.symbolize.demangle import demangle_profile
 
-        out = demangle_profile(out, self.demangle, force=self.force_demangle)
+        cache = self.resolver.cache  # names are kept only beside symbols resolved this run (no disk otherwise)
+        out = demangle_profile(out, self.demangle, force=self.force_demangle, memo=cache if cache.opened else None)
         return self._finish(profile, out, before, todo, report), report
 
     def _mapping(self, p: Profile, m: int, rows: np.ndarray, report: SymbolizeReport,

@@ -10,7 +10,8 @@ Lives in ``$XDG_CACHE_HOME/polyprof`` (``~/.cache/polyprof`` when unset;
   columns, one blob per batch), keyed by
   the debug file's identity (build id, path, size, modification time), so a
   second run over the same binaries neither starts llvm-symbolizer nor
-  parses DWARF again.
+  parses DWARF again; and demangled names (per mode), so it does not
+  demangle again either.
 
 A cache that cannot be written (read-only home, corrupt database) is
 skipped: symbolization still works, only slower.
@@ -64,9 +65,16 @@ class ResultCache:
                 self._db.execute("DROP TABLE IF EXISTS frames")  # the per-address rows of before
                 self._db.execute("CREATE TABLE IF NOT EXISTS answers (module TEXT, batch INTEGER, data BLOB, "
                                  "PRIMARY KEY (module, batch)) WITHOUT ROWID")
+                self._db.execute("CREATE TABLE IF NOT EXISTS names (rules TEXT, mangled TEXT, name TEXT, "
+                                 "PRIMARY KEY (rules, mangled)) WITHOUT ROWID")
             except (OSError, sqlite3.Error):
                 self._db, self.root = None, None
         return self._db
+
+    @property
+    def opened(self) -> bool:
+        """Whether the database is open (something was looked up in it)."""
+        return self._db is not None
 
     def _load(self, module: str) -> list[tuple[int, Answers]]:
         db = self.db
@@ -104,6 +112,33 @@ class ResultCache:
                     answers = Answers.concat([a for _, a in self._load(module)] + [answers])
                     db.execute("DELETE FROM answers WHERE module = ?", (module,))
                 db.execute("INSERT INTO answers VALUES (?, ?, ?)", (module, top + 1, answers.pack()))
+        except sqlite3.Error:
+            pass
+
+    def names(self, key: str, mangled: list[str]) -> dict[str, str]:
+        """Demangled names of ``mangled`` stored under ``key`` (mode and rules) by earlier runs."""
+        db = self.db
+        out: dict[str, str] = {}
+        if db is None:
+            return out
+        try:
+            for i in range(0, len(mangled), 900):  # under SQLite's limit on parameters
+                part = mangled[i:i + 900]
+                marks = ",".join("?" * len(part))
+                out.update(db.execute(f"SELECT mangled, name FROM names WHERE rules = ? AND mangled IN ({marks})",
+                                      (key, *part)).fetchall())
+        except sqlite3.Error:
+            return {}
+        return out
+
+    def put_names(self, key: str, demangled: dict[str, str]) -> None:
+        db = self.db
+        if db is None or not demangled:
+            return
+        try:
+            with db:
+                db.executemany("INSERT OR REPLACE INTO names VALUES (?, ?, ?)",
+                               [(key, m, n) for m, n in demangled.items()])
         except sqlite3.Error:
             pass
 
