@@ -213,6 +213,8 @@ class Answers:
     @classmethod
     def unpack(cls, blob: bytes) -> Answers:
         """The answers :meth:`pack` wrote; ValueError when ``blob`` is not such a blob."""
+        if len(blob) < 28:
+            raise ValueError("truncated packed answer blob")
         magic, n, m, text_size = struct.unpack_from("<4sQQQ", blob)
         sizes = [8 * n, 8 * (n + 1), 4 * m, 4 * m, 8 * m, 8 * m]
         if magic != _FORMAT or 28 + sum(sizes) + text_size != len(blob):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import struct
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -53,6 +52,7 @@ class ResultCache:
     def __init__(self, root: Path | None) -> None:
         self.root = root
         self._db: sqlite3.Connection | None = None
+        self._stored: dict[str, Answers] = {}
         self.hits = 0
 
     @property
@@ -83,14 +83,16 @@ class ResultCache:
         try:
             rows = db.execute("SELECT batch, data FROM answers WHERE module = ? ORDER BY batch", (module,)).fetchall()
             return [(batch, Answers.unpack(data)) for batch, data in rows]
-        except (sqlite3.Error, ValueError, TypeError, struct.error):
+        except (sqlite3.Error, ValueError, TypeError):
             return []
 
     def get(self, module: str, addresses: Iterable[int] | np.ndarray) -> Answers:
         """The cached answers among ``addresses`` of ``module`` (only those found)."""
         wanted = np.unique(np.asarray(list(addresses) if not isinstance(addresses, np.ndarray) else addresses,
                                       dtype=np.uint64))
-        stored = Answers.concat([a for _, a in self._load(module)])
+        stored = self._stored.get(module)
+        if stored is None:  # read once per run: the async backtraces ask address by address
+            stored = self._stored[module] = Answers.concat([a for _, a in self._load(module)])
         if not len(stored) or not len(wanted):
             return Answers.empty()
         found, hit = stored.lookup(wanted)
@@ -104,6 +106,8 @@ class ResultCache:
         db = self.db
         if db is None or not len(answers):
             return
+        if module in self._stored:
+            self._stored[module] = Answers.concat([self._stored[module], answers])
         try:
             with db:
                 last = db.execute("SELECT COUNT(*), MAX(batch) FROM answers WHERE module = ?", (module,)).fetchone()

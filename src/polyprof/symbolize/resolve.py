@@ -27,6 +27,7 @@ from polyprof.symbolize.llvm import LlvmPool, LlvmSymbolizerError, find_llvm_sym
 __all__ = ["ENGINES", "BadDebugInfoError", "Module", "Resolver"]
 
 ENGINES = ("auto", "llvm", "python")
+_MASK = (1 << 64) - 1
 
 
 class BadDebugInfoError(PolyprofError):
@@ -139,7 +140,9 @@ class Resolver:
 
     def resolve_columns(self, module: Module, addresses: Sequence[int] | np.ndarray) -> Answers:
         """Frames (innermost first) of each of ``addresses`` (ELF virtual addresses), aligned with them."""
-        wanted = np.asarray(addresses, dtype=np.uint64)
+        # hostile load biases can push an address outside 64 bits: wrap it, as the ELF address space does
+        wanted = addresses.astype(np.uint64) if isinstance(addresses, np.ndarray) else \
+            np.fromiter((a & _MASK for a in addresses), dtype=np.uint64, count=len(addresses))
         key = module.cache_key()
         distinct = np.unique(wanted)
         cached = self.cache.get(key, distinct)
