@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -164,9 +165,11 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-def _run_sampled(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, float, float]:
+def _run_sampled(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, float, float, float]:
     """``cmd`` run to the end, with the peak resident memory (MB, sampled every 20 ms) of the
-    process itself and of all its descendants together (the llvm-symbolizer processes)."""
+    process itself and of all its descendants together (the llvm-symbolizer processes), and the
+    CPU seconds (user + system) of all of them: a measure the machine's load does not inflate."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=kw.get("env"))
     peaks = [0.0, 0.0]
@@ -185,7 +188,9 @@ def _run_sampled(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, flo
     sampler.join()
     if proc.returncode:
         raise subprocess.CalledProcessError(proc.returncode, cmd, out, err)
-    return subprocess.CompletedProcess(cmd, 0, out, err), peaks[0], peaks[1]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime  # with its waited-for children
+    return subprocess.CompletedProcess(cmd, 0, out, err), peaks[0], peaks[1], cpu
 
 
 def _symbolize_run(pprof: Path, debug: Path, cache: str) -> dict:
@@ -200,8 +205,8 @@ def _symbolize_run(pprof: Path, debug: Path, cache: str) -> dict:
             "print(json.dumps({'seconds': s, 'named': r.symbolized, 'frames': r.frames, 'hits': r.cache_hits,\n"
             "  'lines': len(p.lines)}))\n")
     env = {**os.environ, "POLYPROF_CACHE_DIR": cache}
-    done, own, children = _run_sampled([sys.executable, "-c", code, str(pprof), str(debug.parent)], env=env)
-    return {**json.loads(done.stdout), "mb": own, "child_mb": children}
+    done, own, children, cpu = _run_sampled([sys.executable, "-c", code, str(pprof), str(debug.parent)], env=env)
+    return {**json.loads(done.stdout), "mb": own, "child_mb": children, "cpu": cpu}
 
 
 def timed(fn):
@@ -233,7 +238,7 @@ def main() -> int:
         warm = _symbolize_run(pprof, debug, cache)
     assert cold["named"] == warm["named"] and warm["hits"] >= len(addrs) * 0.99, (cold, warm)
     request = "".join(f"{a:#x}\n" for a in addrs)
-    peer, (_, peer_mb, _) = timed(lambda: _run_sampled([llvm, "--no-demangle", "-i", "--functions=linkage",
+    peer, (_, peer_mb, _, peer_cpu) = timed(lambda: _run_sampled([llvm, "--no-demangle", "-i", "--functions=linkage",
                                                         f"--obj={debug}"], input=request))
     load = os.getloadavg()
     print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs; "
@@ -244,6 +249,8 @@ def main() -> int:
           f"cache)")
     print(f"bare llvm-symbolizer (peer, 1 process):   {peer:6.2f} s  -> polyprof cold/peer = "
           f"{cold['seconds'] / peer:.2f}x, cache hit/peer = {warm['seconds'] / peer:.2f}x")
+    print(f"CPU seconds (user+system, every process; polyprof's include Python start-up and reading the "
+          f"profile): polyprof cold {cold['cpu']:.2f}, cache hit {warm['cpu']:.2f}, peer {peer_cpu:.2f}")
     if args.python_sample:
         spread = addrs[::max(1, len(addrs) // args.python_sample)]
         later = [a for a in addrs[len(addrs) // (2 * len(spread))::max(1, len(addrs) // len(spread))]

@@ -136,6 +136,7 @@ class DwarfReader:
             top = cu.get_top_DIE()
             self._walk(cu, top, -1, lo, hi, dies, parents)
             comp_dir = _text(top.attributes.get("DW_AT_comp_dir"))
+            _forget_dies(cu)
             unit = _Unit(cu, np.array(lo, dtype=np.uint64), np.array(hi, dtype=np.uint64),
                          np.array(dies, dtype=np.int64), parents, comp_dir)
             self._units[offset] = unit
@@ -336,6 +337,15 @@ class DwarfReader:
                 chain.append(offset)
             offset = parent
         return chain
+
+
+def _forget_dies(cu: Any) -> None:
+    """Drop pyelftools' cache of a walked unit's DIEs (hundreds of MB per big unit); the few
+    DIEs a lookup needs later are parsed again on demand. Skipped if pyelftools changes."""
+    dies, offsets = getattr(cu, "_dielist", None), getattr(cu, "_diemap", None)
+    if isinstance(dies, list) and isinstance(offsets, list) and dies and len(dies) == len(offsets):
+        del dies[1:]  # the first is the unit's top DIE, which pyelftools expects to stay
+        del offsets[1:]
 
 
 def _text(attr: Any) -> str:
