@@ -194,6 +194,7 @@ def _groups(text: str) -> list[tuple[int, int, str, int]]:
     return out
 
 
+_BRACKET = re.compile(r"[<>(){}]")
 _INNERMOST_ANGLES = re.compile(r"<[^<>]*>")
 _INNERMOST_PARENS = re.compile(r"\([^()]*\)")
 _TRAILING_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))+$")
@@ -218,14 +219,13 @@ def _simple_fast(full: str) -> str | None:
         kept.append(m.group())
         return f"\0{len(kept) - 1}\0"
 
-    text = _PROTECTED.sub(keep, full)
-    for pattern in (_INNERMOST_ANGLES, _INNERMOST_PARENS):
-        while True:
-            shorter = pattern.sub("", text)
-            if shorter == text:
+    text = _PROTECTED.sub(keep, full) if ("{" in full or "operator" in full or "(anon" in full) else full
+    for pattern, opener in ((_INNERMOST_ANGLES, "<"), (_INNERMOST_PARENS, "(")):
+        while opener in text:  # no opener left: no pass needed to find nothing
+            text, count = pattern.subn("", text)
+            if not count:
                 break
-            text = shorter
-    if any(c in text for c in "<>(){}"):
+    if _BRACKET.search(text):
         return None  # unbalanced or unusual: leave it to the careful path
     if text.endswith(_QUALIFIER_ENDS):
         text = _TRAILING_QUALIFIERS.sub("", text)
