@@ -17,7 +17,7 @@ in one run:
 - peak memory of polyprof and of its llvm-symbolizer processes together, and
   of the bare peer (resident sizes sampled from /proc).
 
-    python benchmarks/bench_symbolize.py [--python-sample N]
+    python benchmarks/bench_symbolize.py [--repeat N] [--python-sample N]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import os
 import random
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -219,6 +220,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--python-sample", type=int, default=100,
                     help="addresses for the pure-Python timing (0: skip it; it takes many minutes)")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of cold, cache hit and peer runs")
     args = ap.parse_args()
     llvm = shutil.which("llvm-symbolizer")
     if llvm is None or shutil.which("g++") is None:
@@ -233,24 +235,34 @@ def main() -> int:
 
     from polyprof.symbolize.llvm import _default_jobs
 
-    with tempfile.TemporaryDirectory() as cache:
-        cold = _symbolize_run(pprof, debug, cache)
-        warm = _symbolize_run(pprof, debug, cache)
-    assert cold["named"] == warm["named"] and warm["hits"] >= len(addrs) * 0.99, (cold, warm)
     request = "".join(f"{a:#x}\n" for a in addrs)
-    peer, (_, peer_mb, _, peer_cpu) = timed(lambda: _run_sampled([llvm, "--no-demangle", "-i", "--functions=linkage",
-                                                        f"--obj={debug}"], input=request))
+    colds, warms, peers = [], [], []
+    for _ in range(args.repeat):  # interleaved, so a burst of load on the shared machine hits all three
+        with tempfile.TemporaryDirectory() as cache:
+            colds.append(_symbolize_run(pprof, debug, cache))
+            warms.append(_symbolize_run(pprof, debug, cache))
+        seconds, (_, peer_mb, _, peer_cpu) = timed(lambda: _run_sampled(
+            [llvm, "--no-demangle", "-i", "--functions=linkage", f"--obj={debug}"], input=request))
+        peers.append({"seconds": seconds, "mb": peer_mb, "cpu": peer_cpu})
+    assert all(c["named"] == w["named"] and w["hits"] >= len(addrs) * 0.99 for c, w in zip(colds, warms))
+    cold, warm, peer = (min(runs, key=lambda r: r["seconds"]) for runs in (colds, warms, peers))
+
+    def middle(runs: list[dict], key: str = "seconds") -> float:
+        return statistics.median(r[key] for r in runs)
+
     load = os.getloadavg()
     print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs; "
-          f"llvm-symbolizer processes: {_default_jobs()})")
-    print(f"polyprof + llvm-symbolizer, cold cache: {cold['seconds']:6.2f} s  ({cold['named']} of {cold['frames']} "
-          f"frames named, {cold['lines']} lines)")
-    print(f"polyprof, result cache hit (new process): {warm['seconds']:6.2f} s  ({warm['hits']} answers from the "
-          f"cache)")
-    print(f"bare llvm-symbolizer (peer, 1 process):   {peer:6.2f} s  -> polyprof cold/peer = "
-          f"{cold['seconds'] / peer:.2f}x, cache hit/peer = {warm['seconds'] / peer:.2f}x")
+          f"llvm-symbolizer processes: {_default_jobs()}); best and median of {args.repeat} interleaved runs")
+    print(f"polyprof + llvm-symbolizer, cold cache:   {cold['seconds']:6.2f} s best, {middle(colds):6.2f} s median  "
+          f"({cold['named']} of {cold['frames']} frames named, {cold['lines']} lines)")
+    print(f"polyprof, result cache hit (new process): {warm['seconds']:6.2f} s best, {middle(warms):6.2f} s median  "
+          f"({warm['hits']} answers from the cache)")
+    print(f"bare llvm-symbolizer (peer, 1 process):   {peer['seconds']:6.2f} s best, {middle(peers):6.2f} s median")
+    print(f"  -> polyprof cold/peer = {cold['seconds'] / peer['seconds']:.2f}x best, "
+          f"{middle(colds) / middle(peers):.2f}x median; cache hit/peer = {warm['seconds'] / peer['seconds']:.2f}x")
     print(f"CPU seconds (user+system, every process; polyprof's include Python start-up and reading the "
-          f"profile): polyprof cold {cold['cpu']:.2f}, cache hit {warm['cpu']:.2f}, peer {peer_cpu:.2f}")
+          f"profile), median: polyprof cold {middle(colds, 'cpu'):.2f}, cache hit {middle(warms, 'cpu'):.2f}, "
+          f"peer {middle(peers, 'cpu'):.2f}")
     if args.python_sample:
         spread = addrs[::max(1, len(addrs) // args.python_sample)]
         later = [a for a in addrs[len(addrs) // (2 * len(spread))::max(1, len(addrs) // len(spread))]
@@ -262,7 +274,7 @@ def main() -> int:
               f"({len(later)} more) -> {whole:.0f} s for all {len(addrs)} (extrapolated); peak memory "
               f"{py_mb:.0f} MB")
     print(f"peak memory (sampled): polyprof {cold['mb']:.0f} MB, its llvm-symbolizer processes together "
-          f"{cold['child_mb']:.0f} MB; bare peer {peer_mb:.0f} MB")
+          f"{cold['child_mb']:.0f} MB; bare peer {peer['mb']:.0f} MB")
     print(f"target < 5 s with llvm-symbolizer: {'met' if cold['seconds'] < 5 else 'NOT met'}; "
           f"memory < 1 GB: {'met' if max(cold['mb'], cold['child_mb']) < 1024 else 'NOT met'}")
     return 0

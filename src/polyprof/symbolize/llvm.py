@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterable
 
 import numpy as np
@@ -73,24 +74,20 @@ def parse_output(data: bytes, addresses: np.ndarray) -> Answers:
         raise LlvmSymbolizerError("llvm-symbolizer's answer is not pairs of function and location lines")
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(sizes // 2, out=starts[1:])
-    owner_first = np.repeat(first, sizes // 2)
-    k = np.arange(int(starts[-1]), dtype=np.int64) - np.repeat(starts[:-1], sizes // 2)
-    name_at = owner_first + 2 * k
-    table = np.array(lines, dtype=object) if len(lines) else np.zeros(0, dtype=object)
+    filled = list(filter(None, lines))  # without the blank lines, names and places alternate
     strings: dict[str, int] = {"": 0}
-    fn = _codes(table[name_at], strings, _name)
-    where = table[name_at + 1].tolist()
+    fn = _codes(filled[0::2], strings, _name)
+    where = filled[1::2]
     places = {raw: i for i, raw in enumerate(dict.fromkeys(where))}
     parsed = np.array([_place(raw, strings) for raw in places], dtype=np.int64).reshape(-1, 3)
     loc = parsed[np.fromiter(map(places.__getitem__, where), dtype=np.int64, count=len(where))]
     return Answers(addresses, starts, fn, loc[:, 0], loc[:, 1], loc[:, 2], list(strings)).drop_unknown()
 
 
-def _codes(values: np.ndarray, strings: dict[str, int], decode) -> np.ndarray:  # noqa: ANN001
+def _codes(values: list[bytes], strings: dict[str, int], decode) -> np.ndarray:  # noqa: ANN001
     """String-table codes of byte strings, decoding each distinct value once."""
-    distinct = dict.fromkeys(values.tolist())
-    code = {raw: strings.setdefault(decode(raw), len(strings)) for raw in distinct}
-    return np.fromiter(map(code.__getitem__, values.tolist()), dtype=np.int32, count=len(values))
+    code = {raw: strings.setdefault(decode(raw), len(strings)) for raw in dict.fromkeys(values)}
+    return np.fromiter(map(code.__getitem__, values), dtype=np.int32, count=len(values))
 
 
 def _name(raw: bytes) -> str:
@@ -116,6 +113,7 @@ class LlvmSymbolizer:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=1 << 16)
         except OSError as exc:
             raise LlvmSymbolizerError(f"cannot start {exe}: {exc}") from None
+        _grow_pipe(self.proc.stdout)
 
     def raw(self, path: str, addresses: np.ndarray) -> bytes:
         """The output for ``addresses`` (ELF virtual addresses) in ``path``, unparsed."""
@@ -139,6 +137,8 @@ class LlvmSymbolizer:
         fd, chunks, seen, tail = self.proc.stdout.fileno(), [], 0, b""
         try:
             # Big reads, counting the blank lines that end answers (across chunk borders too).
+            # llvm-symbolizer flushes every answer: reading each as it comes costs a Python
+            # loop turn per address, so after a short read the pipe is left to fill a little.
             while seen < len(addresses):
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
@@ -146,6 +146,8 @@ class LlvmSymbolizer:
                 seen += (tail + chunk).count(b"\n\n") - tail.count(b"\n\n")
                 tail = chunk[-1:]
                 chunks.append(chunk)
+                if len(chunk) < 1 << 15 and seen < len(addresses):
+                    time.sleep(0.002)
         except LlvmSymbolizerError:
             self.close()
             raise
@@ -227,6 +229,17 @@ class LlvmPool:
         for proc in self.procs:
             proc.close()
         self.procs = []
+
+
+def _grow_pipe(stream: object) -> None:
+    """A 1 MB pipe buffer where Linux allows it, so llvm-symbolizer need not wait while answers
+    are left to gather; elsewhere the default is kept."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # type: ignore[attr-defined]
+    except (OSError, ImportError, AttributeError, ValueError):
+        pass
 
 
 def _default_jobs() -> int:
