@@ -7,7 +7,7 @@ own process and measures:
 - start-up: from launch until the URL is printed (reading once, then the
   landing page's flame graph computed);
 - each API answer's server-side time (the ``Server-Timing`` header), for
-  what a user does: the landing page (flame + top), a sandwich, a search, a
+  what a user does, asked as the page asks (tables: every row): the landing page (flame + top), a sandwich, a search, a
   zoom, an expanded call-tree node, the timeline, and a filter change (flame
   + top with ``focus``), each asked twice (computed, then cached);
 - the page: from navigation start until the flame graph is drawn, in
@@ -132,11 +132,11 @@ def bench(name: str, path: Path) -> None:
         child = max((i for i, p in enumerate(flame["nodes"]["parent"]) if p == 0),
                     key=lambda i: flame["nodes"]["width"][i], default=0)
         focus = urllib.parse.quote(re.escape(hot.split("(")[0][-40:]), safe="")
-        steps = [("landing flame", "/api/flame?min_fraction=0.0002"), ("landing top", "/api/top?nodecount=0"),
+        steps = [("landing flame", "/api/flame?min_fraction=0.0002"), ("landing top", "/api/top?nodecount=0&nodefraction=0"),
                  ("sandwich", f"/api/sandwich?fn={fn}"), ("search", f"/api/flame?search={fn}"),
                  ("zoom", f"/api/flame?root={flame['nodes']['id'][child]}"), ("call tree node", "/api/calltree?id=0"),
                  ("timeline", "/api/timeline"), ("filter: flame", f"/api/flame?focus={focus}"),
-                 ("filter: top", f"/api/top?nodecount=0&focus={focus}"),
+                 ("filter: top", f"/api/top?nodecount=0&nodefraction=0&focus={focus}"),
                  ("filter: sandwich", f"/api/sandwich?fn={fn}&focus={focus}")]
         print(f"  {'answer':<18} {'first ms':>9} {'again ms':>9} {'bytes':>10} {'peak MB':>8}")
         worst = 0.0
@@ -215,7 +215,7 @@ def main() -> int:
 
         trace = args.trace or os.path.join(tempfile.gettempdir(), "polyprof-bench-perf.pftrace")
         if not os.path.exists(trace):
-            bench_perfetto.generate(trace, bench_perfetto.DEFAULT_SAMPLES)
+            bench_perfetto.generate(trace, *bench_perfetto.TRACES["common"])  # its largest: 6.5M samples
         bench("perfetto (bench_perfetto.py)", Path(trace))
     return 0
 

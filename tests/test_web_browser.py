@@ -357,3 +357,55 @@ def test_the_inverted_flame_graph_puts_leaf_functions_first(page):
         page.keyboard.press("ArrowDown")
         _until(page, "document.querySelector('.details').textContent.includes('crypto/sha256.block')")
         _shot(page, "flame-inverted")
+
+
+def test_store_cohort_picker_drives_the_top_table(page, cli, tmp_path):
+    """``serve --store``: choosing a label facet, then typing a where, shows the store's top for
+    that cohort; a hostile where is a message in the page, the view stays."""
+    pytest.importorskip("duckdb")
+    import polyprof.store
+    from polyprof.web.app import App
+    from polyprof.web.session import Session
+    from store_support import write_fleet
+    from web_support import HOST
+
+    for version, seed in (("1", 0), ("2", 10)):
+        polyprof.store.ingest(tmp_path / "s", [str(p) for p in write_fleet(tmp_path / version, 2, start_seed=seed)],
+                              labels={"version": version})
+    store_path = str(tmp_path / "s")
+
+    def store_top(*flags: str) -> list[tuple[int, int]]:
+        rows = cli_json(cli, "store", "top", store_path, "--nodecount", "0", *flags)["rows"]
+        return [(r["flat"], r["cum"]) for r in rows]
+
+    with polyprof.store.open(store_path) as store, served(App(Session([], store=store), [HOST],
+                                                               log=lambda text: None)) as url:
+        _open(page, url, "view=top")
+        assert [(r["flat"], r["cum"]) for r in _table_rows(page, "top-table")] == store_top()
+        page.select_option("select[data-facet='label:version']", "2")
+        _until_url(page, "where", "labels['version'] = '2'")
+        _ready(page)
+        assert [(r["flat"], r["cum"]) for r in _table_rows(page, "top-table")] == \
+            store_top("--where", "labels['version'] = '2'")
+        _shot(page, "store-cohort")
+        page.fill("#c-where", "labels['version'] = '1' AND n_samples > 0")
+        page.click("#cohort button[type=submit]")
+        _ready(page)
+        assert [(r["flat"], r["cum"]) for r in _table_rows(page, "top-table")] == \
+            store_top("--where", "labels['version'] = '1' AND n_samples > 0")
+        page.fill("#c-where", "1 = (SELECT count(*) FROM samples); --<script>")
+        page.click("#cohort button[type=submit]")
+        _ready(page)
+        error = page.locator("#error")
+        assert error.is_visible() and "--where" in error.text_content()
+        assert page.locator("script:not([src])").count() == 0
+
+
+def test_nodecount_trims_the_top_table_as_the_cli(page, cli, tmp_path):
+    """``serve --nodecount 3`` starts the page at ``nodecount=3``: the top table is ``top --nodecount 3``'s."""
+    path = input_path("pprof", tmp_path)
+    expected = cli_json(cli, "top", path, "--nodecount", "3", "--nodefraction", "0")["rows"]
+    with served(app(path)) as url:
+        _open(page, url, "view=top&nodecount=3")
+        rows = _table_rows(page, "top-table")
+    assert [(r["flat"], r["cum"]) for r in rows] == [(r["flat"], r["cum"]) for r in expected] and len(rows) == 3

@@ -79,6 +79,11 @@ class FlameTree(Result):
     hint: str = ""          # advice for the reader (most weight in leaves spread over many paths)
     #: Identity fields (NodeFields keywords) of the report node each name stands for.
     identity: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``names`` as ids into ``name_table`` (distinct names), and each node's subtree size
+    #: (itself included): what views of the graph index by, so they need not re-hash names.
+    name_ids: np.ndarray | None = None
+    name_table: list[str] | None = None
+    subtree_size: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.names)
@@ -206,6 +211,8 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     for side, (_, local_nodes, local) in zip(sides, results):
         lookup = np.array([gid[x] for x in local_nodes.names], dtype=np.int64)
         side.frames = lookup[local] if local.size else local
+    maps = [r[1] for r in results]
+    del results, local, lookup
     if inverted:
         sides = [_inverted(side) for side in sides]
     parent, count, frames, owner = _merge_sides(sides)
@@ -219,18 +226,19 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
         selfs.append(s)
     totals = [tree.subtree_sums(s, levels) for s in selfs]
     width = tree.subtree_sums(np.maximum(selfs[0], 0), levels)
-    pre, _ = tree.euler(levels, node_parent.size)
+    order = tree.euler(levels, node_parent.size)
     start = tree.place_children(width, levels, 0)
     depth = tree.segment_owner(np.array([lv.parent.size for lv in levels]))
-    label = (names, node_name)
-    flame = _finish(label, node_parent, depth, selfs, totals, width, start, pre, sides[0].sample_type,
+    hint = "" if inverted else _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
+    vt = sides[0].sample_type
+    del levels, leaf_node, owner, parent, count, frames, sides, mine, s  # room for the graph's nodes
+    flame = _finish((names, node_name), node_parent, depth, selfs, totals, width, start, order, vt,
                     min_fraction, max_nodes)
     flame.active_filters = tuple(new.active)
     flame.inverted = inverted
-    if not inverted:
-        flame.hint = _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
-    flame.identity = _identity(set(flame.names), [(prep.profile, r[1]) for prep, r in
-                                                   zip([new] + ([old] if old is not None else []), results)])
+    flame.hint = hint
+    flame.identity = _identity(set(flame.names), [(prep.profile, m) for prep, m in
+                                                   zip([new] + ([old] if old is not None else []), maps)])
     return flame
 
 
@@ -307,9 +315,20 @@ def _leaf_hint(names: list[str], node_name: np.ndarray, self_weight: np.ndarray,
             "an inverted graph (--inverted, or 'callers' in the page) shows it as one frame")
 
 
-def _finish(label, parent, depth, selfs, totals, width, start, pre, vt,  # noqa: ANN001, PLR0913
+def _in_preorder(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
+    """``nodes`` ordered by their pre-order positions ``pre`` (distinct, below ``len(pre) + 1``):
+    a counting sort, linear where a comparison sort of millions of nodes takes a second."""
+    slot = np.full(int(pre.max(initial=0)) + 1, -1, dtype=np.int64)
+    slot[pre[nodes]] = nodes
+    return slot[slot >= 0]
+
+
+def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noqa: ANN001, PLR0913
             min_fraction: float, max_nodes: int) -> FlameTree:
-    """Prune, put in pre-order and wrap. ``label`` is (names, name id of every node)."""
+    """Prune, put in pre-order and wrap. ``label`` is (names, name id of every node, -1 for
+    the root); ``order`` is every node's (pre-order entry, last descendant's entry). The
+    node arrays are the caller's temporaries: they may be reordered in place."""
+    pre, post = order
     threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if width.size else 1
     keep = width >= threshold
     keep[0] = True
@@ -318,21 +337,48 @@ def _finish(label, parent, depth, selfs, totals, width, start, pre, vt,  # noqa:
         keep = width >= threshold
         keep[0] = True
         if int(keep.sum()) > max_nodes:  # ties at the threshold: keep the first in pre-order
-            ranked = np.nonzero(keep)[0][np.argsort(pre[keep], kind="stable")]
+            ranked = _in_preorder(np.nonzero(keep)[0], pre)
             keep[ranked[max_nodes:]] = False
             keep[parent[keep][parent[keep] >= 0]] = True
-    kept = np.nonzero(keep)[0]
-    kept = kept[np.argsort(pre[kept], kind="stable")]
+    kept = _in_preorder(np.nonzero(keep)[0], pre)
+    dropped = int(np.count_nonzero(~keep & (width > 0)))
+    base_only = 0
+    if len(selfs) > 1:
+        gone = (width == 0) & (totals[1] != 0) & (parent >= 0) & (width[np.maximum(parent, 0)] > 0)
+        base_only = int(totals[1][gone].sum())
     new_id = np.full(parent.size, -1, dtype=np.int64)
     new_id[kept] = np.arange(kept.size)
+    new_parent = np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1)
+    del new_id
+    # kept nodes are closed under ancestors: a subtree is the kept nodes of its Euler interval
+    seen = np.zeros(int(post.max(initial=0)) + 2, dtype=np.int64)
+    seen[pre[kept] + 1] = 1
+    np.cumsum(seen, out=seen)
+    size = seen[post[kept] + 1] - seen[pre[kept]]
+    del seen
+    whole = kept.size == width.size
+
+    def take(x: np.ndarray) -> np.ndarray:
+        """The kept rows in pre-order; in place when all are kept (the arrays are the caller's
+        temporaries), so a graph of millions of nodes is not held twice."""
+        if whole:
+            x[:] = x[kept]
+            return x
+        return x[kept]
+
+    table = list(label[0])
+    root_id = next((i for i, x in enumerate(table) if x == ROOT_NAME), None)  # one id per distinct name
+    if root_id is None:
+        root_id = len(table)
+        table.append(ROOT_NAME)
+    ids = take(label[1])
+    ids[ids < 0] = root_id
     flame = FlameTree(
-        names=[ROOT_NAME if i < 0 else label[0][i] for i in label[1][kept].tolist()],
-        parent=np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1),
-        depth=depth[kept], self=selfs[0][kept], total=totals[0][kept],
-        start=start[kept], width=width[kept], sample_type=vt,
-        dropped=int(np.count_nonzero(~keep & (width > 0))), min_width=threshold)
+        names=np.array(table, dtype=object)[ids].tolist(),
+        name_ids=ids, name_table=table, subtree_size=size, parent=new_parent,
+        depth=take(depth), self=take(selfs[0]), total=take(totals[0]),
+        start=take(start), width=take(width), sample_type=vt, dropped=dropped, min_width=threshold)
     if len(selfs) > 1:
-        flame.base_self, flame.base_total = selfs[1][kept], totals[1][kept]
-        gone = (width == 0) & (totals[1] != 0) & (parent >= 0) & (width[np.maximum(parent, 0)] > 0)
-        flame.base_only = int(totals[1][gone].sum())
+        flame.base_self, flame.base_total = take(selfs[1]), take(totals[1])
+        flame.base_only = base_only
     return flame

@@ -99,10 +99,20 @@ class FlameIndex:
     def __init__(self, tree: FlameTree) -> None:
         self.tree = tree
         n = len(tree)
-        self.size = _subtree_sizes(tree.parent, tree.depth) if n else np.zeros(0, np.int64)
-        codes: dict[str, int] = {}
-        self.name_id = np.fromiter((codes.setdefault(x, len(codes)) for x in tree.names), dtype=np.int64, count=n)
-        self.distinct = list(codes)
+        if tree.subtree_size is not None:  # flame_tree computed them (and the name ids) on the way
+            self.size = tree.subtree_size
+        else:
+            self.size = _subtree_sizes(tree.parent, tree.depth) if n else np.zeros(0, np.int64)
+        if tree.name_ids is not None and tree.name_table is not None:
+            # only the names the graph holds, in the table's (sorted) order
+            present = np.bincount(tree.name_ids, minlength=len(tree.name_table)) > 0
+            self.name_id = (np.cumsum(present) - 1)[tree.name_ids]
+            self.distinct = [tree.name_table[i] for i in np.flatnonzero(present).tolist()]
+        else:
+            codes: dict[str, int] = {}
+            self.name_id = np.fromiter((codes.setdefault(x, len(codes)) for x in tree.names), dtype=np.int64,
+                                       count=n)
+            self.distinct = list(codes)
 
     def __len__(self) -> int:
         return len(self.tree)

@@ -208,11 +208,11 @@ def _tree(m: _Merged, index: FlameIndex) -> FlameTree:
     width = np.maximum(m.total, 0)
     bounds = [int(x) for x in m.levels]
     levels = [tree.Level.of(slice(lo, hi), m.parent[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
-    pre, _ = tree.euler(levels, m.parent.size)
+    order = tree.euler(levels, m.parent.size)
     start = tree.place_children(width, levels, 0)
     depth = np.repeat(np.arange(len(m.levels) - 1, dtype=np.int64), np.diff(m.levels))
     t = index.tree
-    out = _finish((index.distinct, m.name), m.parent, depth, [m.self], [m.total], width, start, pre,
+    out = _finish((index.distinct, m.name), m.parent, depth, [m.self], [m.total], width, start, order,
                    t.sample_type, 0.0, 0)
     out.active_filters = t.active_filters
     out.identity = {n: t.identity[n] for n in set(out.names) if n in t.identity}

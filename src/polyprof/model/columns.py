@@ -27,18 +27,29 @@ def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[n
     else:
         combined = np.zeros(n, dtype=np.int64)
         for col in varying:
-            uniq, code = unique_inverse(col)
+            low = int(col.min())  # shifted to start at 0: negative ids (-1: none) sort the same
+            uniq, code = unique_inverse(col - low if low < 0 else col)
             if int(combined.max()) >= (2**62) // uniq.size:
                 _, combined = np.unique(combined, return_inverse=True)
                 combined = combined.reshape(-1).astype(np.int64)
             combined = combined * uniq.size + code
-    _, first, ids = np.unique(combined, return_index=True, return_inverse=True)
-    ids = ids.reshape(-1).astype(np.int64)
+    ids, first = _first_rows(combined)
     if in_order:
         order = np.argsort(first, kind="stable")
         rank = np.empty_like(order)
         rank[order] = np.arange(order.size)
         return rank[ids], first[order]
+    return ids, first
+
+
+def _first_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_index=True, return_inverse=True)``'s (ids, first rows): the ids
+    by :func:`unique_inverse`, the first rows by a stable sort of the ids, a radix sort when
+    they fit 16 bits (few threads, few label sets: linear in the rows)."""
+    uniq, ids = unique_inverse(values)
+    ids = np.asarray(ids, dtype=np.int64)
+    order = np.argsort(ids.astype(np.int16) if uniq.size <= 32767 else ids, kind="stable")
+    first = order[np.searchsorted(ids[order], np.arange(uniq.size))]
     return ids, first
 
 

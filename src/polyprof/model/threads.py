@@ -83,9 +83,8 @@ def sample_threads(p: Profile) -> tuple[np.ndarray, list[ThreadInfo]]:
     name_ids = {nm: i for i, nm in enumerate(dict.fromkeys(x for x in ls_names if x))}
     ls_name_id = np.array([name_ids.get(x, -1) if x else -1 for x in ls_names], dtype=np.int64)
     name_col = ls_name_id[ls] if n else np.zeros(0, np.int64)
-    rows = np.stack([pid, tid, name_col], axis=1) if n else np.zeros((0, 3), np.int64)
     inverse, first = factorize_rows([pid, tid, name_col])  # np.unique(axis=0) is 30x slower
-    uniq = rows[first]
+    uniq = np.stack([pid[first], tid[first], name_col[first]], axis=1) if n else np.zeros((0, 3), np.int64)
     order = np.argsort(first, kind="stable")  # first-appearance order
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
@@ -104,4 +103,4 @@ def sample_threads(p: Profile) -> tuple[np.ndarray, list[ThreadInfo]]:
     if not infos:
         infos = [ThreadInfo(None, None, None)]
         inverse = np.zeros(n, dtype=np.int64)
-    return inverse.astype(np.int64), infos
+    return np.asarray(inverse, dtype=np.int64), infos

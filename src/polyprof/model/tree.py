@@ -135,9 +135,21 @@ class Level(NamedTuple):
 def group_by_depth(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Indexes sorted by ``depth`` (stable) and where each depth begins:
     ``order[bounds[d]:bounds[d + 1]]`` have depth ``d`` (from 0 to the maximum)."""
-    order = np.argsort(depth, kind="stable")
+    order = np.argsort(_small(depth), kind="stable")
     bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=-1)) + 2))
     return order, bounds
+
+
+def _small(keys: np.ndarray) -> np.ndarray:
+    """``keys`` in the narrowest integer type that holds them: NumPy's stable sort of 8/16-bit
+    integers is a radix sort, several times faster than the merge sort of int64 (same order)."""
+    if keys.size and keys.dtype.kind in "iu":
+        lo, hi = int(keys.min()), int(keys.max())
+        for kind in (np.uint8, np.int16):
+            info = np.iinfo(kind)
+            if info.min <= lo and hi <= info.max:
+                return keys.astype(kind)
+    return keys
 
 
 def tree_levels(parent: np.ndarray, depth: np.ndarray) -> list[Level]:

@@ -40,7 +40,7 @@ from polyprof.web import present
 from polyprof.web.params import OPTION_NAMES, Param, Query
 from polyprof.web.session import Session
 
-__all__ = ["ENDPOINTS", "Download", "Endpoint", "describe"]
+__all__ = ["COHORT", "ENDPOINTS", "Download", "Endpoint", "describe"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,15 @@ FLAME = {
 }
 
 
+#: With ``--store``: the cohort every endpoint that takes ``p`` shows instead of an input.
+COHORT = {
+    "where": Param("str", "", "--store only: SQL predicate on the profiles table (as polyprof store --where)"),
+    "from": Param("str", "", "--store only: only samples at or after this time (ISO date/time or 1714550400s)"),
+    "to": Param("str", "", "--store only: only samples before this time"),
+    "base_where": Param("str", "", "--store only: the cohort a diff compares against (as --base-where)"),
+}
+
+
 def endpoint(name: str, help: str, params: dict[str, Param] | None = None, *, options: bool = True):  # noqa: ANN201
     def register(fn: Callable[[Session, Query], Any]) -> Callable[[Session, Query], Any]:
         ENDPOINTS[name] = Endpoint(name, fn, help, dict(params or {}), options)
@@ -91,6 +100,8 @@ def describe() -> dict[str, Any]:
 
 
 def _p(s: Session, q: Query) -> int:
+    if s.store is not None:
+        return s.cohort(q.get("where"), q.get("from"), q.get("to"))
     p = q.get("p")
     if p is None:
         return s.default_new()
@@ -99,6 +110,9 @@ def _p(s: Session, q: Query) -> int:
 
 
 def _b(s: Session, q: Query) -> int | None:
+    if s.store is not None:
+        where = q.get("base_where")
+        return s.cohort(where, q.get("from"), q.get("to"), is_base=True) if where.strip() else None
     b = q.get("b")
     if b is None or b < 0:
         return s.base if b is None else None
@@ -111,23 +125,40 @@ def _b(s: Session, q: Query) -> int | None:
 @endpoint("session", "the inputs, their sample types, writable formats and the page's starting state",
           options=False)
 def session_info(s: Session, q: Query) -> dict[str, Any]:
+    writable = [{"name": f.name, "extension": f.extensions[0], "help": f.help}
+                for f in registry.available() if f.can_write]
+    common = {"version": __version__, "writable": writable, "granularities": list(GRANULARITIES),
+              "normalize": list(diff_mod.NORMALIZE), "defaults": s.defaults}
+    if s.store is not None:
+        return {**common, **_store_info(s)}
     inputs = []
     for i, x in enumerate(s.inputs):
-        p = x.profile
+        p = s.profile(i)
         inputs.append({"index": i, "name": x.name, "file": os.path.basename(x.path), "format": p.source_format,
                        "is_base": x.is_base, "samples": len(p.samples),
                        "sample_types": [{"type": vt.type, "unit": vt.unit} for vt in p.sample_types],
                        "default_sample_type": p.sample_types[p.sample_index(None)].type if p.sample_types else ""})
-    writable = [{"name": f.name, "extension": f.extensions[0], "help": f.help}
-                for f in registry.available() if f.can_write]
-    return {"version": __version__, "inputs": inputs, "default_input": s.default_new(), "base": s.base,
-            "writable": writable, "granularities": list(GRANULARITIES), "normalize": list(diff_mod.NORMALIZE),
-            "options": list(OPTION_NAMES), "defaults": s.defaults}
+    return {**common, "inputs": inputs, "default_input": s.default_new(), "base": s.base,
+            "options": list(OPTION_NAMES), "store": None}
+
+
+def _store_info(s: Session) -> dict[str, Any]:
+    """The store as the page's one input, and what its cohort picker offers."""
+    facets = s.store_call(lambda store: store.facets().to_json())
+    types = s.store_call(lambda store: store.sql(
+        "SELECT sample_type, any_value(sample_unit) AS unit FROM profiles GROUP BY sample_type "
+        "ORDER BY sample_type").to_pylist())
+    name = os.path.basename(os.path.normpath(s.store.path))
+    only = {"index": 0, "name": name, "file": name, "format": "store", "is_base": False,
+            "samples": None, "sample_types": [{"type": t["sample_type"], "unit": t["unit"] or ""} for t in types],
+            "default_sample_type": ""}
+    return {"inputs": [only], "default_input": 0, "base": None,
+            "options": [*OPTION_NAMES, *COHORT], "store": {"name": name, "facets": facets}}
 
 
 @endpoint("info", "what the input holds (polyprof info --format json)", P, options=False)
 def info(s: Session, q: Query) -> dict[str, Any]:
-    return info_analysis(s.input(_p(s, q)).profile).as_dict()
+    return info_analysis(s.profile(_p(s, q))).as_dict()
 
 
 @endpoint("top", "flat and cum per node (polyprof top --format json) with display text", P)
@@ -257,7 +288,8 @@ def timeline(s: Session, q: Query) -> dict[str, Any]:
           "and the tagfocus expression that selects each value", P)
 def labels(s: Session, q: Query) -> dict[str, Any]:
     p = _p(s, q)
-    out = s.result("labels", p, q.options, lambda: tags_json(tag_report(s.filtered(p, q.options), q.options)))
+    out = s.result("labels", p, q.options, lambda: tags_json(tag_report(s.filtered(p, q.options, labels=True),
+                                                                              q.options)))
     unit = out["unit"]
     for key in out["keys"]:
         key["text"] = present.value_text(key["total"], unit)

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from polyprof.errors import OptionsError, PolyprofError
-from polyprof.web.api import ENDPOINTS, Download, describe
+from polyprof.web.api import COHORT, ENDPOINTS, Download, describe
 from polyprof.web.params import Query
 from polyprof.web.session import Session
 
@@ -139,7 +139,8 @@ class App:
         except ValueError as exc:  # more fields than any endpoint takes
             return _json(400, {"error": str(exc)})
         try:
-            answer = ep.run(self.session, Query(raw, ep.params, options=ep.options))
+            params = {**ep.params, **COHORT} if self.session.store is not None and "p" in ep.params else ep.params
+            answer = ep.run(self.session, Query(raw, params, options=ep.options))
         except OptionsError as exc:
             return _json(400, {"error": str(exc), "options": list(exc.options)})
         except PolyprofError as exc:

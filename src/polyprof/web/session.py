@@ -9,6 +9,12 @@ indexed for slicing). Both, and the analyses' results, are kept in small
 least-recently-used caches, so clicking around one view (zoom, search,
 hover, expand) never recomputes them; a filter change computes each once,
 even when several requests (threads) ask for it at the same time.
+
+With ``--store`` there are no files: each cohort the page asks for (a
+``where`` predicate and a ``from``/``to`` window) becomes an input whose
+filtered profile is :meth:`polyprof.store.Store.load` (the store reduces,
+rebuilds and filters; the same FilterResult as for a file), so every view
+and number is the single-file analysis of the cohort.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from polyprof.analysis.sandwich import SandwichResult, sandwich
 from polyprof.errors import OptionsError
 from polyprof.model.merge import align_sample_types
 from polyprof.model.profile import Profile
+from polyprof.web import memory
 
 __all__ = ["Input", "Session"]
 
@@ -44,8 +51,9 @@ class Input:
 
     name: str
     path: str
-    profile: Profile
+    profile: Profile | None  # None for a store cohort: loaded per request (Session.filtered)
     is_base: bool = False
+    cohort: Any = None       # a polyprof.store.cohort.Cohort with --store
 
 
 @dataclass
@@ -53,7 +61,8 @@ class _Cache:
     """Least-recently-used values, at most ``size`` of them and (roughly) ``budget`` in
     summed ``weigh(value)``. Room is made *before* a new value is computed, guessing its
     weight as the last one's: on a huge profile the previous graph is let go before the
-    next is built, so memory holds one, not two.
+    next is built, so memory holds one, not two. Pinned values (the landing view) stay
+    while others come and go, and are let go only when the budget needs their room.
 
     Thread-safe and single-flight: requests for a value being computed wait for it
     instead of computing it again; different values compute at the same time (a cached
@@ -67,7 +76,7 @@ class _Cache:
     last: float = 0.0
     mutex: threading.Lock = field(default_factory=threading.Lock)
     flights: dict = field(default_factory=dict)
-    pinned: set = field(default_factory=set)  # never let go, not counted in the budget (the landing view)
+    pinned: set = field(default_factory=set)  # let go last, only for the budget (the landing view)
 
     def get(self, key: Hashable, make: Callable[[], T]) -> T:
         while True:
@@ -84,10 +93,15 @@ class _Cache:
                 pass
         try:
             with self.mutex:
-                while self._evictable() and (len(self.items) >= self.size + len(self.pinned)
-                                             or self._held() + self.last > self.budget):
-                    del self.items[self._evictable()[0]]
+                while self.items and (len(self.items) >= self.size + len(self.pinned)
+                                      or self._held() + self.last > self.budget):
+                    # the least recently used first; a pinned value only when memory needs it
+                    victim = (self._evictable() or list(self.items))[0]
+                    del self.items[victim]
+                    self.pinned.discard(victim)
             value = make()
+            if self.weigh(value):  # a big value was built: give its temporaries back to the system
+                memory.give_back()
             with self.mutex:
                 self.last = self.weigh(value)
                 self.items[key] = (value, self.last)
@@ -101,7 +115,7 @@ class _Cache:
         return [k for k in self.items if k not in self.pinned]
 
     def _held(self) -> float:
-        return sum(w for k, (_, w) in self.items.items() if k not in self.pinned)
+        return sum(w for _, w in self.items.values())
 
 
 #: The options a filtered profile depends on: the filters, and the label frames pprof adds first.
@@ -119,15 +133,20 @@ def _view_key(o: Options) -> str:
 class Session:
     """The read inputs and the cached filtered profiles and flame graphs."""
 
-    def __init__(self, inputs: list[Input], *, defaults: dict[str, str] | None = None, cache: int = 2) -> None:
-        if not inputs:
+    def __init__(self, inputs: list[Input], *, defaults: dict[str, str] | None = None, cache: int = 2,
+                 store: Any = None) -> None:
+        if not inputs and store is None:
             raise OptionsError("nothing to serve: no profiles were read")
         self.inputs = inputs
+        self.store = store  # a polyprof.store.Store (--store): inputs are cohorts, made on request
+        self._cohorts: dict[tuple, int] = {}
+        self._store_lock = threading.Lock()  # one engine connection: one query at a time
         self.defaults = defaults or {}  # the page's starting state (the command line's analysis flags)
-        biggest = max(len(x.profile.samples) + len(x.profile.callsites) for x in inputs)
+        biggest = max((len(x.profile.samples) + len(x.profile.callsites) for x in inputs if x.profile is not None), default=0)
         # a filtered copy weighs its rows; the unfiltered profile is the input itself (free)
         originals = {id(x.profile) for x in inputs}
-        self._filtered = _Cache(cache + 1, budget=1.5 * biggest, weigh=lambda fr: 0 if id(fr.profile) in originals
+        self._filtered = _Cache(cache + 1, budget=1.5 * biggest if biggest else float("inf"),
+                                weigh=lambda fr: 0 if id(fr.profile) in originals
                                 else len(fr.profile.samples) + len(fr.profile.callsites))
         self._flames = _Cache(cache + 1, budget=FLAME_BUDGET, weigh=len)
         self._results = _Cache(16)
@@ -146,10 +165,45 @@ class Session:
         """The input a view shows when the request names none: the first that is not the base."""
         return next((i for i, x in enumerate(self.inputs) if not x.is_base), 0)
 
-    def filtered(self, index: int, o: Options) -> FilterResult:
-        """Input ``index`` with the filters of ``o`` applied (cached)."""
-        profile = self.input(index).profile
+    def cohort(self, where: str, time_from: str, time_to: str, *, is_base: bool = False) -> int:
+        """The input index of a store cohort (made on first use; the store checks ``where``)."""
+        from polyprof.store.cohort import Cohort
+
+        key = (where.strip(), time_from.strip(), time_to.strip(), is_base)
+        with self._store_lock:
+            if key not in self._cohorts:
+                cohort = Cohort(key[0] or None, key[1] or None, key[2] or None)
+                cohort.window()  # a bad time is an OptionsError now, not in a view
+                self._cohorts[key] = len(self.inputs)
+                self.inputs.append(Input(cohort.describe(), self.store.path, None, is_base, cohort))
+            return self._cohorts[key]
+
+    def store_call(self, work: Callable[[Any], T]) -> T:
+        """``work(store)`` with the store's engine to itself."""
+        with self._store_lock:
+            return work(self.store)
+
+    def profile(self, index: int) -> Profile:
+        """Input ``index``'s profile (a store cohort's: unfiltered, its default sample type)."""
+        x = self.input(index)
+        return x.profile if x.profile is not None else self.filtered(index, Options()).profile
+
+    def filtered(self, index: int, o: Options, *, labels: bool = False) -> FilterResult:
+        """Input ``index`` with the filters of ``o`` applied (cached). A store cohort reduces its
+        samples by stack alone unless a filter needs labels, or ``labels`` (the labels view) asks."""
+        x = self.input(index)
+        if x.cohort is not None:  # the store selects the sample type too
+            key = (index, _filter_key(o), repr(o.sample_index), labels)
+            return self._filtered.get(key, lambda: self._load(x.cohort, o, labels))
+        profile = x.profile
+        assert profile is not None
         return self._filtered.get((index, _filter_key(o)), lambda: filters.apply(profile, o))
+
+    def _load(self, cohort: Any, o: Options, labels: bool) -> FilterResult:
+        from polyprof.store.query import load
+
+        keys = ("labelset_id",) + (("pid", "tid") if o.pid or o.tid else ()) if labels else None
+        return self.store_call(lambda store: load(store.engine, store.dicts, cohort, o, keys=keys))
 
     def pair(self, new: int, base: int, o: Options) -> tuple[FilterResult, FilterResult]:
         """(base, new) filtered, with one set of sample types (units converted, as ``diff`` does)."""
@@ -160,7 +214,7 @@ class Session:
     def flame(self, index: int, o: Options, *, base: int | None = None, inverted: bool = False,
               pin: bool = False) -> FlameIndex:
         """The complete flame graph of input ``index`` (coloured against ``base``), indexed (cached;
-        ``pin`` keeps it for good: the landing view, which back buttons keep returning to)."""
+        ``pin`` keeps it while the budget allows: the landing view, which back buttons return to)."""
         key = (index, base, inverted, _view_key(o))
         if pin:
             self._flames.pinned.add(key)

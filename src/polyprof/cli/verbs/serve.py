@@ -18,6 +18,7 @@ examples:
   polyprof serve new.pb.gz --base old.pb.gz      # diff view: flame coloured by change
   polyprof serve a.pb.gz b.pb.gz c.pb.gz         # a picker over the three; --merge makes them one
   polyprof serve heap.pb.gz --http :8081 --sample-index inuse_space --focus 'json'
+  polyprof serve --store fleet/ --where "version = '120'"   # a fleet store: cohort picker on every view
 The page reads its state from the URL (view, filters, zoom, selection), so a
 link reopens the same view. Analysis and filter flags set the page's starting
 state. Scripts can use the JSON API the page uses: GET /api lists the
@@ -36,7 +37,7 @@ def _http(text: str) -> tuple[str | None, int]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="+", metavar="FILE", help="profile files (any readable format; gzip is fine)")
+    p.add_argument("inputs", nargs="*", metavar="FILE", help="profile files (any readable format; gzip is fine)")
     p.add_argument("--base", "--diff-base", metavar="BASE",
                    help="profile to compare against: turns on the diff view (pprof's -base and -diff_base)")
     g = p.add_argument_group("server")
@@ -46,10 +47,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"port (default {DEFAULT_PORT}, or a free one when it is taken; 0 = any free port)")
     g.add_argument("--http", type=_http, metavar="[HOST]:PORT", help="pprof's spelling of --host and --port")
     g.add_argument("--no-browser", action="store_true", help="do not open a browser, just print the URL")
+    _store_flags(p)
     common.add_analysis_flags(p, nodecount=None)
     common.add_report_flags(p)  # pprof's report flags set the page's starting state, as on pprof -http
     common.add_filter_flags(p)
     common.add_input_flags(p)
+
+
+def _store_flags(p: argparse.ArgumentParser) -> None:
+    from polyprof.cli.verbs.store import add_cohort_flags
+
+    p.add_argument("--store", metavar="STORE", help="serve a fleet store (polyprof store ingest) instead of "
+                   "files: the page picks a cohort (--where, --from/--to, label facets) for every view")
+    add_cohort_flags(p)
 
 
 def _address(args: argparse.Namespace) -> tuple[str, int | None]:
@@ -63,8 +73,12 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     from polyprof.web import server
     from polyprof.web.app import App
 
+    from polyprof.web import memory
+
     host, port = _address(args)
+    memory.tune()
     session = _session(args, env)
+    memory.give_back()  # the readers' buffers
     with env.status("preparing the flame graph"):
         _warm(session)
     app = App(session, ())
@@ -100,8 +114,20 @@ def _bind(app, host: str, port: int | None):  # noqa: ANN001, ANN202
 
 
 def _session(args: argparse.Namespace, env):  # noqa: ANN001, ANN202
+    from polyprof.errors import OptionsError
     from polyprof.web.session import Input, Session
 
+    if args.store:
+        if args.inputs or args.base:
+            raise OptionsError("serve either FILEs or --store STORE, not both (a store's cohorts replace "
+                               "--base: the diff view takes a base --where)", options=("store",))
+        import polyprof.store
+
+        return Session([], store=polyprof.store.open(args.store), defaults=_defaults(args))
+    if not args.inputs:
+        raise OptionsError("nothing to serve: give profile FILEs or --store STORE", options=("inputs",))
+    if args.where or args.time_from or args.time_to:
+        raise OptionsError("--where, --from and --to select a cohort of a --store", options=("where",))
     reading = argparse.Namespace(**{**vars(args), "time_range": None})  # a filter here, as in every verb
     read = [(path, common.read_profile(reading, env, path)) for path in args.inputs]
     if args.merge and len(read) > 1:
@@ -138,6 +164,11 @@ def _defaults(args: argparse.Namespace) -> dict[str, str]:
         elif value is True:
             value = "1"
         out[name] = str(value)
+    if args.nodecount is not None:  # trims the tables, as pprof -http's -nodecount does
+        out["nodecount"] = str(args.nodecount)
+    for flag, param in (("where", "where"), ("time_from", "from"), ("time_to", "to")):
+        if getattr(args, flag, None):
+            out[param] = str(getattr(args, flag))
     return out
 
 
@@ -150,11 +181,18 @@ def _warm(session) -> None:  # noqa: ANN001
 
     from polyprof.web.api import ENDPOINTS
 
-    raw = {k: [v] for k, v in session.defaults.items()}
+    from polyprof.web.api import COHORT
+
+    cohort = {k: [session.defaults[k]] for k in COHORT if k in session.defaults}
+    raw = {k: [v] for k, v in session.defaults.items() if k not in COHORT}
     try:
-        session.flame(session.default_new(), Query(raw, {}).options, base=session.base, pin=True)
+        index = session.default_new()
+        if session.store is not None:
+            index = session.cohort(*(session.defaults.get(k, "") for k in ("where", "from", "to")))
+        session.flame(index, Query(raw, {}).options, base=session.base, pin=True)
         top = ENDPOINTS["top"]  # as the page asks for it (api.js tableParams): every node
-        top.run(session, Query({"nodecount": ["0"], "nodefraction": ["0"], **raw}, top.params))
+        table = {"nodecount": ["0"], "nodefraction": ["0"], **raw}
+        top.run(session, Query({**table, **cohort}, {**top.params, **(COHORT if session.store else {})}))
     except PolyprofError:  # a bad starting filter: the page shows the message
         pass
 

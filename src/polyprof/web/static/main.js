@@ -1,6 +1,7 @@
 // The page: header controls, view tabs, the filter bar, and one view at a time, all read
 // from and written to the URL (state.js). Every number shown comes from the API as it is.
 import * as api from './api.js';
+import { setupCohort, showCohort } from './cohort.js';
 import { button, clear, el } from './dom.js';
 import * as page from './page.js';
 import * as state from './state.js';
@@ -51,6 +52,7 @@ function header() {
     }));
   }
   for (const [name] of FILTERS) $(`f-${name}`).value = state.get(name);
+  if (session.store) showCohort();
   updateDownload();
 }
 
@@ -71,6 +73,7 @@ function setupControls() {
     e.preventDefault();
     tabs[(to + tabs.length) % tabs.length].focus();
   });
+  if (session.store) setupCohort(session.store, NODE_STATE);
   const fields = $('filter-fields');
   for (const [name, label, help] of FILTERS) {
     fields.append(el('label', { title: help }, label, el('input', { type: 'text', id: `f-${name}`, name, spellcheck: 'false' })));

@@ -33,6 +33,10 @@ export function currentInput() {
 // The base input of a diff: the URL's b, else the --base input, else none.
 export function baseInput() {
   const s = page.session;
+  if (s.store) { // a store compares cohorts: the base is the URL's base_where (api.js sends it)
+    const where = state.get('base_where');
+    return where ? { index: -1, name: where } : null;
+  }
   const b = state.get('b');
   if (b === '') return s.base === null ? null : s.inputs[s.base];
   return Number(b) >= 0 ? s.inputs[Number(b)] || null : null;

@@ -104,7 +104,11 @@ export async function renderFlame(main, gen) {
   // Resolution: nodes narrower than a quarter pixel are merged (the URL may ask for more or less).
   const slicePromise = api.get('flame', params({ root: zoom, search: q,
     min_fraction: state.get('min_fraction') || 1 / (4 * Math.max(main.clientWidth, 400)), max_nodes: state.get('max_nodes') || null }));
-  const topAnswer = api.get('top', api.tableParams()).then((top) => {
+  // The table (up to a thousand rows of DOM) is built once the graph is painted, not before it.
+  let drawn;
+  const flameDrawn = new Promise((resolve) => { drawn = resolve; });
+  slicePromise.catch(() => drawn()); // a graph that fails must not hold the table back
+  const topAnswer = Promise.all([api.get('top', api.tableParams()), flameDrawn]).then(([top]) => {
     if (page.stale(gen)) return;
     page.unmatchedWarning(top.unmatched);
     document.getElementById('flame-top').replaceWith(topTable(top, { id: 'flame-top' }));
@@ -128,6 +132,7 @@ export async function renderFlame(main, gen) {
   }
   const sel = state.get('sel');
   fc.setData(slice, { icicle, focusId: sel === '' ? null : Number(sel) });
+  requestAnimationFrame(() => setTimeout(drawn));
   if (sel !== '') describeNode(details, await api.get('node', params({ id: sel }), { remember: true }));
   await topAnswer;
 }

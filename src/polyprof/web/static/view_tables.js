@@ -62,8 +62,17 @@ export async function renderTop(main, gen) {
   document.getElementById('top-table').replaceWith(topTable(top));
 }
 
+function baseWherePicker() {
+  const input = el('input', { type: 'text', id: 'base-where', 'aria-label': 'base cohort (where)', value: state.get('base_where'),
+    spellcheck: 'false', placeholder: "version = '119'" });
+  const form = el('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); state.navigate({ base_where: input.value.trim(), zoom: null, sel: null }); } },
+    el('label', {}, 'compare against the cohort where ', input), el('button', { type: 'submit' }, 'compare'));
+  return form;
+}
+
 function basePicker() {
   const s = page.session();
+  if (s.store) return baseWherePicker();
   const p = page.currentInput().index;
   const base = page.baseInput();
   const select = el('select', { 'aria-label': 'base profile', onchange: (e) => state.navigate({ b: e.target.value, zoom: null, sel: null }) },
@@ -95,7 +104,7 @@ export async function renderDiff(main, gen) {
     el('span', { class: 'legend note' }, el('span', { class: 'swatch', dataset: { c: 'grow' } }), 'orange: share grew',
       el('span', { class: 'swatch', dataset: { c: 'shrink' } }), 'purple: share shrank')));
   if (!base) {
-    main.append(el('p', {}, 'No base profile: start polyprof serve with --base BASE, or pick one above.'));
+    main.append(el('p', {}, page.session().store ? 'No base cohort: give a where predicate above.' : 'No base profile: start polyprof serve with --base BASE, or pick one above.'));
     return;
   }
   const flame = new FlameChart({ label: `Flame graph of ${page.currentInput().name} coloured by change against ${base.name}`,
@@ -105,7 +114,7 @@ export async function renderDiff(main, gen) {
   const by = 'function';
   const [slice, diff] = await Promise.all([
     api.get('flame', api.optionParams({ b: base.index, min_fraction: 1 / 4000 })),
-    api.get('diff', api.optionParams({ b: base.index, normalize, by, nodecount: 0 })),
+    api.get('diff', api.optionParams({ b: base.index, normalize, by, nodecount: state.get('nodecount', '0') })),
   ]);
   if (page.stale(gen)) return;
   flame.setData(slice, { icicle: true });
