@@ -7,26 +7,32 @@ pprof profile with 100,000 distinct code addresses in it. Then measures,
 in one run:
 
 - polyprof with llvm-symbolizer (cold result cache), the target being < 5 s;
-- the same again: the result cache answers (no llvm-symbolizer, no DWARF);
+- the same again in a new process: the result cache answers (no
+  llvm-symbolizer, no DWARF; names are demangled again);
 - the peer: bare llvm-symbolizer over the same addresses, as pprof and
   Perfetto drive it (one process, all addresses piped), and the ratio;
-- the pure-Python DWARF reader on a sample of the addresses (its full time
-  is extrapolated and labelled so; ``--python-all`` measures all of them);
-- peak memory (this process and llvm-symbolizer, from getrusage).
+- the pure-Python DWARF reader on a sample of the addresses spread over the
+  file (so it decodes every compile unit), then the per-address rate on
+  more addresses; its full time is extrapolated and labelled so;
+- peak memory of polyprof and of its llvm-symbolizer processes together, and
+  of the bare peer (resident sizes sampled from /proc).
 
-    python benchmarks/bench_symbolize.py [--python-sample N] [--python-all]
+    python benchmarks/bench_symbolize.py [--repeat N] [--python-sample N]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -109,20 +115,102 @@ def profile(exe: Path, addrs: list[int], out: Path) -> None:
     polyprof.write(b.finish(), out)
 
 
-def _pure_python(debug: Path, sample: list[int]) -> tuple[float, float]:
-    """(seconds, peak MB) of the pure-Python reader on ``sample``, in a child process of its own."""
-    code = ("import resource, sys, time\nfrom polyprof.symbolize.elf import ElfFile\n"
-            "from polyprof.symbolize.resolve import Module, Resolver\n"
-            "d = ElfFile(sys.argv[1]); a = [int(x) for x in sys.stdin.read().split()]\n"
-            "t = time.perf_counter(); Resolver('python').resolve(Module(d.build_id, debug=d), a)\n"
-            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n")
-    done = subprocess.run([sys.executable, "-c", code, str(debug)], input=" ".join(map(str, sample)),
+def _pure_python(debug: Path, first: list[int], then: list[int]) -> tuple[float, float, float, int]:
+    """The pure-Python DWARF reader in a child process of its own: (seconds for ``first``, seconds
+    for ``then`` afterwards, peak MB, compile units decoded).
+
+    Its cost is mostly per compile unit (pyelftools decodes a unit's DIEs and
+    line table whole, once), then per address: ``first`` is spread over the
+    whole file so it pays for every unit; ``then`` shows the per-address rate
+    once units are decoded.
+    """
+    code = ("import resource, sys, time\nfrom polyprof.symbolize.dwarf import DwarfReader\n"
+            "a, b = (([int(x) for x in part.split()]) for part in sys.stdin.read().split('|'))\n"
+            "t = time.perf_counter(); r = DwarfReader(sys.argv[1])\n"
+            "for x in a: r.lookup(x)\n"
+            "t1 = time.perf_counter()\n"
+            "for x in b: r.lookup(x)\n"
+            "t2 = time.perf_counter()\n"
+            "print(t1 - t, t2 - t1, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(r._units))\n")
+    done = subprocess.run(["nice", sys.executable, "-c", code, str(debug)],
+                          input=" ".join(map(str, first)) + "|" + " ".join(map(str, then)),
                           capture_output=True, text=True, check=True)
-    seconds, peak = done.stdout.split()
-    return float(seconds), float(peak)
+    t_first, t_then, peak, units = done.stdout.split()
+    return float(t_first), float(t_then), float(peak), int(units)
 
 
-def timed(fn):  # noqa: ANN001, ANN201
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return next((int(line.split()[1]) / 1024 for line in fh if line.startswith("VmRSS:")), 0.0)
+    except OSError:
+        return 0.0
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/children") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+            except OSError:
+                kids = []
+            out.extend(kids)
+            todo.extend(kids)
+    return out
+
+
+def _run_sampled(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, float, float, float]:
+    """``cmd`` run to the end, with the peak resident memory (MB, sampled every 20 ms) of the
+    process itself and of all its descendants together (the llvm-symbolizer processes), and the
+    CPU seconds (user + system) of all of them: a measure the machine's load does not inflate."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=kw.get("env"))
+    peaks = [0.0, 0.0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peaks[0] = max(peaks[0], _rss_mb(proc.pid))
+            peaks[1] = max(peaks[1], sum(_rss_mb(k) for k in _descendants(proc.pid)))
+            done.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate(kw.get("input"))
+    done.set()
+    sampler.join()
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd, out, err)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime  # with its waited-for children
+    return subprocess.CompletedProcess(cmd, 0, out, err), peaks[0], peaks[1], cpu
+
+
+def _symbolize_run(pprof: Path, debug: Path, cache: str) -> dict:
+    """One ``symbolize`` of the profile in a fresh process (as a user's second command would be:
+    no name or file memo left in memory), timed around the call; with peak memory of the
+    process and of its llvm-symbolizer children together."""
+    code = ("import json, os, sys, time\nimport polyprof\n"
+            "from polyprof.formats.options import ReadOptions\nfrom polyprof.symbolize import Sources, symbolize\n"
+            "raw = polyprof.read(sys.argv[1], options=ReadOptions(symbolize=False))\n"
+            "src = Sources(paths=(sys.argv[2],), engine='llvm', use_env=False, system_dirs=())\n"
+            "t = time.perf_counter(); p, r = symbolize(raw, src); s = time.perf_counter() - t\n"
+            "print(json.dumps({'seconds': s, 'named': r.symbolized, 'frames': r.frames, 'hits': r.cache_hits,\n"
+            "  'lines': len(p.lines)}))\n")
+    env = {**os.environ, "POLYPROF_CACHE_DIR": cache}
+    done, own, children, cpu = _run_sampled([sys.executable, "-c", code, str(pprof), str(debug.parent)], env=env)
+    return {**json.loads(done.stdout), "mb": own, "child_mb": children, "cpu": cpu}
+
+
+def timed(fn):
     t = time.perf_counter()
     result = fn()
     return time.perf_counter() - t, result
@@ -130,8 +218,9 @@ def timed(fn):  # noqa: ANN001, ANN201
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--python-sample", type=int, default=2000, help="addresses for the pure-Python timing")
-    ap.add_argument("--python-all", action="store_true", help="time the pure-Python reader on every address")
+    ap.add_argument("--python-sample", type=int, default=100,
+                    help="addresses for the pure-Python timing (0: skip it; it takes many minutes)")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of cold, cache hit and peer runs")
     args = ap.parse_args()
     llvm = shutil.which("llvm-symbolizer")
     if llvm is None or shutil.which("g++") is None:
@@ -144,33 +233,50 @@ def main() -> int:
     profile(exe, addrs, pprof)
     print(f"debug file: {debug.stat().st_size / 1e6:.0f} MB; profile: {len(addrs)} locations")
 
-    import polyprof
-    from polyprof.formats.options import ReadOptions
-    from polyprof.symbolize import Sources, symbolize
+    from polyprof.symbolize.llvm import _default_jobs
 
-    raw = polyprof.read(pprof, options=ReadOptions(symbolize=False))
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["POLYPROF_CACHE_DIR"] = cache
-        sources = Sources(paths=(str(debug.parent),), engine="llvm", use_env=False, system_dirs=())
-        cold, (p1, r1) = timed(lambda: symbolize(raw, sources))
-        warm, (p2, r2) = timed(lambda: symbolize(raw, sources))
-    assert r1.symbolized == r2.symbolized and r2.cache_hits >= len(addrs) * 0.99, (r1.symbolized, r2.cache_hits)
     request = "".join(f"{a:#x}\n" for a in addrs)
-    peer, _ = timed(lambda: subprocess.run([llvm, "--no-demangle", "-i", f"--obj={debug}"], input=request,
-                                           capture_output=True, text=True, check=True))
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    sample = addrs if args.python_all else addrs[::max(1, len(addrs) // args.python_sample)]
-    py, py_mb = _pure_python(debug, sample)
-    print(f"polyprof + llvm-symbolizer, cold cache: {cold:6.2f} s  ({r1.symbolized} of {r1.frames} frames named)")
-    print(f"polyprof, result cache hit:           {warm:6.2f} s  ({r2.cache_hits} answers from the cache)")
-    print(f"bare llvm-symbolizer (peer):           {peer:6.2f} s  -> polyprof/peer = {cold / peer:.2f}x")
-    label = "measured" if args.python_all else f"{len(sample)} addresses measured, extrapolated"
-    print(f"pure-Python DWARF reader:              {py * len(addrs) / len(sample):6.1f} s  ({label}; "
-          f"{py:.1f} s for {len(sample)}; peak memory {py_mb:.0f} MB)")
-    print(f"peak memory with llvm-symbolizer: polyprof {own:.0f} MB, llvm-symbolizer {child:.0f} MB")
-    print(f"target < 5 s with llvm-symbolizer: {'met' if cold < 5 else 'NOT met'}; "
-          f"memory < 1 GB: {'met' if max(own, child) < 1024 else 'NOT met'}")
+    colds, warms, peers = [], [], []
+    for _ in range(args.repeat):  # interleaved, so a burst of load on the shared machine hits all three
+        with tempfile.TemporaryDirectory() as cache:
+            colds.append(_symbolize_run(pprof, debug, cache))
+            warms.append(_symbolize_run(pprof, debug, cache))
+        seconds, (_, peer_mb, _, peer_cpu) = timed(lambda: _run_sampled(
+            [llvm, "--no-demangle", "-i", "--functions=linkage", f"--obj={debug}"], input=request))
+        peers.append({"seconds": seconds, "mb": peer_mb, "cpu": peer_cpu})
+    assert all(c["named"] == w["named"] and w["hits"] >= len(addrs) * 0.99 for c, w in zip(colds, warms))
+    cold, warm, peer = (min(runs, key=lambda r: r["seconds"]) for runs in (colds, warms, peers))
+
+    def middle(runs: list[dict], key: str = "seconds") -> float:
+        return statistics.median(r[key] for r in runs)
+
+    load = os.getloadavg()
+    print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs; "
+          f"llvm-symbolizer processes: {_default_jobs()}); best and median of {args.repeat} interleaved runs")
+    print(f"polyprof + llvm-symbolizer, cold cache:   {cold['seconds']:6.2f} s best, {middle(colds):6.2f} s median  "
+          f"({cold['named']} of {cold['frames']} frames named, {cold['lines']} lines)")
+    print(f"polyprof, result cache hit (new process): {warm['seconds']:6.2f} s best, {middle(warms):6.2f} s median  "
+          f"({warm['hits']} answers from the cache)")
+    print(f"bare llvm-symbolizer (peer, 1 process):   {peer['seconds']:6.2f} s best, {middle(peers):6.2f} s median")
+    print(f"  -> polyprof cold/peer = {cold['seconds'] / peer['seconds']:.2f}x best, "
+          f"{middle(colds) / middle(peers):.2f}x median; cache hit/peer = {warm['seconds'] / peer['seconds']:.2f}x")
+    print(f"CPU seconds (user+system, every process; polyprof's include Python start-up and reading the "
+          f"profile), median: polyprof cold {middle(colds, 'cpu'):.2f}, cache hit {middle(warms, 'cpu'):.2f}, "
+          f"peer {middle(peers, 'cpu'):.2f}")
+    if args.python_sample:
+        spread = addrs[::max(1, len(addrs) // args.python_sample)]
+        later = [a for a in addrs[len(addrs) // (2 * len(spread))::max(1, len(addrs) // len(spread))]
+                 if a not in set(spread)]
+        t_first, t_then, py_mb, units = _pure_python(debug, spread, later)
+        whole = t_first + t_then / max(1, len(later)) * (len(addrs) - len(spread))
+        print(f"pure-Python DWARF reader (niced): {t_first:.1f} s for {len(spread)} addresses spread over the file "
+              f"({units} compile units decoded), then {1000 * t_then / max(1, len(later)):.1f} ms per address "
+              f"({len(later)} more) -> {whole:.0f} s for all {len(addrs)} (extrapolated); peak memory "
+              f"{py_mb:.0f} MB")
+    print(f"peak memory (sampled): polyprof {cold['mb']:.0f} MB, its llvm-symbolizer processes together "
+          f"{cold['child_mb']:.0f} MB; bare peer {peer['mb']:.0f} MB")
+    print(f"target < 5 s with llvm-symbolizer: {'met' if cold['seconds'] < 5 else 'NOT met'}; "
+          f"memory < 1 GB: {'met' if max(cold['mb'], cold['child_mb']) < 1024 else 'NOT met'}")
     return 0
 
 

@@ -127,3 +127,24 @@ def test_batches_give_the_table_with_either_demangler(engine, monkeypatch):  # n
     for column, mode in ((1, "full"), (2, "templates"), (3, "simple")):
         got = d.demangle_names([r[0] for r in ROWS], mode)
         assert {r[0]: got[r[0]] for r in ROWS} == {r[0]: r[column] for r in ROWS}, mode
+
+
+def test_names_demangled_once_are_kept_in_the_symbol_cache(tmp_path):  # noqa: ANN001
+    from polyprof.symbolize import demangle
+    from polyprof.symbolize.cache import ResultCache
+
+    names = ["_ZN2ns3fooIiEEvT_", "_ZNSt6vectorIiSaIiEE9push_backERKi", "plain"]
+    first = ResultCache(tmp_path)
+    demangle._DONE.clear()
+    fresh = demangle.demangle_names(names, "simple", first)
+    assert fresh == {"_ZN2ns3fooIiEEvT_": "ns::foo", "_ZNSt6vectorIiSaIiEE9push_backERKi": "std::vector::push_back"}
+    first.close()
+    # a later run takes them from the cache: a planted answer shows the memo was read, not recomputed
+    second = ResultCache(tmp_path)
+    second.put_names(f"simple:{demangle.RULES}", {"_ZN2ns3fooIiEEvT_": "from the cache"})
+    demangle._DONE.clear()
+    again = demangle.demangle_names(names, "simple", second)
+    assert again == {**fresh, "_ZN2ns3fooIiEEvT_": "from the cache"}
+    assert demangle.demangle_names(names, "full", second)["_ZN2ns3fooIiEEvT_"] == "void ns::foo<int>(int)"
+    second.close()
+    demangle._DONE.clear()

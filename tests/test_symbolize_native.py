@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sqlite3
 import subprocess
 import time
 import zipfile
@@ -27,7 +28,8 @@ from polyprof.model.builder import ProfileBuilder
 from polyprof.model.validate import check
 from polyprof.symbolize import Sources, symbolize
 from polyprof.symbolize.elf import ElfFile
-from polyprof.symbolize.llvm import find_llvm_symbolizer
+from polyprof.symbolize.cache import ResultCache
+from polyprof.symbolize.llvm import LlvmPool, find_llvm_symbolizer
 from polyprof.symbolize.resolve import Module, Resolver
 
 LANGS = ["c", "cpp", "rust"]
@@ -161,6 +163,53 @@ def test_pure_python_and_llvm_symbolizer_give_identical_answers(lang):  # noqa: 
     llvm = Resolver("llvm").resolve(module, addresses)
     assert python == llvm
     assert len(llvm) > 0.9 * len(addresses)
+
+
+def _program_addresses(lang: str) -> tuple[ElfFile, list[int]]:
+    """The debug file of a test program and every third byte of its own code."""
+    debug = ElfFile(str(recording(lang).program.debug))
+    text = debug.section(".text")
+    return debug, list(range(text.addr, text.addr + text.size, 3))
+
+
+@pytest.mark.parametrize("lang", ["c", "cpp"])
+def test_llvm_symbolizer_sharded_over_processes_answers_as_one_process(lang):  # noqa: ANN001
+    exe = find_llvm_symbolizer()
+    if exe is None:
+        pytest.skip("llvm-symbolizer not installed (Debian llvm; bash .ci/run installs it)")
+    debug, addresses = _program_addresses(lang)
+    one, three = LlvmPool(exe, jobs=1), LlvmPool(exe, jobs=3, min_shard=1)
+    try:
+        single, sharded = one.lookup(debug.path, addresses), three.lookup(debug.path, addresses)
+        assert len(three.procs) == 3 and len(one.procs) == 1
+        assert sharded.to_dict() == single.to_dict() and len(single.to_dict()) > 0.9 * len(addresses)
+        # the same processes answer a second batch (long-lived), again alike
+        again = three.lookup(debug.path, addresses[::7])
+        assert again.to_dict() == {a: f for a, f in single.to_dict().items() if a in set(addresses[::7])}
+    finally:
+        one.close()
+        three.close()
+
+
+def test_second_run_answers_from_the_result_cache_and_a_corrupt_cache_is_a_miss(tmp_path):  # noqa: ANN001
+    debug, addresses = _program_addresses("cpp")
+    module = Module(debug.build_id, debug=debug)
+    first = Resolver("python", ResultCache(tmp_path))
+    fresh = first.resolve(module, addresses[:300])
+    first.close()
+    second = Resolver("python", ResultCache(tmp_path))
+    assert second.resolve(module, addresses[:300]) == fresh and second.cache.hits == 300
+    assert "python" not in second.used  # nothing was parsed again
+    # a new batch beside the first; both answer, the string tables merged
+    both = second.resolve(module, addresses[:400])
+    assert {a: f for a, f in both.items() if a in set(addresses[:300])} == fresh
+    second.close()
+    with sqlite3.connect(tmp_path / "symbols.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM answers").fetchone()[0] == 2
+        db.execute("UPDATE answers SET data = ?", (b"PPA1 not a blob",))
+    third = Resolver("python", ResultCache(tmp_path))
+    assert third.resolve(module, addresses[:300]) == fresh and third.cache.hits == 0
+    third.close()
 
 
 @pytest.mark.parametrize("target", ["pprof", "perfetto"])

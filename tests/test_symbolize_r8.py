@@ -105,3 +105,59 @@ def test_maps_are_chosen_by_package(tmp_path):  # noqa: ANN001
 def test_a_missing_mapping_file_is_a_clear_error(tmp_path):  # noqa: ANN001
     with pytest.raises(polyprof.PolyprofError, match="cannot read mapping file .*nope.txt"):
         symbolize(_java_profile([("a.a", 1)]), Sources(mappings=(str(tmp_path / "nope.txt"),)))
+
+
+OUTLINED = """\
+# compiler: R8
+# {"id":"com.android.tools.r8.mapping","version":"2.0"}
+com.example.Outlines -> o:
+# {"id":"sourceFile","fileName":"Outlines.java"}
+    1:3:int outline0(int) -> a
+# {"id":"com.android.tools.r8.outline"}
+com.example.Caller -> c:
+# {"id":"sourceFile","fileName":"Caller.java"}
+    1:1:void com.example.Helper.check(int):7:7 -> r
+    1:1:int compute(int):40 -> r
+    2:2:int compute(int):41:41 -> r
+    9:9:int compute(int):0:0 -> r
+# {'id':'com.android.tools.r8.outlineCallsite','positions':{'1':2,'2':1},'outline':'Lo;a(I)I'}
+    10:10:int compute(int):45:45 -> r
+com.example.App -> m:
+    3:3:void main():12:12 -> m
+"""
+
+
+def test_r8_outline_frames_fold_into_their_call_site(tmp_path):  # noqa: ANN001
+    from polyprof.model.validate import check
+
+    path = tmp_path / "mapping.txt"
+    path.write_text(OUTLINED)
+    b = ProfileBuilder("perfetto")
+    b.set_sample_types([("samples", "count")])
+    m = b.mapping(0, 0, 0, "/data/app/com.example-1/base.apk", "")
+    frames = {key: b.location(m, 16 * (i + 1), [(b.function(key[0]), key[1], 0)])
+              for i, key in enumerate([("o.a", 1), ("o.a", 2), ("c.r", 9), ("c.r", 10), ("m.m", 3)])}
+    for stack in ([("o.a", 1), ("c.r", 9), ("m.m", 3)], [("o.a", 2), ("c.r", 9), ("m.m", 3)],
+                  [("o.a", 1), ("c.r", 10), ("m.m", 3)], [("c.r", 9), ("m.m", 3)]):
+        b.add_sample(b.stack([frames[f] for f in stack]), [1])
+    p = b.finish()
+    q, _ = symbolize(p, Sources(mappings=(str(path),), use_env=False, local_paths=False, system_dirs=()))
+    check(q)
+
+    def chain(i: int) -> list[tuple[str, str, int]]:
+        return [(q.function_name(int(q.lines.function[r])), q.strings[q.functions.filename[int(q.lines.function[r])]],
+                 int(q.lines.line[r])) for loc in q.stack_locations(i) for r in q.locations.lines_of(loc)]
+
+    main = ("com.example.App.main", "", 12)
+    # outline line 1 -> the call site's line 2: one frame instead of the outline and its caller
+    assert chain(0) == [("com.example.Caller.compute", "Caller.java", 41), main]
+    # outline line 2 -> line 1, where R8 had inlined a helper: an inline chain
+    assert chain(1) == [("com.example.Helper.check", "Caller.java", 7), ("com.example.Caller.compute", "Caller.java", 40),
+                        main]
+    # a caller line that is no outline call site keeps both frames
+    assert chain(2) == [("com.example.Outlines.outline0", "Outlines.java", 1),
+                        ("com.example.Caller.compute", "Caller.java", 45), main]
+    assert chain(3) == [("com.example.Caller.compute", "Caller.java", 9), main]  # no outline below: unchanged
+    # nothing renumbered: the same stacks, callsites and values; the original locations are all kept
+    assert q.samples.stack.tolist() == p.samples.stack.tolist() and len(q.callsites) == len(p.callsites)
+    assert len(q.locations) == len(p.locations) + 2

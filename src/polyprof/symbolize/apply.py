@@ -25,12 +25,15 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from polyprof.formats.chromium.names import module_name_hash, placeholder_hash
 from polyprof.model.profile import Label, Profile
+from polyprof.symbolize.answers import Answers
 from polyprof.symbolize.bias import ADDRESS_KINDS, to_vaddr
 from polyprof.symbolize.cache import ResultCache, cache_dir
 from polyprof.symbolize.elf import BadElfError
-from polyprof.symbolize.fill import Interner, NewLine, replace_lines
+from polyprof.symbolize.fill import Interner, NewLine, fill_lines, replace_lines
 from polyprof.symbolize.frames import Frame
 from polyprof.symbolize.locate import Found, Locator, elf_build_id
 from polyprof.symbolize.resolve import BadDebugInfoError, Resolver
@@ -48,8 +51,6 @@ def coverage(p: Profile) -> tuple[int, int]:
 
 def mapping_coverage(p: Profile) -> dict[int, tuple[int, int]]:
     """Per mapping row: (locations, locations with function lines)."""
-    import numpy as np
-
     counts = np.diff(p.locations.line_start)
     m = p.locations.mapping
     inside = m >= 0
@@ -139,29 +140,33 @@ class Symbolizer:
         report = SymbolizeReport()
         before = mapping_coverage(profile)
         todo = _unsymbolized(profile)
-        new: dict[int, list[NewLine]] = {}
+        parts: list[tuple[np.ndarray, Answers, bool]] = []
         renamed: dict[int, str] = {}
         for m in sorted(before):
             if m in todo:
-                new.update(self._mapping(profile, m, todo[m], report, renamed))
+                part = self._mapping(profile, m, todo[m], report, renamed)
+                if part is not None:
+                    parts.append(part)
             else:  # nothing left to do: reported, not searched
                 report.mappings.append(MappingReport(profile.mapping_file(m) or "?",
                                                      profile.strings[profile.mappings.build_id[m]], 0, 0))
         out = profile
-        if new or renamed:
+        if any(len(a.function) for _, a, _ in parts) or renamed:
             interner = Interner(profile)
-            out = replace_lines(profile, interner, new)
+            out = _fill(profile, interner, parts)
             if renamed:
                 _rename(out, interner, renamed)
         out = self._deobfuscate(out, report)
         out = self._async_backtraces(out)
         from polyprof.symbolize.demangle import demangle_profile
 
-        out = demangle_profile(out, self.demangle, force=self.force_demangle)
+        cache = self.resolver.cache  # names are kept only beside symbols resolved this run (no disk otherwise)
+        out = demangle_profile(out, self.demangle, force=self.force_demangle, memo=cache if cache.opened else None)
         return self._finish(profile, out, before, todo, report), report
 
-    def _mapping(self, p: Profile, m: int, rows: list[int], report: SymbolizeReport,
-                 renamed: dict[int, str]) -> dict[int, list[NewLine]]:
+    def _mapping(self, p: Profile, m: int, rows: np.ndarray, report: SymbolizeReport,
+                 renamed: dict[int, str]) -> tuple[np.ndarray, Answers, bool] | None:
+        """(location rows, their answers, whether names are system names too) of mapping ``m``."""
         ms = p.mappings
         filename, build_id = p.strings[ms.filename[m]], p.strings[ms.build_id[m]]
         found = self.locator.find(filename, build_id)
@@ -169,16 +174,16 @@ class Symbolizer:
         report.mappings.append(entry)
         entry.source = "; ".join(found.where)
         entry.looked_for = [] if found.ok else _looked_for(filename, build_id, found)
-        addresses = [int(a) for a in p.locations.address[rows]]
+        addresses = p.locations.address[rows].astype(np.uint64)
         try:
-            frames = self._frames(p, m, found, addresses, renamed)
+            answers, system_names = self._frames(p, m, found, addresses, renamed)
         except (BadElfError, BadDebugInfoError) as exc:
             report.notes.append(f"{filename or build_id}: {exc}; its frames stay unsymbolized")
-            return {}
-        return {row: lines for row, lines in zip(rows, frames) if lines}
+            return None
+        return rows, answers, system_names
 
-    def _frames(self, p: Profile, m: int, found: Found, addresses: list[int],
-                renamed: dict[int, str]) -> list[list[NewLine]]:
+    def _frames(self, p: Profile, m: int, found: Found, addresses: np.ndarray,
+                renamed: dict[int, str]) -> tuple[Answers, bool]:
         ms = p.mappings
         start, limit, offset = int(ms.start[m]), int(ms.limit[m]), int(ms.offset[m])
         if found.breakpad is not None:
@@ -186,19 +191,19 @@ class Symbolizer:
             wanted = placeholder_hash(p.strings[ms.filename[m]])
             if wanted is not None and module_name_hash(debug_name) == wanted:
                 renamed[m] = debug_name
-            rel = [a - start + offset for a in addresses]
+            rel = [a - start + offset for a in addresses.tolist()]
             sym = store.load(path, rel)
-            return [[(f[0], "", f[1], f[2], 0) for f in (sym.lookup(a) or [])] for a in rel]
+            return Answers.from_frames(addresses.tolist(), [[Frame(f[0], f[1], f[2]) for f in (sym.lookup(a) or [])]
+                                             for a in rel]), False
         if found.module is None:
-            return [[] for _ in addresses]
+            return Answers.empty(addresses), True
         module = found.module
         kind = ADDRESS_KINDS.get(p.source_format, "runtime")
         filename = p.strings[ms.filename[m]]
-        vaddrs = to_vaddr(kind, module.elf, start, limit, offset, addresses, apk_offset=found.apk_offset,
+        vaddrs = to_vaddr(kind, module.elf, start, limit, offset, addresses.tolist(), apk_offset=found.apk_offset,
                           in_apk=".apk" in filename and "!" not in filename,
                           load_bias=_perfetto_load_bias(p, filename, start))
-        answers = self.resolver.resolve(module, vaddrs)
-        return [[_line(f) for f in answers.get(v, [])] for v in vaddrs]
+        return self.resolver.resolve_columns(module, vaddrs), True
 
     # ------------------------------------------------------------ other steps
 
@@ -253,7 +258,7 @@ class Symbolizer:
             return []
         return []
 
-    def _finish(self, old: Profile, out: Profile, before: dict[int, tuple[int, int]], todo: dict[int, list[int]],
+    def _finish(self, old: Profile, out: Profile, before: dict[int, tuple[int, int]], todo: dict[int, np.ndarray],
                 report: SymbolizeReport) -> Profile:
         after = mapping_coverage(out)
         earlier = {(e.get("file"), e.get("build_id")): e
@@ -288,16 +293,26 @@ def _line(f: Frame) -> NewLine:
     return (f.function, f.function, f.file, f.line, f.column)
 
 
-def _unsymbolized(p: Profile) -> dict[int, list[int]]:
+def _unsymbolized(p: Profile) -> dict[int, np.ndarray]:
     """Mapping row -> location rows that belong to it and have no lines."""
-    import numpy as np
-
     counts = np.diff(p.locations.line_start)
     rows = np.flatnonzero((p.locations.mapping >= 0) & (counts == 0))
-    todo: dict[int, list[int]] = {}
-    for row, m in zip(rows.tolist(), p.locations.mapping[rows].tolist()):
-        todo.setdefault(m, []).append(row)
-    return todo
+    mapping = p.locations.mapping[rows]
+    order = np.argsort(mapping, kind="stable")
+    rows, mapping = rows[order], mapping[order]
+    bounds = np.flatnonzero(np.diff(mapping)) + 1
+    return {int(group_m[0]): group for group, group_m in zip(np.split(rows, bounds), np.split(mapping, bounds))
+            if len(group)}
+
+
+def _fill(p: Profile, interner: Interner, parts: list[tuple[np.ndarray, Answers, bool]]) -> Profile:
+    """``p`` with every part's answers as the lines of its location rows (one vectorized fill)."""
+    if not parts:
+        return replace_lines(p, interner, {})
+    fids = [interner.functions_of(a, system_names=system) for _, a, system in parts]
+    return fill_lines(p, interner, np.concatenate([r for r, _, _ in parts]),
+                      np.concatenate([a.counts for _, a, _ in parts]), np.concatenate(fids),
+                      np.concatenate([a.line for _, a, _ in parts]), np.concatenate([a.column for _, a, _ in parts]))
 
 
 def _rename(p: Profile, interner: Interner, renamed: dict[int, str]) -> None:

@@ -6,10 +6,12 @@ Lives in ``$XDG_CACHE_HOME/polyprof`` (``~/.cache/polyprof`` when unset;
 - ``debuginfod/<build id>/debuginfo`` (or ``executable``): files fetched from
   debuginfod servers, and ``.missing`` markers for build ids no server had
   (retried after a day, like debuginfod's own client);
-- ``symbols.sqlite``: the frames of every address symbolized so far, keyed by
+- ``symbols.sqlite``: the frames of every address symbolized so far (packed
+  columns, one blob per batch), keyed by
   the debug file's identity (build id, path, size, modification time), so a
   second run over the same binaries neither starts llvm-symbolizer nor
-  parses DWARF again.
+  parses DWARF again; and demangled names (per mode), so it does not
+  demangle again either.
 
 A cache that cannot be written (read-only home, corrupt database) is
 skipped: symbolization still works, only slower.
@@ -17,13 +19,14 @@ skipped: symbolization still works, only slower.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-from polyprof.symbolize.frames import Frame
+import numpy as np
+
+from polyprof.symbolize.answers import Answers
 
 __all__ = ["ResultCache", "cache_dir"]
 
@@ -38,11 +41,18 @@ def cache_dir() -> Path:
 
 
 class ResultCache:
-    """Symbolized addresses per debug file, in one SQLite table."""
+    """Symbolized addresses per debug file: packed column blobs in one SQLite table.
+
+    Each batch of fresh answers is one row (:meth:`.Answers.pack`), read back
+    and decoded in bulk: a row and a JSON document per address cost more
+    than llvm-symbolizer itself on 100k addresses. A debug file's batches are
+    folded into one once there are many of them.
+    """
 
     def __init__(self, root: Path | None) -> None:
         self.root = root
         self._db: sqlite3.Connection | None = None
+        self._stored: dict[str, Answers] = {}
         self.hits = 0
 
     @property
@@ -52,41 +62,87 @@ class ResultCache:
             try:
                 self.root.mkdir(parents=True, exist_ok=True)
                 self._db = sqlite3.connect(self.root / "symbols.sqlite", timeout=10)
-                self._db.execute("CREATE TABLE IF NOT EXISTS frames (module TEXT, address INTEGER, frames TEXT, "
-                                 "PRIMARY KEY (module, address)) WITHOUT ROWID")
+                self._db.execute("DROP TABLE IF EXISTS frames")  # the per-address rows of before
+                self._db.execute("CREATE TABLE IF NOT EXISTS answers (module TEXT, batch INTEGER, data BLOB, "
+                                 "PRIMARY KEY (module, batch)) WITHOUT ROWID")
+                self._db.execute("CREATE TABLE IF NOT EXISTS names (rules TEXT, mangled TEXT, name TEXT, "
+                                 "PRIMARY KEY (rules, mangled)) WITHOUT ROWID")
             except (OSError, sqlite3.Error):
                 self._db, self.root = None, None
         return self._db
 
-    def get(self, module: str, addresses: Iterable[int]) -> dict[int, list[Frame]]:
-        """The cached answers among ``addresses`` of ``module``."""
+    @property
+    def opened(self) -> bool:
+        """Whether the database is open (something was looked up in it)."""
+        return self._db is not None
+
+    def _load(self, module: str) -> list[tuple[int, Answers]]:
         db = self.db
         if db is None:
-            return {}
-        wanted = set(addresses)
-        out: dict[int, list[Frame]] = {}
+            return []
         try:
-            rows = db.execute("SELECT address, frames FROM frames WHERE module = ?", (module,))
-            found = [(address & (1 << 64) - 1, text) for address, text in rows]
-            found = [(address, text) for address, text in found if address in wanted]
-            # One JSON document for every answer: json.loads per address costs more than the lookup.
-            decoded = json.loads("[" + ",".join(text for _, text in found) + "]")
-            make = Frame._make
-            out = {address: [make(f) for f in frames] for (address, _), frames in zip(found, decoded)}
+            rows = db.execute("SELECT batch, data FROM answers WHERE module = ? ORDER BY batch", (module,)).fetchall()
+            return [(batch, Answers.unpack(data)) for batch, data in rows]
         except (sqlite3.Error, ValueError, TypeError):
-            return {}
+            return []
+
+    def get(self, module: str, addresses: Iterable[int] | np.ndarray) -> Answers:
+        """The cached answers among ``addresses`` of ``module`` (only those found)."""
+        wanted = np.unique(np.asarray(list(addresses) if not isinstance(addresses, np.ndarray) else addresses,
+                                      dtype=np.uint64))
+        stored = self._stored.get(module)
+        if stored is None:  # read once per run: the async backtraces ask address by address
+            stored = self._stored[module] = Answers.concat([a for _, a in self._load(module)])
+        if not len(stored) or not len(wanted):
+            return Answers.empty()
+        found, hit = stored.lookup(wanted)
+        out = found.take(np.flatnonzero(hit))
         self.hits += len(out)
         return out
 
-    def put(self, module: str, answers: dict[int, list[Frame]]) -> None:
+    def put(self, module: str, answers: Answers) -> None:
+        """Store fresh answers of ``module`` as one more batch (all batches folded into one past
+        :data:`MAX_BATCHES`)."""
         db = self.db
-        if db is None or not answers:
+        if db is None or not len(answers):
             return
-        signed = [(module, a - (1 << 64) if a >= 1 << 63 else a, json.dumps([list(f) for f in frames]))
-                  for a, frames in answers.items()]
+        if module in self._stored:
+            self._stored[module] = Answers.concat([self._stored[module], answers])
         try:
             with db:
-                db.executemany("INSERT OR REPLACE INTO frames VALUES (?, ?, ?)", signed)
+                last = db.execute("SELECT COUNT(*), MAX(batch) FROM answers WHERE module = ?", (module,)).fetchone()
+                count, top = int(last[0] or 0), int(last[1] or 0)
+                if count + 1 > MAX_BATCHES:
+                    answers = Answers.concat([a for _, a in self._load(module)] + [answers])
+                    db.execute("DELETE FROM answers WHERE module = ?", (module,))
+                db.execute("INSERT INTO answers VALUES (?, ?, ?)", (module, top + 1, answers.pack()))
+        except sqlite3.Error:
+            pass
+
+    def names(self, key: str, mangled: list[str]) -> dict[str, str]:
+        """Demangled names of ``mangled`` stored under ``key`` (mode and rules) by earlier runs."""
+        db = self.db
+        out: dict[str, str] = {}
+        if db is None:
+            return out
+        try:
+            for i in range(0, len(mangled), 900):  # under SQLite's limit on parameters
+                part = mangled[i:i + 900]
+                marks = ",".join("?" * len(part))
+                out.update(db.execute(f"SELECT mangled, name FROM names WHERE rules = ? AND mangled IN ({marks})",
+                                      (key, *part)).fetchall())
+        except sqlite3.Error:
+            return {}
+        return out
+
+    def put_names(self, key: str, demangled: dict[str, str]) -> None:
+        db = self.db
+        if db is None or not demangled:
+            return
+        try:
+            with db:
+                db.executemany("INSERT OR REPLACE INTO names VALUES (?, ?, ?)",
+                               [(key, m, n) for m, n in demangled.items()])
         except sqlite3.Error:
             pass
 
@@ -94,3 +150,7 @@ class ResultCache:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+#: Batches kept per debug file before they are folded into one.
+MAX_BATCHES = 16

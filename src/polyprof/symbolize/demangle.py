@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Protocol
 
 __all__ = ["MODES", "demangle_name", "demangle_names", "demangle_profile", "looks_mangled"]
 
@@ -43,8 +44,11 @@ def looks_mangled(name: str) -> bool:
     return name.startswith(_PREFIXES)
 
 
+_RUST_HASH = re.compile(r"17h[0-9a-f]{16}E(?:$|\.)")
+
+
 def _scheme(name: str) -> str:
-    if name.startswith(("_R", "__R")) or re.search(r"17h[0-9a-f]{16}E(?:$|\.)", name):
+    if name.startswith(("_R", "__R")) or ("17h" in name and _RUST_HASH.search(name)):
         return "rust"
     if name.startswith(("$s", "$S", "_$s", "_$S", "_T0", "$e")):
         return "swift"
@@ -75,17 +79,35 @@ def _in_mode(mangled: str, full: str, mode: str) -> str:
         return _drop_turbofish(full) if mode == "simple" else full
     if scheme != "itanium":
         return full
-    full = _CLONE.sub("", full)
+    full = _CLONE.sub("", full) if "[clone " in full else full  # the guard: an anchored regex scans every position
     return full if mode == "full" else simplify(full, keep_templates=mode == "templates")
 
 
-def demangle_names(names: list[str], mode: str) -> dict[str, str]:
+class NameMemo(Protocol):
+    """Demangled names kept between runs (the symbol cache is one: :class:`.cache.ResultCache`)."""
+
+    def names(self, key: str, mangled: list[str]) -> dict[str, str]: ...
+
+    def put_names(self, key: str, demangled: dict[str, str]) -> None: ...
+
+
+#: Part of the memo's key: bump when the spelling rules change, so old answers are not reused.
+RULES = "1"
+
+
+def demangle_names(names: list[str], mode: str, memo: NameMemo | None = None) -> dict[str, str]:
     """Many names at once: C++ and Rust names through one ``c++filt`` process when binutils is
     installed (the pure-Python demangler takes milliseconds per template-heavy name; c++filt
-    microseconds, with the same spelling), the rest through :func:`demangle_name`."""
+    microseconds, with the same spelling), the rest through :func:`demangle_name`. With a
+    ``memo``, names demangled by an earlier run are taken from it and new ones added."""
     wanted = sorted({n for n in names if looks_mangled(n)})
     out = {n: _DONE[(n, mode)] for n in wanted if (n, mode) in _DONE}
     todo = [n for n in wanted if n not in out]
+    key = f"{mode}:{RULES}"
+    if memo is not None and todo and mode != "none":
+        kept = memo.names(key, todo)
+        out.update(kept)
+        todo = [n for n in todo if n not in kept]
     system = _cxxfilt([n for n in todo if _scheme(n) != "swift"]) if mode != "none" else {}
     for n in todo:
         full = system.get(n)
@@ -93,6 +115,8 @@ def demangle_names(names: list[str], mode: str) -> dict[str, str]:
             else demangle_name(n, mode)
     if len(_DONE) > 1 << 18:  # a long-lived process (the store, the web view) stays bounded
         _DONE.clear()
+    if memo is not None and todo and mode != "none":
+        memo.put_names(key, {n: out[n] for n in todo})
     return out
 
 
@@ -170,12 +194,16 @@ def _groups(text: str) -> list[tuple[int, int, str, int]]:
     return out
 
 
+_BRACKET = re.compile(r"[<>(){}]")
 _INNERMOST_ANGLES = re.compile(r"<[^<>]*>")
 _INNERMOST_PARENS = re.compile(r"\([^()]*\)")
 _TRAILING_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))+$")
+_QUALIFIER_ENDS = ("const", "volatile", "&", "noexcept")  # any match ends so: a cheap guard
 
 
-_PROTECTED = re.compile(r"\(anonymous namespace\)|\{[^{}]*\}|(?<![\w])operator(?:\(\)|\[\]|<=>|<<=|>>=|->\*|<<|>>|<=|>=|->|<|>|\s[^(<]+?(?=\(|$))")
+# Every branch starts with a literal (the word check on "operator" comes after it), so the
+# regex engine skips ahead to the next "(", "{" or "o" instead of trying each position.
+_PROTECTED = re.compile(r"\(anonymous namespace\)|\{[^{}]*\}|operator(?<!\woperator)(?:\(\)|\[\]|<=>|<<=|>>=|->\*|<<|>>|<=|>=|->|<|>|\s[^(<]+?(?=\(|$))")
 
 
 def _simple_fast(full: str) -> str | None:
@@ -191,17 +219,18 @@ def _simple_fast(full: str) -> str | None:
         kept.append(m.group())
         return f"\0{len(kept) - 1}\0"
 
-    text = _PROTECTED.sub(keep, full)
-    for pattern in (_INNERMOST_ANGLES, _INNERMOST_PARENS):
-        while True:
-            shorter = pattern.sub("", text)
-            if shorter == text:
+    text = _PROTECTED.sub(keep, full) if ("{" in full or "operator" in full or "(anon" in full) else full
+    for pattern, opener in ((_INNERMOST_ANGLES, "<"), (_INNERMOST_PARENS, "(")):
+        while opener in text:  # no opener left: no pass needed to find nothing
+            text, count = pattern.subn("", text)
+            if not count:
                 break
-            text = shorter
-    if any(c in text for c in "<>(){}"):
+    if _BRACKET.search(text):
         return None  # unbalanced or unusual: leave it to the careful path
-    text = _TRAILING_QUALIFIERS.sub("", text).rsplit(" ", 1)[-1]
-    return re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], text)
+    if text.endswith(_QUALIFIER_ENDS):
+        text = _TRAILING_QUALIFIERS.sub("", text)
+    text = text.rsplit(" ", 1)[-1]
+    return re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], text) if kept else text
 
 
 def simplify(full: str, *, keep_templates: bool) -> str:
@@ -261,10 +290,12 @@ def _remove(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(out)
 
 
-def demangle_profile(profile, mode: str = "simple", *, force: bool = False):  # noqa: ANN001, ANN201
+def demangle_profile(profile, mode: str = "simple", *, force: bool = False,  # noqa: ANN001, ANN201
+                     memo: NameMemo | None = None):
     """``profile`` with demangled function names (a copy; only the function table changes).
 
-    Returns the profile itself when nothing changes.
+    Returns the profile itself when nothing changes. ``memo`` keeps names
+    between runs (see :func:`demangle_names`).
     """
     from polyprof.symbolize.fill import shallow_copy
 
@@ -273,7 +304,7 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False):  # 
         return profile  # the usual case (Go, Java, already demangled): one pass over the names
     names, systems = f.name.tolist(), f.system_name.tolist()
     sources = {i: _source(s[n], s[sy], force, mode) for i, (n, sy) in enumerate(zip(names, systems))}
-    batch = demangle_names([x for x in sources.values() if x], mode)
+    batch = demangle_names([x for x in sources.values() if x], mode, memo)
     changes: dict[int, tuple[str, str]] = {}
     for i, source in sources.items():
         if source is None:

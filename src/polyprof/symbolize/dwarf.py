@@ -35,6 +35,12 @@ from polyprof.symbolize.frames import Frame
 __all__ = ["DwarfReader", "join_path"]
 
 _ROUTINES = ("DW_TAG_subprogram", "DW_TAG_inlined_subroutine")
+#: DIEs whose children never carry code addresses: a class's member functions are declarations
+#: (GCC and Clang put each definition, with its addresses, beside the class and point back with
+#: DW_AT_specification), so the walk skips them, jumping by DW_AT_sibling. In template-heavy C++
+#: most DIEs are such members; skipping them is most of the pure-Python reader's speed.
+_NO_CODE_INSIDE = frozenset(("DW_TAG_structure_type", "DW_TAG_class_type", "DW_TAG_union_type",
+                             "DW_TAG_enumeration_type", "DW_TAG_subroutine_type", "DW_TAG_array_type"))
 
 
 def join_path(*parts: str) -> str:
@@ -130,6 +136,7 @@ class DwarfReader:
             top = cu.get_top_DIE()
             self._walk(cu, top, -1, lo, hi, dies, parents)
             comp_dir = _text(top.attributes.get("DW_AT_comp_dir"))
+            _forget_dies(cu)
             unit = _Unit(cu, np.array(lo, dtype=np.uint64), np.array(hi, dtype=np.uint64),
                          np.array(dies, dtype=np.int64), parents, comp_dir)
             self._units[offset] = unit
@@ -148,7 +155,7 @@ class DwarfReader:
                         lo.append(a)
                         hi.append(b)
                         dies.append(die.offset)
-            if die.has_children:
+            if die.has_children and die.tag not in _NO_CODE_INSIDE:
                 stack.extend((child, die.offset) for child in reversed(list(die.iter_children())))
 
     def _die_ranges(self, die: Any, cu: Any) -> list[tuple[int, int]]:
@@ -330,6 +337,15 @@ class DwarfReader:
                 chain.append(offset)
             offset = parent
         return chain
+
+
+def _forget_dies(cu: Any) -> None:
+    """Drop pyelftools' cache of a walked unit's DIEs (hundreds of MB per big unit); the few
+    DIEs a lookup needs later are parsed again on demand. Skipped if pyelftools changes."""
+    dies, offsets = getattr(cu, "_dielist", None), getattr(cu, "_diemap", None)
+    if isinstance(dies, list) and isinstance(offsets, list) and dies and len(dies) == len(offsets):
+        del dies[1:]  # the first is the unit's top DIE, which pyelftools expects to stay
+        del offsets[1:]
 
 
 def _text(attr: Any) -> str:

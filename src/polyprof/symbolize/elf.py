@@ -103,14 +103,19 @@ class Symbols:
 
     def lookup_many(self, addresses: list[int]) -> list[tuple[str, str] | None]:
         """:meth:`lookup` for many addresses at once (one vectorized search)."""
-        if not len(self.names) or not addresses:
-            return [None] * len(addresses)
+        at, hit = self.find(addresses)
+        return [(self.names[j], self.files[j]) if ok else None for j, ok in zip(at.tolist(), hit.tolist())]
+
+    def find(self, addresses: list[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row of the covering symbol, whether one covers it) for each address, vectorized."""
         wanted = np.asarray(addresses, dtype=np.uint64)
+        if not len(self.names) or not len(wanted):
+            return np.zeros(len(wanted), dtype=np.int64), np.zeros(len(wanted), dtype=bool)
         i = np.searchsorted(self.start, wanted, side="right") - 1
         at = np.maximum(i, 0)
         size = self.size[at]
         hit = (i >= 0) & ((size == 0) | (self.start[at] + size > wanted))
-        return [(self.names[j], self.files[j]) if ok else None for j, ok in zip(at.tolist(), hit.tolist())]
+        return at, hit
 
     def __len__(self) -> int:
         return len(self.names)

@@ -26,8 +26,9 @@ from polyprof.model.profile import (
     MappingTable,
     Profile,
 )
+from polyprof.symbolize.answers import Answers, ranges
 
-__all__ = ["Interner", "NewLine", "replace_lines", "shallow_copy"]
+__all__ = ["Interner", "NewLine", "fill_lines", "replace_lines", "shallow_copy"]
 
 #: One line of a location: (function name, system name, file, line, column); the name may
 #: instead be an existing function's row (an int, -1 for none), kept as it is.
@@ -62,6 +63,10 @@ class Interner:
             self.strings.append(s)
         return sid
 
+    def code(self, s: str) -> int:
+        """The row of string ``s``; -1 when it is not in the table."""
+        return self._sid.get(s, -1)
+
     def function(self, name: str, system_name: str = "", filename: str = "", start_line: int = 0) -> int:
         text = (name, system_name, filename, start_line)
         fid = self._by_text.get(text)
@@ -70,11 +75,14 @@ class Interner:
         return fid
 
     def _function(self, name: str, system_name: str, filename: str, start_line: int) -> int:
+        return self._key((self.string(name), self.string(system_name), self.string(filename), start_line))
+
+    def _key(self, key: tuple[int, int, int, int]) -> int:
+        """The function row of (name, system name, file name) string rows and start line."""
         if self._fid is None:
             self._fid = {}
-            for i, key in enumerate(zip(*self.cols)):
-                self._fid.setdefault(key, i)
-        key = (self.string(name), self.string(system_name), self.string(filename), start_line)
+            for i, old in enumerate(zip(*self.cols)):
+                self._fid.setdefault(old, i)
         fid = self._fid.get(key)
         if fid is None:
             fid = self._fid[key] = len(self.cols[0])
@@ -90,6 +98,21 @@ class Interner:
                                                       p.functions.filename.dtype, p.functions.start_line.dtype))))
 
 
+    def functions_of(self, answers: Answers, *, system_names: bool = True) -> np.ndarray:
+        """The function row of every frame of ``answers`` (named by its function and file; with
+        ``system_names`` the name is the system name too), interning each distinct pair once."""
+        if not len(answers.function):
+            return np.zeros(0, dtype=np.int64)
+        width = np.int64(len(answers.strings) + 1)
+        pairs, inverse = np.unique(answers.function.astype(np.int64) * width + answers.file, return_inverse=True)
+        sid = np.fromiter(map(self.string, answers.strings), dtype=np.int64, count=len(answers.strings))
+        names, files = sid[pairs // width].tolist(), sid[pairs % width].tolist()
+        systems = names if system_names else [self.string("")] * len(names)
+        fids = np.fromiter(map(self._key, zip(names, systems, files, [0] * len(names))), dtype=np.int64,
+                           count=len(pairs))
+        return fids[inverse.reshape(-1)]
+
+
 def replace_lines(p: Profile, interner: Interner, new: Mapping[int, list[NewLine]], *,
                   set_flags: bool = True) -> Profile:
     """A copy of ``p`` whose locations in ``new`` have those lines (innermost first).
@@ -97,61 +120,64 @@ def replace_lines(p: Profile, interner: Interner, new: Mapping[int, list[NewLine
     With ``set_flags``, mapping flags of the locations' mappings gain what the
     new lines carry (functions, file names, line numbers, inline frames).
     """
+    rows = sorted(new)
+    fn: list[int] = []
+    for r in rows:
+        fn.extend(name if isinstance(name, int) else interner.function(name, system, file)
+                  for name, system, file, _, _ in new[r])
+    flat = [x for r in rows for x in new[r]]
+    return fill_lines(p, interner, np.asarray(rows, dtype=np.int64),
+                      np.asarray([len(new[r]) for r in rows], dtype=np.int64), np.asarray(fn, dtype=np.int64),
+                      np.asarray([x[3] for x in flat], dtype=np.int64),
+                      np.asarray([x[4] for x in flat], dtype=np.int64), set_flags=set_flags)
+
+
+def fill_lines(p: Profile, interner: Interner, rows: np.ndarray, counts: np.ndarray, function: np.ndarray,
+               line: np.ndarray, column: np.ndarray, *, set_flags: bool = True) -> Profile:
+    """A copy of ``p`` whose location ``rows[i]`` has ``counts[i]`` new lines (innermost first),
+    taken in order from the ``function`` (row), ``line`` and ``column`` columns; vectorized.
+
+    ``rows`` must be distinct. With ``set_flags``, mapping flags of the
+    locations' mappings gain what the new lines carry (functions, file names,
+    line numbers, inline frames).
+    """
     out = shallow_copy(p)
     loc, ln = p.locations, p.lines
-    counts = np.diff(loc.line_start)
-    rows = np.fromiter(new.keys(), dtype=np.int64, count=len(new)) if new else np.zeros(0, np.int64)
-    new_counts = counts.copy()
-    new_counts[rows] = [len(new[r]) for r in rows.tolist()]
+    old_counts = np.diff(loc.line_start)
+    new_counts = old_counts.copy()
+    new_counts[rows] = counts
     starts = np.zeros(len(loc) + 1, dtype=loc.line_start.dtype)
     np.cumsum(new_counts, out=starts[1:])
     total = int(starts[-1])
     fn = np.empty(total, dtype=ln.function.dtype)
-    line = np.empty(total, dtype=ln.line.dtype)
+    number = np.empty(total, dtype=ln.line.dtype)
     col = np.empty(total, dtype=ln.column.dtype)
     keep = np.ones(len(loc), dtype=bool)
     keep[rows] = False
     # Old lines of untouched locations move as blocks: gather source and target indexes once.
-    src = _ranges(loc.line_start[:-1][keep], counts[keep])
-    dst = _ranges(starts[:-1][keep], counts[keep])
-    fn[dst], line[dst], col[dst] = ln.function[src], ln.line[src], ln.column[src]
-    flags = p.mappings.flags.copy()
-    for r in rows.tolist():
-        at = int(starts[r])
-        for i, (name, system, file, number, column) in enumerate(new[r]):
-            fn[at + i] = name if isinstance(name, int) else interner.function(name, system, file)
-            line[at + i], col[at + i] = number, column
-        m = int(loc.mapping[r])
-        if set_flags and m >= 0 and new[r] and flags[m] & _ALL_FLAGS != _ALL_FLAGS:
-            flags[m] |= _flags(new[r])
+    src = ranges(loc.line_start[:-1][keep], old_counts[keep])
+    dst = ranges(starts[:-1][keep], old_counts[keep])
+    fn[dst], number[dst], col[dst] = ln.function[src], ln.line[src], ln.column[src]
+    at = ranges(starts[:-1][rows], counts)
+    fn[at], number[at], col[at] = function, line, column
     interner.apply(out)
-    out.lines = LineTable(fn, line, col)
+    flags = _new_flags(p, interner, rows, counts, function, line) if set_flags else p.mappings.flags
+    out.lines = LineTable(fn, number, col)
     out.locations = LocationTable(loc.mapping, loc.address, loc.folded, starts)
     out.mappings = MappingTable(p.mappings.start, p.mappings.limit, p.mappings.offset, p.mappings.filename,
                                 p.mappings.build_id, flags)
     return out
 
 
-_ALL_FLAGS = MAPPING_HAS_FUNCTIONS | MAPPING_HAS_FILENAMES | MAPPING_HAS_LINE_NUMBERS | MAPPING_HAS_INLINE_FRAMES
-
-
-def _flags(lines: list[NewLine]) -> int:
-    bits = MAPPING_HAS_FUNCTIONS
-    if any(x[2] for x in lines):
-        bits |= MAPPING_HAS_FILENAMES
-    if any(x[3] for x in lines):
-        bits |= MAPPING_HAS_LINE_NUMBERS
-    if len(lines) > 1:
-        bits |= MAPPING_HAS_INLINE_FRAMES
-    return bits
-
-
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``range(s, s + c)`` for each pair, vectorized."""
-    counts = counts.astype(np.int64)
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.cumsum(counts)
-    offsets = np.repeat(ends - counts, counts)
-    return np.repeat(starts.astype(np.int64), counts) + np.arange(total, dtype=np.int64) - offsets
+def _new_flags(p: Profile, interner: Interner, rows: np.ndarray, counts: np.ndarray, function: np.ndarray,
+               line: np.ndarray) -> np.ndarray:
+    """Mapping flags gaining what the new lines carry, per mapping of their locations."""
+    flags = p.mappings.flags.copy()
+    mapping = p.locations.mapping[rows]
+    owner = np.repeat(mapping, counts)
+    has_file = np.asarray(interner.cols[2], dtype=np.int64)[function] != interner.code("")
+    for bit, where in ((MAPPING_HAS_FUNCTIONS, mapping[counts > 0]), (MAPPING_HAS_FILENAMES, owner[has_file]),
+                       (MAPPING_HAS_LINE_NUMBERS, owner[line != 0]), (MAPPING_HAS_INLINE_FRAMES, mapping[counts > 1])):
+        hit = np.unique(where[where >= 0])
+        flags[hit] |= bit
+    return flags

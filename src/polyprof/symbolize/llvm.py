@@ -1,13 +1,15 @@
-"""llvm-symbolizer as one long-lived process, fed in batches.
+"""llvm-symbolizer as long-lived processes, fed in batches.
 
 pprof and Perfetto symbolize through llvm-symbolizer; it reads DWARF of
-big binaries fast and caches the files it opened. One process serves every
-file of a run: a batch of ``"FILE" 0xADDR`` lines is written by a helper
-thread while the answers are read back, so neither side blocks on a full
-pipe. Answers use the LLVM style (pairs of function and ``file:line:column``
-lines, then a blank line), which llvm-symbolizer writes more than twice as
-fast as JSON. Names come back
-undemangled (``--no-demangle``): demangling is done once for every format
+big binaries fast and caches the files it opened. The same processes serve
+every file of a run: a batch of ``"FILE" 0xADDR`` lines is written by a
+helper thread while the answers are read back, so neither side blocks on a
+full pipe. The tool is single-threaded, so a big batch is split over a few
+processes (:class:`LlvmPool`). Answers use the LLVM style (pairs of
+function and ``file:line:column`` lines, then a blank line), which
+llvm-symbolizer writes more than twice as fast as JSON, and are parsed in
+bulk into columns (:class:`.answers.Answers`). Names come back undemangled
+(``--no-demangle``): demangling is done once for every format
 (:mod:`.demangle`).
 
 When the process cannot start or dies, :class:`LlvmSymbolizerError` is
@@ -20,12 +22,15 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterable
 
-from polyprof.errors import PolyprofError
-from polyprof.symbolize.frames import Frame
+import numpy as np
 
-__all__ = ["LlvmSymbolizer", "LlvmSymbolizerError", "find_llvm_symbolizer"]
+from polyprof.errors import PolyprofError
+from polyprof.symbolize.answers import Answers
+
+__all__ = ["LlvmPool", "LlvmSymbolizer", "LlvmSymbolizerError", "find_llvm_symbolizer", "parse_output"]
 
 #: Versioned names Debian and others install when the plain name is absent.
 _NAMES = ("llvm-symbolizer",) + tuple(f"llvm-symbolizer-{v}" for v in range(20, 10, -1))
@@ -47,20 +52,58 @@ def find_llvm_symbolizer() -> str | None:
     return None
 
 
-def _frames(lines: list[str]) -> list[Frame]:
-    """Frames of one answer: pairs of "function" and "file:line:column" lines."""
-    out = []
-    for name, where in zip(lines[0::2], lines[1::2]):
-        file, line, column = (where.rsplit(":", 2) + ["0", "0"])[:3]
-        name = "" if name == "??" else name
-        file = "" if file == "??" else file
-        if name or file:
-            out.append(Frame(name, file, int(line) if line.isdigit() else 0, int(column) if column.isdigit() else 0))
-    return out
+def parse_output(data: bytes, addresses: np.ndarray) -> Answers:
+    """Answers from llvm-symbolizer's LLVM-style output for ``addresses``, in bulk.
+
+    Each answer is pairs of a function line and a ``file:line:column`` line,
+    ended by a blank line. Lines are split and classified with numpy; only
+    distinct names and distinct locations are decoded and parsed in Python
+    (a per-frame parse costs more than llvm-symbolizer itself).
+    """
+    n = len(addresses)
+    lines = data.split(b"\n")[:-1]  # the output ends with "\n\n": one trailing empty piece
+    lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+    blank = lengths == 0
+    ends = np.flatnonzero(blank)
+    if len(ends) != n:
+        raise LlvmSymbolizerError(f"llvm-symbolizer gave {len(ends)} answers for {n} addresses")
+    first = np.zeros(n, dtype=np.int64)
+    first[1:] = ends[:-1] + 1
+    sizes = ends - first
+    if np.any(sizes % 2):
+        raise LlvmSymbolizerError("llvm-symbolizer's answer is not pairs of function and location lines")
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes // 2, out=starts[1:])
+    filled = list(filter(None, lines))  # without the blank lines, names and places alternate
+    strings: dict[str, int] = {"": 0}
+    fn = _codes(filled[0::2], strings, _name)
+    where = filled[1::2]
+    places = {raw: i for i, raw in enumerate(dict.fromkeys(where))}
+    parsed = np.array([_place(raw, strings) for raw in places], dtype=np.int64).reshape(-1, 3)
+    loc = parsed[np.fromiter(map(places.__getitem__, where), dtype=np.int64, count=len(where))]
+    return Answers(addresses, starts, fn, loc[:, 0], loc[:, 1], loc[:, 2], list(strings)).drop_unknown()
+
+
+def _codes(values: list[bytes], strings: dict[str, int], decode) -> np.ndarray:  # noqa: ANN001
+    """String-table codes of byte strings, decoding each distinct value once."""
+    code = {raw: strings.setdefault(decode(raw), len(strings)) for raw in dict.fromkeys(values)}
+    return np.fromiter(map(code.__getitem__, values), dtype=np.int32, count=len(values))
+
+
+def _name(raw: bytes) -> str:
+    return "" if raw == b"??" else raw.decode("utf-8", "replace")
+
+
+def _place(raw: bytes, strings: dict[str, int]) -> tuple[int, int, int]:
+    """(file code, line, column) of one ``file:line:column`` line."""
+    file, line, column = (raw.rsplit(b":", 2) + [b"0", b"0"])[:3]
+    text = "" if file == b"??" else file.decode("utf-8", "replace")
+    return (strings.setdefault(text, len(strings)), int(line) if line.isdigit() else 0,
+            int(column) if column.isdigit() else 0)
 
 
 class LlvmSymbolizer:
-    """One llvm-symbolizer process; :meth:`lookup` answers many addresses at once."""
+    """One llvm-symbolizer process; :meth:`raw` answers many addresses at once."""
 
     def __init__(self, exe: str) -> None:
         self.exe = exe
@@ -70,15 +113,14 @@ class LlvmSymbolizer:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=1 << 16)
         except OSError as exc:
             raise LlvmSymbolizerError(f"cannot start {exe}: {exc}") from None
+        _grow_pipe(self.proc.stdout)
 
-    def lookup(self, path: str, addresses: Iterable[int]) -> list[list[Frame]]:
-        """Frames (innermost first) for each of ``addresses`` (ELF virtual addresses) in ``path``."""
-        addrs = list(addresses)
-        if not addrs:
-            return []
+    def raw(self, path: str, addresses: np.ndarray) -> bytes:
+        """The output for ``addresses`` (ELF virtual addresses) in ``path``, unparsed."""
         if '"' in path or "\n" in path:
             raise LlvmSymbolizerError(f"cannot pass the file name {path!r} to llvm-symbolizer")
-        request = "".join(f'"{path}" {a:#x}\n' for a in addrs).encode("utf-8", "surrogateescape")
+        prefix = f'"{path}" '
+        request = "".join(f"{prefix}{a:#x}\n" for a in addresses.tolist()).encode("utf-8", "surrogateescape")
         failure: list[BaseException] = []
 
         def feed() -> None:
@@ -91,19 +133,21 @@ class LlvmSymbolizer:
 
         writer = threading.Thread(target=feed, daemon=True)
         writer.start()
-        out: list[list[Frame]] = []
         assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        pending = b""
+        fd, chunks, seen, tail = self.proc.stdout.fileno(), [], 0, b""
         try:
-            # Big reads split on the blank line that ends each answer: per-line reads cost
-            # more than llvm-symbolizer itself on 100k addresses.
-            while len(out) < len(addrs):
+            # Big reads, counting the blank lines that end answers (across chunk borders too).
+            # llvm-symbolizer flushes every answer: reading each as it comes costs a Python
+            # loop turn per address, so after a short read the pipe is left to fill a little.
+            while seen < len(addresses):
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     raise LlvmSymbolizerError(f"{self.exe} exited while symbolizing {path}")
-                *answers, pending = (pending + chunk).split(b"\n\n")
-                out.extend(_frames(a.decode("utf-8", "replace").strip("\n").split("\n")) for a in answers)
+                seen += (tail + chunk).count(b"\n\n") - tail.count(b"\n\n")
+                tail = chunk[-1:]
+                chunks.append(chunk)
+                if len(chunk) < 1 << 15 and seen < len(addresses):
+                    time.sleep(0.002)
         except LlvmSymbolizerError:
             self.close()
             raise
@@ -111,7 +155,12 @@ class LlvmSymbolizer:
             writer.join(timeout=5)
         if failure:
             raise LlvmSymbolizerError(f"cannot talk to {self.exe}: {failure[0]}")
-        return out
+        return b"".join(chunks)
+
+    def lookup(self, path: str, addresses: Iterable[int]) -> Answers:
+        """Frames (innermost first) for each of ``addresses`` (ELF virtual addresses) in ``path``."""
+        addrs = np.asarray(list(addresses), dtype=np.uint64)
+        return parse_output(self.raw(path, addrs), addrs) if len(addrs) else Answers.empty()
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -128,3 +177,73 @@ class LlvmSymbolizer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class LlvmPool:
+    """Several llvm-symbolizer processes over shards of a batch: the tool is single-threaded.
+
+    Addresses are split into contiguous runs (each process then walks its own
+    part of the file), one per process, answered concurrently and joined
+    back in order; answers do not depend on the split. Processes start on
+    first need, at most ``POLYPROF_LLVM_JOBS`` (default: the CPU count, up to
+    4), and only for batches big enough to pay for loading the file again.
+    """
+
+    def __init__(self, exe: str, jobs: int | None = None, min_shard: int = 2000) -> None:
+        self.exe = exe
+        self.jobs = max(1, jobs if jobs is not None else _default_jobs())
+        self.min_shard = max(1, min_shard)  # below this, loading the debug file again costs more than it saves
+        self.procs: list[LlvmSymbolizer] = [LlvmSymbolizer(exe)]
+
+    def lookup(self, path: str, addresses: Iterable[int]) -> Answers:
+        """Frames (innermost first) for each of ``addresses`` (ELF virtual addresses) in ``path``."""
+        addrs = np.asarray(list(addresses), dtype=np.uint64)
+        if not len(addrs):
+            return Answers.empty()
+        shards = min(self.jobs, max(1, len(addrs) // self.min_shard))
+        while len(self.procs) < shards:
+            self.procs.append(LlvmSymbolizer(self.exe))
+        if shards == 1:
+            return parse_output(self.procs[0].raw(path, addrs), addrs)
+        parts = np.array_split(addrs, shards)
+        outputs: list[bytes | BaseException] = [b""] * shards
+
+        def run(i: int) -> None:
+            try:
+                outputs[i] = self.procs[i].raw(path, parts[i])
+            except LlvmSymbolizerError as exc:
+                outputs[i] = exc
+
+        threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(1, shards)]
+        for t in threads:
+            t.start()
+        run(0)
+        for t in threads:
+            t.join()
+        for out in outputs:
+            if isinstance(out, BaseException):
+                raise out
+        return parse_output(b"".join(outputs), addrs)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        for proc in self.procs:
+            proc.close()
+        self.procs = []
+
+
+def _grow_pipe(stream: object) -> None:
+    """A 1 MB pipe buffer where Linux allows it, so llvm-symbolizer need not wait while answers
+    are left to gather; elsewhere the default is kept."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)  # type: ignore[attr-defined]
+    except (OSError, ImportError, AttributeError, ValueError):
+        pass
+
+
+def _default_jobs() -> int:
+    forced = os.environ.get("POLYPROF_LLVM_JOBS", "")
+    if forced.isdigit() and int(forced) > 0:
+        return int(forced)
+    return min(os.cpu_count() or 1, 4)

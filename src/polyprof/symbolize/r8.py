@@ -17,9 +17,13 @@ sorted and joined by ``" | "`` when they differ (an ambiguous frame, as
 trace processor shows it). A class that was only renamed keeps its method
 name. The frame's function keeps the obfuscated name as its system name.
 
-Not done: R8 *outline* frames are named but their call sites are not
-re-positioned from the outline's line (``outlineCallsite``): that depends
-on the frame below, and symbolization never renumbers locations.
+R8 *outlines* (a method line followed by ``# {"id":
+"com.android.tools.r8.outline"}``) fold into their caller when the caller's
+line is an outline call site (``# {"id":
+"com.android.tools.r8.outlineCallsite", "positions": {...}}``): the outline
+frame goes and the caller is retraced at the position given for the
+outline's line, as R8's retrace does. The stack keeps its id; the callsite
+gets a new location (appended) and hangs from the caller's parent.
 
 Which map applies to a frame: a map whose package is named by the
 mapping's path (``/data/app/[~~…/]<package>-…/base.apk``), else by the
@@ -55,6 +59,10 @@ class Member:
     obf_end: int = 0
     src_start: int = 0
     src_end: int = 0
+    #: R8 outlining: this method is an outline (its frame folds into its caller's) ...
+    outline: bool = False
+    #: ... or a call site of one: outline line -> this method's obfuscated line to retrace instead.
+    positions: dict[int, int] = field(default_factory=dict)
 
     def line(self, obf_line: int) -> int:
         if not self.src_start:
@@ -100,6 +108,12 @@ class JavaMap:
                  else 0)]
 
 
+    def group(self, cls: str, method: str, line: int) -> list[Member]:
+        """The method lines of ``cls.method`` whose obfuscated range holds ``line`` ([] if none)."""
+        c = self.classes.get(cls)
+        return _group_for(c.methods.get(method, []), line) if c is not None and line > 0 else []
+
+
 def _group_for(entries: list[Member], line: int) -> list[Member]:
     """The first run of consecutive entries with one obfuscated range holding ``line``."""
     i = 0
@@ -118,6 +132,7 @@ def parse_mapping(text: str, origin: str, notes: list[str], package: str = "") -
     """A ``mapping.txt`` as a :class:`JavaMap`; malformed lines are counted in ``notes``."""
     jm = JavaMap(package, origin=origin)
     current: JavaClass | None = None
+    last: Member | None = None  # method metadata (outlines) follows its method line
     bad: list[int] = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.rstrip()
@@ -125,17 +140,18 @@ def parse_mapping(text: str, origin: str, notes: list[str], package: str = "") -
         if not stripped:
             continue
         if stripped.startswith("#"):
-            _metadata(stripped, current)
+            _metadata(stripped, current, last)
             continue
         m = _CLASS.match(line)
         if m and not line[0].isspace():
             current = jm.classes[m.group(2)] = JavaClass(m.group(1))
+            last = None
             continue
         m = _METHOD.match(line)
         if m and current is not None:
             a, b, _, name, _, c, d, obf = m.groups()
-            current.methods.setdefault(obf, []).append(
-                Member(name, int(a or 0), int(b or 0), int(c or 0), int(d or 0)))
+            last = Member(name, int(a or 0), int(b or 0), int(c or 0), int(d or 0))
+            current.methods.setdefault(obf, []).append(last)
             continue
         if _FIELD.match(line) and current is not None:
             continue
@@ -145,16 +161,30 @@ def parse_mapping(text: str, origin: str, notes: list[str], package: str = "") -
     return jm
 
 
-def _metadata(comment: str, current: JavaClass | None) -> None:
+def _metadata(comment: str, current: JavaClass | None, last: Member | None) -> None:
     body = comment.lstrip("#").strip()
     if current is None or not body.startswith("{"):
         return
     try:
         info = json.loads(body)
     except ValueError:
+        try:  # R8's own examples also write the JSON with single quotes
+            info = json.loads(body.replace("'", '"'))
+        except ValueError:
+            return
+    if not isinstance(info, dict):
         return
-    if isinstance(info, dict) and info.get("id") == "sourceFile":
+    kind = info.get("id")
+    if kind == "sourceFile":
         current.source_file = str(info.get("fileName", ""))
+    elif kind == "com.android.tools.r8.outline" and last is not None:
+        last.outline = True
+    elif kind == "com.android.tools.r8.outlineCallsite" and last is not None:
+        positions = info.get("positions")
+        try:
+            last.positions = {int(k): int(v) for k, v in positions.items()} if isinstance(positions, dict) else {}
+        except (TypeError, ValueError):
+            last.positions = {}
 
 
 def from_trace(packet: dict) -> JavaMap:
@@ -210,26 +240,40 @@ def _split(name: str) -> tuple[str, str] | None:
 
 def deobfuscate_profile(p: Profile, maps: list[JavaMap], notes: list[str]) -> tuple[Profile, int]:
     """``p`` with its Java frames deobfuscated by ``maps`` and any map ``p`` carries (see the
-    module docstring); also the number of functions renamed. Nothing is renumbered."""
+    module docstring); also the number of functions renamed. No row is renumbered; an R8
+    outline frame folds into its caller (see :func:`_fold_outlines`)."""
     carried = [from_trace(x) for x in p.extras.get("java_deobfuscation", [])]
     every = carried + maps
     if not every:
         return p, 0
     process = str(p.extras.profile_labels.get("process_name", ""))
-    new, count = _retrace_locations(p, every, process)
+    new, count, outlines = _retrace_locations(p, every, process)
     from polyprof.symbolize.fill import Interner, replace_lines, shallow_copy
 
+    if outlines.callers:
+        p, folded = _fold_outlines(p, outlines)
+        new.update(folded)
     # renamed, not newly symbolized: mapping flags stay
     out = replace_lines(p, Interner(p), new, set_flags=False) if new else shallow_copy(p)
     out.extras.pop("java_deobfuscation", None)  # applied: the names say it now
     return out, count
 
 
-def _retrace_locations(p: Profile, maps: list[JavaMap], process: str) -> tuple[dict, int]:
+@dataclass
+class _Outlines:
+    """Locations that are R8 outline frames (row -> obfuscated line) and outline call sites
+    (row -> the retrace of the caller at a given obfuscated line, and its system name and file)."""
+
+    frames: dict[int, int] = field(default_factory=dict)
+    callers: dict[int, tuple[dict[int, int], JavaMap, str, str]] = field(default_factory=dict)
+
+
+def _retrace_locations(p: Profile, maps: list[JavaMap], process: str) -> tuple[dict, int, _Outlines]:
     s, f, ln, loc = p.strings, p.functions, p.lines, p.locations
     new: dict[int, list] = {}
     renamed: set[int] = set()
     choice: dict[int, list[JavaMap]] = {}
+    outlines = _Outlines()
     for row in range(len(loc)):
         m = int(loc.mapping[row])
         if m not in choice:
@@ -246,11 +290,82 @@ def _retrace_locations(p: Profile, maps: list[JavaMap], process: str) -> tuple[d
             changed = True
             renamed.add(fn)
             system = s[f.name[fn]]  # the obfuscated name belongs to the physical (last) level only
-            lines.extend((name, system if i == len(got) - 1 else "", file or s[f.filename[fn]], number, 0)
-                         for i, (name, file, number) in enumerate(got))
+            lines.extend(_lines(got, system, s[f.filename[fn]]))
+            _note_outline(outlines, row, system, int(ln.line[r]), s[f.filename[fn]], choice[m])
         if changed:
             new[row] = lines
-    return new, len(renamed)
+    return new, len(renamed), outlines
+
+
+def _lines(got: list[tuple[str, str, int]], system: str, file: str) -> list:
+    return [(name, system if i == len(got) - 1 else "", where or file, number, 0)
+            for i, (name, where, number) in enumerate(got)]
+
+
+def _note_outline(outlines: _Outlines, row: int, system: str, line: int, file: str, maps: list[JavaMap]) -> None:
+    """Remember ``row`` when its frame is an R8 outline or an outline's call site."""
+    parts = _split(system)
+    if parts is None or line <= 0:
+        return
+    for jm in maps:
+        group = jm.group(parts[0], parts[1], line)
+        if any(m.outline for m in group):
+            outlines.frames[row] = line
+        positions = next((m.positions for m in group if m.positions), None)
+        if positions:
+            outlines.callers[row] = (positions, jm, system, file)
+        if group:
+            return
+
+
+def _fold_outlines(p: Profile, outlines: _Outlines) -> tuple[Profile, dict[int, list]]:
+    """R8's rule for outlines: a frame of an outline method called from an outline call site is
+    dropped, and the caller is retraced at the line the call site's ``positions`` give for the
+    outline's line (one frame, or an inline chain, instead of two).
+
+    Each such callsite keeps its id (stacks and samples are untouched) but now hangs from its
+    caller's parent with a new location, appended after every existing one, with the caller's
+    mapping and address and the repositioned lines. Returns the profile and the new
+    locations' lines."""
+    import numpy as np
+
+    from polyprof.model.profile import CallsiteTable, LocationTable
+    from polyprof.symbolize.fill import shallow_copy
+
+    loc, cs = p.locations, p.callsites
+    parent, location = cs.parent.copy(), cs.location.copy()
+    made: dict[tuple[int, int], int] = {}
+    added: list[int] = []  # caller location of each new location
+    lines: dict[int, list] = {}
+    for c in np.flatnonzero(np.isin(location, list(outlines.frames))).tolist():
+        up = int(parent[c])
+        caller = int(location[up]) if up >= 0 else -1
+        info = outlines.callers.get(caller)
+        at = info[0].get(outlines.frames[int(location[c])]) if info else None
+        if info is None or at is None:
+            continue
+        _, jm, system, file = info
+        key = (caller, at)
+        if key not in made:
+            cls, _, method = system.split("(", 1)[0].replace("/", ".").rpartition(".")  # as _split did
+            got = jm.retrace(cls, method, at)
+            if not got:
+                continue
+            made[key] = len(loc) + len(added)
+            added.append(caller)
+            lines[made[key]] = _lines(got, system, file)
+        parent[c], location[c] = parent[up], made[key]
+    if not added:
+        return p, {}
+    out = shallow_copy(p)
+    rows = np.asarray(added, dtype=np.int64)
+    out.locations = LocationTable(np.concatenate([loc.mapping, loc.mapping[rows]]),
+                                  np.concatenate([loc.address, loc.address[rows]]),
+                                  np.concatenate([loc.folded, loc.folded[rows]]),
+                                  np.concatenate([loc.line_start, np.full(len(rows), loc.line_start[-1],
+                                                                          dtype=loc.line_start.dtype)]))
+    out.callsites = CallsiteTable(parent, location)
+    return out, lines
 
 
 def _retrace_line(s: list[str], f, fn: int, line: int, maps: list[JavaMap]):  # noqa: ANN001, ANN202

@@ -12,17 +12,22 @@ on disk per debug file (:class:`.cache.ResultCache`).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from polyprof.errors import PolyprofError
+from polyprof.symbolize.answers import Answers
 from polyprof.symbolize.cache import ResultCache
 from polyprof.symbolize.elf import ElfFile, Symbols
 from polyprof.symbolize.frames import Frame
-from polyprof.symbolize.llvm import LlvmSymbolizer, LlvmSymbolizerError, find_llvm_symbolizer
+from polyprof.symbolize.llvm import LlvmPool, LlvmSymbolizerError, find_llvm_symbolizer
 
 __all__ = ["ENGINES", "BadDebugInfoError", "Module", "Resolver"]
 
 ENGINES = ("auto", "llvm", "python")
+_MASK = (1 << 64) - 1
 
 
 class BadDebugInfoError(PolyprofError):
@@ -77,12 +82,12 @@ class Resolver:
             raise PolyprofError(f"unknown symbolizer engine {engine!r}; choose one of {', '.join(ENGINES)}")
         self.engine = engine
         self.cache = cache or ResultCache(None)
-        self._llvm: LlvmSymbolizer | None = None
+        self._llvm: LlvmPool | None = None
         self._llvm_failed = ""
         self.notes: list[str] = []
         self.used: set[str] = set()
 
-    def _llvm_process(self) -> LlvmSymbolizer | None:
+    def _llvm_process(self) -> LlvmPool | None:
         if self.engine == "python" or self._llvm_failed:
             return None
         if self._llvm is None:
@@ -92,10 +97,10 @@ class Resolver:
                     raise PolyprofError("llvm-symbolizer not found on PATH (install LLVM, or use the pure-Python "
                                         "engine)")
                 return None
-            self._llvm = LlvmSymbolizer(exe)
+            self._llvm = LlvmPool(exe)
         return self._llvm
 
-    def _dwarf(self, path: str, addresses: list[int]) -> list[list[Frame]]:
+    def _dwarf(self, path: str, addresses: np.ndarray) -> Answers:
         llvm = self._llvm_process()
         if llvm is not None:
             try:
@@ -104,6 +109,7 @@ class Resolver:
                 return answers
             except LlvmSymbolizerError as exc:
                 self._llvm_failed = str(exc)
+                llvm.close()
                 self._llvm = None
                 self.notes.append(f"llvm-symbolizer failed ({exc}); using the pure-Python DWARF reader")
         from polyprof.symbolize.dwarf import DwarfReader
@@ -116,9 +122,10 @@ class Resolver:
             reader = DwarfReader(path)
         except Exception as exc:  # noqa: BLE001
             raise BadDebugInfoError(f"{path}: unreadable DWARF ({type(exc).__name__}: {exc})") from None
-        out, errors = [], 0
+        out: list[list[Frame]] = []
+        errors = 0
         try:
-            for a in addresses:
+            for a in addresses.tolist():
                 try:
                     out.append(reader.lookup(a))
                 except Exception:  # noqa: BLE001 - see above
@@ -129,31 +136,40 @@ class Resolver:
         if errors:
             self.notes.append(f"{path}: unreadable DWARF for {errors} address(es); they keep the symbol "
                               f"table's names only")
-        return out
+        return Answers.from_frames(addresses.tolist(), out)
+
+    def resolve_columns(self, module: Module, addresses: Sequence[int] | np.ndarray) -> Answers:
+        """Frames (innermost first) of each of ``addresses`` (ELF virtual addresses), aligned with them."""
+        # hostile load biases can push an address outside 64 bits: wrap it, as the ELF address space does
+        wanted = addresses.astype(np.uint64) if isinstance(addresses, np.ndarray) else \
+            np.fromiter((a & _MASK for a in addresses), dtype=np.uint64, count=len(addresses))
+        key = module.cache_key()
+        distinct = np.unique(wanted)
+        cached = self.cache.get(key, distinct)
+        todo = distinct[~np.isin(distinct, cached.addresses)] if len(cached) else distinct
+        if len(todo):
+            path = module.dwarf_path
+            fresh = self._dwarf(path, todo) if path else Answers.empty(todo)
+            fresh = _name_from_symbols(fresh, module.symbols())
+            self.cache.put(key, fresh)
+            cached = Answers.concat([cached, fresh])
+        return cached.lookup(wanted)[0]
 
     def resolve(self, module: Module, addresses: list[int]) -> dict[int, list[Frame]]:
         """Frames (innermost first) of every ELF virtual address that resolves."""
-        key = module.cache_key()
-        out = self.cache.get(key, addresses)
-        todo = sorted(set(addresses) - out.keys())
-        if not todo:
-            return {a: f for a, f in out.items() if f}
-        path = module.dwarf_path
-        chains = self._dwarf(path, todo) if path else [[] for _ in todo]
-        syms = module.symbols()
-        fresh: dict[int, list[Frame]] = {}
-        for address, frames, named in zip(todo, chains, syms.lookup_many(todo)):
-            if named is not None:
-                name, file = named
-                last = frames[-1] if frames else Frame("")
-                frames = frames[:-1] + [last._replace(function=name, file=last.file or file)]
-            fresh[address] = frames
-        self.cache.put(key, fresh)
-        out.update(fresh)
-        return {a: f for a, f in out.items() if f}
+        return self.resolve_columns(module, addresses).to_dict()
 
     def close(self) -> None:
         if self._llvm is not None:
             self._llvm.close()
             self._llvm = None
         self.cache.close()
+
+
+def _name_from_symbols(answers: Answers, syms: Symbols) -> Answers:
+    """The symbol table's name on the outermost frame of every address a symbol covers."""
+    rows, hit = syms.find(answers.addresses)
+    if not hit.any():
+        return answers
+    picked = rows[hit].tolist()
+    return answers.name_outermost(hit, [syms.names[j] for j in picked], [syms.files[j] for j in picked])

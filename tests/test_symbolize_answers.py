@@ -1,0 +1,47 @@
+"""Answers as columns (symbolize/answers.py) and llvm-symbolizer's output parsed in bulk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from polyprof.symbolize.answers import Answers
+from polyprof.symbolize.frames import Frame
+from polyprof.symbolize.llvm import LlvmSymbolizerError, parse_output
+
+CHAINS = [[Frame("inner", "/a.h", 3, 1), Frame("outer", "/a.cc", 9, 2)], [], [Frame("solo", "", 0, 0)]]
+
+
+def test_columns_round_trip_through_frames_concat_lookup_and_the_packed_blob():
+    a = Answers.from_frames([0x10, 0x20, 0x30], CHAINS)
+    assert [a.frames(i) for i in range(3)] == CHAINS
+    assert a.to_dict() == {0x10: CHAINS[0], 0x30: CHAINS[2]}
+    b = Answers.from_frames([0x40, 0x10], [[Frame("later", "/b.cc", 1, 0)], [Frame("newer", "/c.cc", 2, 0)]])
+    both = Answers.concat([a, b])
+    found, hit = both.lookup(np.array([0x30, 0x99, 0x10, 0x40], dtype=np.uint64))
+    assert hit.tolist() == [True, False, True, True]
+    assert [found.frames(i) for i in range(4)] == [CHAINS[2], [], [Frame("newer", "/c.cc", 2, 0)],
+                                                   [Frame("later", "/b.cc", 1, 0)]]  # the last answer wins
+    again = Answers.unpack(both.pack())
+    assert again.to_dict() == both.to_dict() and again.strings == both.strings
+    for bad in (b"", b"PPA1" + bytes(24), both.pack()[:-3], b"XXXX" + both.pack()[4:]):
+        with pytest.raises(ValueError):
+            Answers.unpack(bad)
+
+
+def test_symbol_names_go_on_the_outermost_frame_and_fill_empty_answers():
+    a = Answers.from_frames([1, 2, 3], [[Frame("in", "", 5, 0), Frame("out", "", 6, 0)], [], [Frame("x", "/f", 1, 0)]])
+    named = a.name_outermost(np.array([True, True, False]), ["sym1", "sym2"], ["/s1", "/s2"])
+    assert [named.frames(i) for i in range(3)] == [
+        [Frame("in", "", 5, 0), Frame("sym1", "/s1", 6, 0)], [Frame("sym2", "/s2", 0, 0)], [Frame("x", "/f", 1, 0)]]
+
+
+def test_llvm_output_parsed_in_bulk():
+    out = (b"_Z5innerv\n/src/a.h:3:7\n_Z5outerv\n/src/a.cc:10:0\n\n"
+           b"??\n??:0:0\n\n"
+           b"main\n/src/m.c:4:1\n\n")
+    got = parse_output(out, np.array([1, 2, 3], dtype=np.uint64))
+    assert got.to_dict() == {1: [Frame("_Z5innerv", "/src/a.h", 3, 7), Frame("_Z5outerv", "/src/a.cc", 10, 0)],
+                             3: [Frame("main", "/src/m.c", 4, 1)]}
+    with pytest.raises(LlvmSymbolizerError):
+        parse_output(out, np.array([1, 2], dtype=np.uint64))  # answers and addresses must pair up
