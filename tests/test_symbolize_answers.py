@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from polyprof.symbolize.answers import Answers
+from polyprof.symbolize.elf import _dedup
 from polyprof.symbolize.frames import Frame
 from polyprof.symbolize.llvm import LlvmSymbolizerError, parse_output
 
@@ -45,3 +46,17 @@ def test_llvm_output_parsed_in_bulk():
                              3: [Frame("main", "/src/m.c", 4, 1)]}
     with pytest.raises(LlvmSymbolizerError):
         parse_output(out, np.array([1, 2], dtype=np.uint64))  # answers and addresses must pair up
+
+
+def test_a_size_zero_symbol_covers_up_to_the_next_symbol_but_not_past_its_section() -> None:
+    # _init (size 0) in .init, then a sized function, then __FRAME_END__ (size 0) at the end of
+    # .eh_frame, whose section ends where it starts: a PLT stub after it stays unnamed
+    syms = _dedup(np.array([0x1000, 0x1100, 0x3000], np.uint64), np.array([0, 0x20, 0], np.uint64),
+                  ["_init", "work", "__FRAME_END__"], ["", "", ""],
+                  np.array([0x1020, 0x2000, 0x3000], np.uint64))
+    assert syms.lookup(0x1010) == ("_init", "")
+    assert syms.lookup(0x1030) is None  # past .init, before work
+    assert syms.lookup(0x1110) == ("work", "")
+    assert syms.lookup(0x1120) is None  # past work's size
+    assert syms.lookup(0x3008) is None  # past __FRAME_END__'s section
+    assert syms.lookup_many([0x1010, 0x1030, 0x3008]) == [("_init", ""), None, None]

@@ -87,19 +87,17 @@ class Symbols:
     size: np.ndarray
     names: list[str]
     files: list[str]
+    #: where a size-0 symbol's cover stops at the latest: its section's end (so a marker such
+    #: as ``__FRAME_END__`` never names an unnamed PLT stub or gap in another section)
+    limit: np.ndarray | None = None
 
     def lookup(self, address: int) -> tuple[str, str] | None:
         """(name, file) of the symbol covering ``address``; None if none does.
 
-        A symbol of size 0 covers everything up to the next symbol.
+        A symbol of size 0 covers everything up to the next symbol, within its section.
         """
-        i = int(np.searchsorted(self.start, address, side="right")) - 1
-        if i < 0:
-            return None
-        size = int(self.size[i])
-        if size and int(self.start[i]) + size <= address:
-            return None
-        return self.names[i], self.files[i]
+        at, hit = self.find([address])
+        return (self.names[int(at[0])], self.files[int(at[0])]) if bool(hit[0]) else None
 
     def lookup_many(self, addresses: list[int]) -> list[tuple[str, str] | None]:
         """:meth:`lookup` for many addresses at once (one vectorized search)."""
@@ -114,7 +112,10 @@ class Symbols:
         i = np.searchsorted(self.start, wanted, side="right") - 1
         at = np.maximum(i, 0)
         size = self.size[at]
-        hit = (i >= 0) & ((size == 0) | (self.start[at] + size > wanted))
+        unsized = size == 0
+        if self.limit is not None:
+            unsized &= wanted < self.limit[at]
+        hit = (i >= 0) & (unsized | (self.start[at] + size > wanted))
         return at, hit
 
     def __len__(self) -> int:
@@ -303,7 +304,9 @@ class ElfFile:
         if not parts:
             return Symbols(np.zeros(0, np.uint64), np.zeros(0, np.uint64), [], [])
         return _dedup(np.concatenate([p.start for p in parts]), np.concatenate([p.size for p in parts]),
-                      [n for p in parts for n in p.names], [f for p in parts for f in p.files])
+                      [n for p in parts for n in p.names], [f for p in parts for f in p.files],
+                      np.concatenate([p.limit if p.limit is not None else np.full(len(p), 2**64 - 1, np.uint64)
+                                      for p in parts]))
 
     def _read_symbols(self, table: Section) -> Symbols:
         dtype = np.dtype([("name", self.end + "u4"), ("info", "u1"), ("other", "u1"), ("shndx", self.end + "u2"),
@@ -336,10 +339,13 @@ class ElfFile:
 
         names = [text(off) for off in rows["name"].tolist()]
         files = [text(int(syms["name"][f])) if f >= 0 else "" for f in file_rows]
-        return _dedup(rows["value"].astype(np.uint64), rows["size"].astype(np.uint64), names, files)
+        ends = np.array([sec.addr + sec.size for sec in self.sections] + [0], dtype=np.uint64)
+        limit = ends[np.minimum(rows["shndx"].astype(np.int64), len(self.sections))]
+        return _dedup(rows["value"].astype(np.uint64), rows["size"].astype(np.uint64), names, files, limit)
 
 
-def _dedup(start: np.ndarray, size: np.ndarray, names: list[str], files: list[str]) -> Symbols:
+def _dedup(start: np.ndarray, size: np.ndarray, names: list[str], files: list[str],
+           limit: np.ndarray) -> Symbols:
     """Sort by (start, size, name); keep the last row of each start (llvm-symbolizer's choice)."""
     mapping_symbol = np.array([n.startswith("$") and len(n) <= 3 for n in names], dtype=bool)  # ARM $a/$d/$x
     order = sorted((i for i in range(len(names)) if not mapping_symbol[i]),
@@ -351,7 +357,7 @@ def _dedup(start: np.ndarray, size: np.ndarray, names: list[str], files: list[st
         last[:-1] = s[1:] != s[:-1]
     keep = idx[last]
     rows = keep.tolist()
-    return Symbols(start[keep], size[keep], [names[i] for i in rows], [files[i] for i in rows])
+    return Symbols(start[keep], size[keep], [names[i] for i in rows], [files[i] for i in rows], limit[keep])
 
 
 def build_id_of(path: str) -> str:
