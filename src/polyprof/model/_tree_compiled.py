@@ -1,0 +1,186 @@
+"""Compiled twins of the tree kernels in :mod:`polyprof.model.tree` (numba, no compiler needed).
+
+Each function gives exactly the result of its numpy twin (a differential
+hypothesis test checks it) or ``None`` when it declines (a parent cycle,
+keys too wide for a counting sort), so that the numpy twin runs.
+:mod:`polyprof.model.tree` imports this module only for trees large enough
+to pay for loading numba (``tree._kernels``); small trees never import it.
+
+The numpy kernels spend their time in whole-array passes repeated per
+pointer-jumping step or per level (a sort per level); here the same
+results come from single linear walks and counting sorts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["expand_chains", "intern_paths", "path_sums"]
+
+
+@njit(cache=True, nogil=True)
+def _path_sums(parent, acc, done, stack):  # noqa: ANN001, ANN202 - numba
+    """Fill ``acc`` (the values) with sums over every node's path; False on a cycle."""
+    n = parent.size
+    for i in range(n):
+        if done[i]:
+            continue
+        top = 0
+        v = i
+        while v >= 0 and not done[v]:  # climb to a finished ancestor (or above the root)
+            if top == n:
+                return False
+            stack[top] = v
+            top += 1
+            v = parent[v]
+        while top:
+            top -= 1
+            u = stack[top]
+            p = parent[u]
+            if p >= 0:
+                acc[u] += acc[p]
+            done[u] = True
+    return True
+
+
+def path_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray | None:
+    """Sum of ``values`` over every node and its ancestors (int64)."""
+    acc = np.array(values, dtype=np.int64, copy=True)
+    n = acc.size
+    up = np.ascontiguousarray(parent, dtype=np.int64)
+    if n and (int(up.max()) >= n or int(up.min()) < -1):
+        return None
+    if not _path_sums(up, acc, np.zeros(n, dtype=np.bool_), np.empty(n, dtype=np.int64)):
+        return None
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def _chains(parent, count, owner, within, up, first):  # noqa: ANN001, ANN202
+    k = 0
+    for c in range(count.size):
+        first[c] = k
+        k += count[c]
+    for c in range(count.size):
+        p = parent[c]
+        above = first[p] + count[p] - 1 if p >= 0 else -1
+        f = first[c]
+        for j in range(count[c]):
+            owner[f + j] = c
+            within[f + j] = j
+            up[f + j] = above if j == 0 else f + j - 1
+
+
+def expand_chains(parent: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """(node of every item, place in its chain, item above, each node's first item), chains in id order."""
+    count = np.ascontiguousarray(count, dtype=np.int64)
+    parent = np.ascontiguousarray(parent, dtype=np.int64)
+    if count.size and (int(count.min()) < 0 or int(parent.max()) >= count.size or int(parent.min()) < -1):
+        return None
+    total = int(count.sum())
+    out = (np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64),
+           np.empty(count.size, np.int64))
+    _chains(parent, count, *out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _by_label(keys, labels, lo, hi, out):  # noqa: ANN001, ANN202
+    """Sort ``out[lo:hi]`` (positions) by ``labels``: insertion sort, these runs are mostly tiny."""
+    if hi - lo > 48:
+        run = out[lo:hi].copy()
+        out[lo:hi] = run[np.argsort(labels[run], kind="mergesort")]
+        return
+    for a in range(lo + 1, hi):
+        k = out[a]
+        lab = labels[k]
+        b = a - 1
+        while b >= lo and labels[out[b]] > lab:
+            out[b + 1] = out[b]
+            b -= 1
+        out[b + 1] = k
+
+
+@njit(cache=True, nogil=True)
+def _level(items, up, label, node_of, parents, labels, made):  # noqa: ANN001, ANN202
+    """Number the distinct (parent node, label) of one level's items from ``made`` on, in that
+    order: a counting sort by parent, then each parent's run by label. Returns the next id,
+    or -1 when the parents span too wide a range for a counting sort."""
+    n = items.size
+    pk = np.empty(n, np.int64)
+    lab = np.empty(n, np.int64)
+    lo, hi = node_of.size, -1  # node ids are below node_of.size
+    for k in range(n):
+        u = up[items[k]]
+        p = node_of[u] if u >= 0 else -1
+        pk[k] = p
+        lab[k] = label[items[k]]
+        if p < lo:
+            lo = p
+        if p > hi:
+            hi = p
+    span = hi - lo + 1
+    if span > 4 * n + 1024:  # parents scattered (never for a real tree): numpy sorts
+        return -1
+    tally = np.zeros(span + 1, np.int64)
+    for k in range(n):
+        tally[pk[k] - lo + 1] += 1
+    for v in range(span):
+        tally[v + 1] += tally[v]
+    out = np.empty(n, np.int64)
+    for k in range(n):
+        slot = pk[k] - lo
+        out[tally[slot]] = k
+        tally[slot] += 1
+    a = 0
+    while a < n:  # each parent's run, by label
+        b = a + 1
+        while b < n and pk[out[b]] == pk[out[a]]:
+            b += 1
+        if b - a > 1:
+            _by_label(pk, lab, a, b, out)
+        a = b
+    prev_p, prev_l = np.int64(-2), np.int64(-1)
+    for k in out:
+        p, lb = pk[k], lab[k]
+        if p != prev_p or lb != prev_l:
+            parents[made] = p
+            labels[made] = lb
+            made += 1
+            prev_p, prev_l = p, lb
+        node_of[items[k]] = made - 1
+    return made
+
+
+@njit(cache=True, nogil=True)
+def _intern(up, label, order, bounds, node_of, parents, labels, starts):  # noqa: ANN001, ANN202
+    """Every level in turn (node_of of a level's parents is known when it is reached)."""
+    made = 0
+    for d in range(bounds.size - 1):
+        made = _level(order[bounds[d]:bounds[d + 1]], up, label, node_of, parents, labels, made)
+        if made < 0:
+            return False
+        starts[d + 1] = made
+    return True
+
+
+def intern_paths(up: np.ndarray, label: np.ndarray, order: np.ndarray, bounds: np.ndarray,
+                 n_labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]] | None:
+    """Interned paths as :func:`polyprof.model.tree.intern_paths` gives them."""
+    up = np.ascontiguousarray(up, dtype=np.int64)
+    label = np.ascontiguousarray(label, dtype=np.int64)
+    order = np.ascontiguousarray(order, dtype=np.int64)
+    bounds = np.ascontiguousarray(bounds, dtype=np.int64)
+    if bounds.size == 0 or bounds[0] != 0 or bounds[-1] != order.size:
+        return None
+    if label.size and (int(label.min()) < 0 or int(label.max()) >= n_labels):
+        return None
+    node_of = np.full(up.size, -1, dtype=np.int64)
+    parents = np.empty(order.size, dtype=np.int64)
+    labels = np.empty(order.size, dtype=np.int64)
+    starts = np.zeros(bounds.size, dtype=np.int64)
+    if not _intern(up, label, order, bounds, node_of, parents, labels, starts):
+        return None
+    made = int(starts[-1])
+    return node_of, parents[:made].copy(), labels[:made].copy(), starts.tolist()
