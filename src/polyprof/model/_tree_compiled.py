@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["expand_chains", "intern_paths", "path_sums"]
+__all__ = ["add_subtree_sums", "expand_chains", "intern_paths", "path_sums", "place_children"]
 
 
 @njit(cache=True, nogil=True)
@@ -184,3 +184,73 @@ def intern_paths(up: np.ndarray, label: np.ndarray, order: np.ndarray, bounds: n
         return None
     made = int(starts[-1])
     return node_of, parents[:made].copy(), labels[:made].copy(), starts.tolist()
+
+
+@njit(cache=True, nogil=True)
+def _push_up(out, nodes, lo, parent):  # noqa: ANN001, ANN202
+    """Add each node's value to its parent's (``nodes`` empty: the nodes are lo, lo + 1, ...)."""
+    if nodes.size:
+        for k in range(parent.size):
+            out[parent[k]] += out[nodes[k]]
+    else:
+        for k in range(parent.size):
+            out[parent[k]] += out[lo + k]
+
+
+def _level_nodes(nodes: np.ndarray | slice) -> tuple[np.ndarray, int]:
+    """(node array, or empty when the level is the slice starting at the given id)."""
+    if isinstance(nodes, slice):
+        return _NONE, int(nodes.start or 0)
+    return np.ascontiguousarray(nodes, dtype=np.int64), 0
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _fits(values: np.ndarray, levels: list) -> bool:
+    """Whether the compiled level kernels take these arrays (1-D int64, slices with a step of 1)."""
+    return values.ndim == 1 and values.dtype == np.int64 and all(
+        not isinstance(lv.nodes, slice) or lv.nodes.step in (None, 1) for lv in levels)
+
+
+def add_subtree_sums(out: np.ndarray, levels: list) -> np.ndarray | None:
+    """:func:`polyprof.model.tree.add_subtree_sums` in place: children before parents, one walk per level."""
+    if not _fits(out, levels):
+        return None
+    for lv in reversed(levels[1:]):
+        if lv.parent.size:
+            nodes, lo = _level_nodes(lv.nodes)
+            _push_up(out, nodes, lo, np.ascontiguousarray(lv.parent, dtype=np.int64))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _place(pos, extent, nodes, lo, parent, starts, step, parent_position, record):  # noqa: ANN001, ANN202
+    """Positions of one level: each run of siblings side by side from its parent's position + step."""
+    n = parent.size
+    for r in range(starts.size):
+        end = starts[r + 1] if r + 1 < starts.size else n
+        acc = 0
+        for k in range(starts[r], end):
+            node = nodes[k] if nodes.size else lo + k
+            above = pos[parent[k]]
+            if record:
+                parent_position[node] = above
+            pos[node] = above + step + acc
+            acc += extent[node]
+
+
+def place_children(extent: np.ndarray, levels: list, step: int, pos: np.ndarray,
+                   parent_position: np.ndarray | None) -> bool:
+    """The levels below the roots of :func:`polyprof.model.tree.place_children` (roots placed in
+    ``pos`` already); False (nothing written) when the arrays do not fit the kernel."""
+    if not _fits(extent, levels) or any(lv.starts.size and lv.starts[0] != 0 for lv in levels[1:]) or (
+            parent_position is not None and parent_position.dtype != np.int64):
+        return False
+    record = parent_position is not None
+    out = parent_position if parent_position is not None else _NONE
+    for lv in levels[1:]:
+        nodes, lo = _level_nodes(lv.nodes)
+        _place(pos, extent, nodes, lo, np.ascontiguousarray(lv.parent, dtype=np.int64),
+               np.ascontiguousarray(lv.starts, dtype=np.int64), step, out, record)
+    return True

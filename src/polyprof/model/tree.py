@@ -207,6 +207,9 @@ def add_subtree_sums(out: np.ndarray, levels: list[Level]) -> np.ndarray:
     Children are summed before parents, one ``reduceat`` per level (exact in
     the dtype of ``out``). Nodes outside ``levels`` pass nothing up.
     """
+    fast = _kernels(out.shape[0])
+    if fast is not None and fast.add_subtree_sums(out, levels) is not None:
+        return out
     for lv in reversed(levels[1:]):
         if lv.parent.size:
             out[lv.parent[lv.starts]] += np.add.reduceat(out[lv.nodes], lv.starts, axis=0)
@@ -234,6 +237,9 @@ def place_children(extent: np.ndarray, levels: list[Level], step: int,
     pos[roots] = np.cumsum(extent[roots]) - extent[roots]
     if parent_position is not None:
         parent_position[roots] = -1
+    fast = _kernels(extent.size)
+    if fast is not None and fast.place_children(extent, levels, step, pos, parent_position):
+        return pos
     for lv in levels[1:]:
         above = pos[lv.parent]
         if parent_position is not None:
