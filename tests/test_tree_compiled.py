@@ -1,8 +1,8 @@
 """The compiled tree kernels (numba) give exactly the numpy kernels' results.
 
 Random forests (ids in any order, chains of 0 to 3 items, few labels so
-paths merge) go through both forms of ``expand_chains``, ``path_sums`` and
-``intern_paths``; whole flame graphs, filtered call trees and sandwiches of
+paths merge) go through both forms of ``expand_chains``, ``path_sums``,
+``intern_level``, ``intern_paths``, ``add_subtree_sums`` and ``place_children``; whole flame graphs, filtered call trees and sandwiches of
 real profiles are computed with ``POLYPROF_KERNELS=numpy`` and
 ``=compiled`` and compared. Without numba the compiled side is skipped,
 visibly.
@@ -80,6 +80,33 @@ def test_chain_and_path_twins_agree(forest):
         kept = order[: bounds[-2]] if bounds.size > 2 else order[:0]  # a subset of the items too
         _same(_numpy_only(tree.intern_paths, up, label, kept, bounds[:-1], n_labels),
               compiled.intern_paths(up, label, kept, bounds[:-1], n_labels))
+
+
+@settings(max_examples=200, deadline=None)
+@given(forests(), st.integers(0, 2))
+def test_level_twins_agree(forest, step):
+    parent, count, _, _ = forest
+    n = parent.size
+    levels = tree.tree_levels(parent, _numpy_only(tree.path_sums, parent, np.ones(n, dtype=np.int64)) - 1)
+    values = count * 7 - 5  # negative values too
+    want = _numpy_only(tree.subtree_sums, values, levels)
+    got = compiled.add_subtree_sums(values.copy(), levels)
+    _same((want,), (got,))
+    want_above = np.zeros(n, dtype=np.int64)
+    want_pos = _numpy_only(tree.place_children, want, levels, step, want_above)
+    pos, above = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    roots = levels[0].nodes  # the twin places the levels below the roots
+    pos[roots], above[roots] = want_pos[roots], -1
+    assert compiled.place_children(want, levels, step, pos, above)
+    _same((want_pos, want_above), (pos, above))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 30), st.integers(0, 5)), max_size=80), st.integers(0, 100))
+def test_level_interning_twins_agree(pairs, first_id):
+    parent = np.array([p for p, _ in pairs], dtype=np.int64)
+    label = np.array([lab for _, lab in pairs], dtype=np.int64)
+    _same(_numpy_only(tree.intern_level, parent, label, 6, first_id), compiled.intern_level(parent, label, 6, first_id))
 
 
 def test_twins_decline_what_they_cannot_answer():

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["add_subtree_sums", "expand_chains", "intern_paths", "path_sums", "place_children"]
+__all__ = ["add_subtree_sums", "expand_chains", "intern_level", "intern_paths", "path_sums", "place_children"]
 
 
 @njit(cache=True, nogil=True)
@@ -90,7 +90,7 @@ def _by_label(keys, labels, lo, hi, out):  # noqa: ANN001, ANN202
     """Sort ``out[lo:hi]`` (positions) by ``labels``: insertion sort, these runs are mostly tiny."""
     if hi - lo > 48:
         run = out[lo:hi].copy()
-        out[lo:hi] = run[np.argsort(labels[run], kind="mergesort")]
+        out[lo:hi] = run[np.argsort(labels[run])]  # equal labels: any order (one id)
         return
     for a in range(lo + 1, hi):
         k = out[a]
@@ -103,23 +103,20 @@ def _by_label(keys, labels, lo, hi, out):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, nogil=True)
-def _level(items, up, label, node_of, parents, labels, made):  # noqa: ANN001, ANN202
-    """Number the distinct (parent node, label) of one level's items from ``made`` on, in that
-    order: a counting sort by parent, then each parent's run by label. Returns the next id,
-    or -1 when the parents span too wide a range for a counting sort."""
-    n = items.size
-    pk = np.empty(n, np.int64)
-    lab = np.empty(n, np.int64)
-    lo, hi = node_of.size, -1  # node ids are below node_of.size
+def _number(pk, lab, ids, parents, labels, made):  # noqa: ANN001, ANN202
+    """Ids from ``made`` on for the distinct (parent ``pk``, label ``lab``) pairs, in that
+    order, into ``ids`` (per pair) and ``parents``/``labels`` (per id): a counting sort by
+    parent, then each parent's run by label. Returns the next id, or -1 when the parents
+    span too wide a range for a counting sort."""
+    n = pk.size
+    if not n:
+        return made
+    lo = hi = pk[0]
     for k in range(n):
-        u = up[items[k]]
-        p = node_of[u] if u >= 0 else -1
-        pk[k] = p
-        lab[k] = label[items[k]]
-        if p < lo:
-            lo = p
-        if p > hi:
-            hi = p
+        if pk[k] < lo:
+            lo = pk[k]
+        if pk[k] > hi:
+            hi = pk[k]
     span = hi - lo + 1
     if span > 4 * n + 1024:  # parents scattered (never for a real tree): numpy sorts
         return -1
@@ -149,7 +146,7 @@ def _level(items, up, label, node_of, parents, labels, made):  # noqa: ANN001, A
             labels[made] = lb
             made += 1
             prev_p, prev_l = p, lb
-        node_of[items[k]] = made - 1
+        ids[k] = made - 1
     return made
 
 
@@ -158,11 +155,35 @@ def _intern(up, label, order, bounds, node_of, parents, labels, starts):  # noqa
     """Every level in turn (node_of of a level's parents is known when it is reached)."""
     made = 0
     for d in range(bounds.size - 1):
-        made = _level(order[bounds[d]:bounds[d + 1]], up, label, node_of, parents, labels, made)
+        items = order[bounds[d]:bounds[d + 1]]
+        n = items.size
+        pk, lab, ids = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+        for k in range(n):
+            u = up[items[k]]
+            pk[k] = node_of[u] if u >= 0 else -1
+            lab[k] = label[items[k]]
+        made = _number(pk, lab, ids, parents, labels, made)
         if made < 0:
             return False
+        for k in range(n):
+            node_of[items[k]] = ids[k]
         starts[d + 1] = made
     return True
+
+
+def intern_level(parent: np.ndarray, label: np.ndarray, n_labels: int,
+                 first_id: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(id of each pair, parent and label of each new id) as :func:`polyprof.model.tree.intern_level`."""
+    parent = np.ascontiguousarray(parent, dtype=np.int64)
+    label = np.ascontiguousarray(label, dtype=np.int64)
+    n = parent.size
+    if n and (int(label.min()) < 0 or int(label.max()) >= n_labels or int(parent.min()) < -1):
+        return None
+    ids, parents, labels = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    made = _number(parent, label, ids, parents, labels, 0)
+    if made < 0:
+        return None
+    return ids + first_id, parents[:made].copy(), labels[:made].copy()
 
 
 def intern_paths(up: np.ndarray, label: np.ndarray, order: np.ndarray, bounds: np.ndarray,

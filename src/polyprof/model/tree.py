@@ -363,6 +363,10 @@ def intern_level(parent: np.ndarray, label: np.ndarray, n_labels: int,
     """Node ids for (parent node or -1, label in [0, n_labels)) pairs: equal
     pairs share one id, new ids are ``first_id, first_id + 1, ...`` in
     (parent, label) order. Returns (id of each pair, parent and label of each new id)."""
+    fast = _kernels(parent.size)
+    got = fast.intern_level(parent, label, n_labels, first_id) if fast is not None else None
+    if got is not None:
+        return got
     width = np.int64(n_labels)
     key = (parent.astype(np.int64) + 1) * width + label
     order, key, fresh = sorted_runs(key)
