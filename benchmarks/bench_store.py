@@ -9,14 +9,18 @@
    compacts the store (the queries run on the compacted store);
 3. compares the store's size with the inputs' gzip size;
 4. runs each query in a fresh process (`--query NAME`): cold = the first
-   call (engine start, views, dictionaries), warm = best of the next calls,
-   peak RSS from wait4;
+   call (engine start, views, dictionaries), warm = the same query on the
+   warm handle without its remembered results, fresh = a new handle,
+   memo = the handle's remembered reduction (see query_main); peak RSS from
+   wait4;
 5. the same queries on Spark local[2] (--spark), with the ratio to DuckDB;
 6. the peer: `go tool pprof -top` merging 100 profiles vs `store top` of the
    same 100 (--where on their file names).
 The estimate for 10^10 samples on a Spark cluster is in the README (Speed).
 
     python benchmarks/bench_store.py [--profiles 10000] [--samples 5000] [--spark] [--repeat 3]
+    python benchmarks/bench_store.py --ingest-check v1/us   # one part's ingest, where the time goes
+    python benchmarks/bench_store.py --decoded-check v2/eu  # rows + Parquet of decoded profiles
 
 Targets (issue #12, DuckDB, 2 cores): ingest >= 1M samples/s once decoded;
 top/diff/flame over all samples < 2 s warm, < 4 s cold; one version and one
@@ -103,28 +107,109 @@ def ingest(fleet: Path, store: Path, jobs: int) -> dict:
     return totals
 
 
-def query_main(store: str, name: str, engine: str, repeat: int) -> None:
-    """Child process: run one query cold then warm; print JSON timings."""
-    start = time.perf_counter()
-    import polyprof.store
+def ingest_check(fleet: Path, out: Path, jobs: int, part: str) -> None:
+    """Ingest one part of the fleet into a scratch store and print where the time goes."""
+    scratch = out / "ingest-check"
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    version, region = part.split("/")
+    wall, rss, text, cpu = _run([sys.executable, "-m", "polyprof", "store", "ingest", str(scratch),
+                                 str(fleet / f"version={version}" / f"region={region}"), "--label",
+                                 f"version={version}", "--label", f"region={region}", "--jobs", str(jobs),
+                                 "--format", "json"])
+    r = json.loads(text)
+    shutil.rmtree(scratch)
+    n, files = r["samples"], r["ingested"]
+    rows = (r["shred_seconds"] + r["write_seconds"]) / jobs + r["publish_seconds"]
+    print(f"ingest of {part} (--jobs {jobs}): {files} files, {n / 1e6:.2f}M samples in {wall:.1f} s "
+          f"({cpu:.1f} s CPU): {files / wall:.1f} files/s, {n / wall / 1e6:.2f}M samples/s end to end; "
+          f"worker time: reading {r['decode_seconds']:.1f} s, rows {r['shred_seconds']:.1f} s, Parquet "
+          f"{r['write_seconds']:.1f} s; publish {r['publish_seconds']:.1f} s; once decoded "
+          f"{n / rows / 1e6:.2f}M samples/s; peak {rss / 2**20:.0f} MiB; load {os.getloadavg()[0]:.1f}")
 
+
+def decoded_check(fleet: Path, out: Path, part: str, files: int = 160) -> None:
+    """Rows and Parquet of already decoded profiles, in this process: what ingest costs once the
+    files are read (the issue's "once decoded"), per CPU second so that the neighbours' load does
+    not count. The first 16 files (a worker's new symbol tables and stacks) are not timed."""
+    import tempfile
+
+    import polyprof
+    from polyprof.store.ingest import _Worker
+    from polyprof.store.rows import Source, file_digest
+
+    version, region = part.split("/")
+    paths = sorted((fleet / f"version={version}" / f"region={region}").glob("*.pb.gz"))[:files]
+    decoded = []
+    for path in paths:
+        profiles = polyprof.read_all(str(path))
+        for p in profiles:
+            p.labelsets  # noqa: B018 - pprof decodes labels on first use: part of reading
+        decoded.append([(p, Source(str(path), file_digest(str(path)), i)) for i, p in enumerate(profiles)])
+    with tempfile.TemporaryDirectory(dir=out) as staging:
+        worker = _Worker(staging, {})
+        worker.shredder.shred_group([x for group in decoded[:16] for x in group], worker.batch)
+        cpu, wall, n = time.process_time(), time.perf_counter(), 0
+        for k in range(16, len(decoded), 16):
+            n += sum(worker.shredder.shred_group([x for group in decoded[k:k + 16] for x in group], worker.batch))
+        worker.flush()
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    print(f"once decoded ({part}, {len(decoded) - 16} files): {n / 1e6:.2f}M samples to rows and Parquet in "
+          f"{cpu:.2f} s CPU ({wall:.2f} s wall): {n / cpu / 1e6:.2f}M samples per CPU second, so about "
+          f"{2 * n / cpu / 1e6:.1f}M/s with --jobs 2 on two idle cores; load {os.getloadavg()[0]:.1f}")
+
+
+def query_main(store: str, name: str, engine: str, repeat: int) -> None:
+    """Child process: run one query cold, warm, in a fresh handle and memoized; print JSON timings.
+
+    - cold: the first query of this process (engine start, views, Parquet footers, dictionaries);
+    - warm: the query again on the same handle with its remembered reductions dropped, so the
+      engine, the OS page cache and the dictionary caches are warm but nothing is answered from
+      a result cache;
+    - fresh: a new handle (new engine connection, empty caches) in this process;
+    - memo: the query again on a handle that remembers the cohort's reduction (what a second
+      report over one cohort costs, e.g. top then flame).
+    Python imports (polyprof, the engine, pyarrow, and pandas, which pyarrow loads on its first
+    numpy conversion when it is installed) are timed apart.
+    """
+    start = time.perf_counter()
+    import pyarrow.compute  # noqa: F401
+
+    import polyprof.store
+    from polyprof.analysis import diff, flame, top  # noqa: F401
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        pass
+    if engine == "duckdb":
+        import duckdb  # noqa: F401
     imported = time.perf_counter() - start
     method, kw = QUERIES[name]
+
+    def once(handle: object) -> tuple[float, float]:
+        t, c = time.perf_counter(), time.process_time()
+        getattr(handle, method)(**kw)
+        return time.perf_counter() - t, time.process_time() - c  # CPU: this process (DuckDB's threads too)
+
     with polyprof.store.open(store, engine=engine) as s:
+        jvm = 0.0
         if engine == "spark":
             t = time.perf_counter()
             _ = s.engine  # the JVM and the session start here
             jvm = time.perf_counter() - t
-        else:
-            jvm = 0.0
-        times, cpus = [], []
-        for _ in range(repeat + 1):
-            t, c = time.perf_counter(), time.process_time()
-            getattr(s, method)(**kw)
-            times.append(time.perf_counter() - t)
-            cpus.append(time.process_time() - c)  # this process only: DuckDB's threads, not Spark's JVM
-    print(json.dumps({"import": imported, "jvm": jvm, "cold": times[0], "warm": min(times[1:]),
-                      "cold_cpu": cpus[0], "warm_cpu": min(cpus[1:])}))
+        cold = once(s)
+        memo = once(s)
+        warm = []
+        for _ in range(repeat):
+            s.dicts._memo.clear()
+            warm.append(once(s))
+    fresh = []
+    for _ in range(repeat):
+        with polyprof.store.open(store, engine=engine) as s2:
+            fresh.append(once(s2))
+    best = min(warm)
+    print(json.dumps({"import": imported, "jvm": jvm, "cold": cold[0], "cold_cpu": cold[1], "warm": best[0],
+                      "warm_cpu": best[1], "fresh": min(fresh)[0], "memo": memo[0]}))
 
 
 def queries(store: Path, engine: str, repeat: int) -> dict:
@@ -135,8 +220,9 @@ def queries(store: Path, engine: str, repeat: int) -> dict:
         r = json.loads(out)
         r.update(process=wall, rss=rss)
         results[name] = r
-        print(f"  {engine} {name}: cold {r['cold']:.2f} s, warm {r['warm']:.2f} s, "
-              f"peak {rss / 2**20:.0f} MiB", file=sys.stderr)
+        print(f"  {engine} {name}: cold {r['cold']:.2f} s ({r['cold_cpu']:.2f} s CPU), warm {r['warm']:.2f} s, "
+              f"fresh handle {r['fresh']:.2f} s, memoized {r['memo']:.3f} s, peak {rss / 2**20:.0f} MiB, "
+              f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
     return results
 
 
@@ -172,16 +258,19 @@ def report(args: argparse.Namespace, fleet: Path, store: Path, ing: dict, duck: 
     print(f"compact: {ing['files_before_compact']} -> {ing['files_after_compact']} files, "
           f"{ing['store_before_compact'] / 2**30:.3f} GiB before, {ing['compact_seconds']:.0f} s, "
           f"peak {ing['compact_rss'] / 2**20:.0f} MiB")
-    print(f"{'query':<16} {'duckdb cold':>11} {'warm':>6} {'warm CPU':>8} {'peak MiB':>8}"
+    print(f"{'query':<16} {'cold':>6} {'CPU':>5} {'warm':>6} {'CPU':>5} {'fresh':>6} {'memo':>6} {'peak MiB':>8}"
           + (f" {'spark cold':>10} {'warm':>6} {'spark/duckdb':>12}" if spark else ""))
     for name, r in duck.items():
-        line = f"{name:<16} {r['cold']:11.2f} {r['warm']:6.2f} {r['warm_cpu']:8.2f} {r['rss'] / 2**20:8.0f}"
+        line = (f"{name:<16} {r['cold']:6.2f} {r['cold_cpu']:5.2f} {r['warm']:6.2f} {r['warm_cpu']:5.2f} "
+                f"{r['fresh']:6.2f} {r['memo']:6.3f} {r['rss'] / 2**20:8.0f}")
         if spark:
-            s = spark[name]
-            line += f" {s['cold']:10.2f} {s['warm']:6.2f} {s['warm'] / r['warm']:11.1f}x"
+            sp = spark[name]
+            line += f" {sp['cold']:10.2f} {sp['warm']:6.2f} {sp['warm'] / r['warm']:11.1f}x"
         print(line)
-    print(f"(cold excludes Python imports: {duck['top']['import']:.2f} s"
-          + (f"; Spark's JVM start: {spark['top']['jvm']:.1f} s" if spark else "") + ")")
+    print(f"(DuckDB; seconds. cold: first query of a fresh process; warm: again on the same handle without "
+          f"remembered results; fresh: a new handle; memo: a handle that remembers the cohort. Imports apart: "
+          f"{duck['top']['import']:.2f} s" + (f"; Spark's JVM start: {spark['top']['jvm']:.1f} s" if spark else "")
+          + ")")
     if versus:
         go, ours, n, go_cpu, ours_cpu = versus
         print(f"peer: go tool pprof -top of {n} profiles {go:.2f} s ({go_cpu:.2f} s CPU), polyprof store top of "
@@ -197,8 +286,13 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--spark", action="store_true", help="also run the queries on Spark local[2]")
+    ap.add_argument("--spark-repeat", type=int, default=1, help="warm runs per query on Spark (default %(default)s)")
     ap.add_argument("--skip-ingest", action="store_true", help="reuse the store of the last run")
     ap.add_argument("--out", type=Path, default=OUT, help="where the fleet and the store live (default %(default)s)")
+    ap.add_argument("--ingest-check", metavar="VERSION/REGION",
+                    help="only measure the ingest of one part of the fleet (e.g. v1/us) into a scratch store")
+    ap.add_argument("--decoded-check", metavar="VERSION/REGION",
+                    help="only measure rows and Parquet of decoded profiles of one part, per CPU second")
     ap.add_argument("--query", choices=sorted(QUERIES), help=argparse.SUPPRESS)
     ap.add_argument("--engine", default="duckdb", help=argparse.SUPPRESS)
     ap.add_argument("--store", help=argparse.SUPPRESS)
@@ -207,6 +301,12 @@ def main() -> int:
         query_main(args.store, args.query, args.engine, args.repeat)
         return 0
     fleet = generate(args.out, args.profiles, args.samples)
+    if args.decoded_check:
+        decoded_check(fleet, args.out, args.decoded_check)
+        return 0
+    if args.ingest_check:
+        ingest_check(fleet, args.out, args.jobs, args.ingest_check)
+        return 0
     store = args.out / "store"
     summary = args.out / "ingest.json"
     if args.skip_ingest and summary.exists():
@@ -215,7 +315,7 @@ def main() -> int:
         ing = ingest(fleet, store, args.jobs)
         summary.write_text(json.dumps(ing))
     duck = queries(store, "duckdb", args.repeat)
-    spark = queries(store, "spark", args.repeat) if args.spark else None
+    spark = queries(store, "spark", args.spark_repeat) if args.spark else None
     report(args, fleet, store, ing, duck, spark, peer(args.out, fleet, store))
     return 0
 

@@ -22,7 +22,7 @@ from polyprof.analysis.traces import traces  # noqa: E402
 from polyprof.analysis.tree import peek, tree  # noqa: E402
 from polyprof.errors import OptionsError  # noqa: E402
 from polyprof.model.validate import check  # noqa: E402
-from store_support import answers, top_rows, traces_answer, write_fleet  # noqa: E402
+from store_support import answers, synthetic, top_rows, traces_answer, write_fleet  # noqa: E402
 
 REAL = {
     "pprof-go-cpu": "google__pprof/internal/report/testdata/sample.cpu",
@@ -134,6 +134,54 @@ def test_diff_of_two_selections_equals_diff_of_the_files(tmp_path: Path) -> None
             assert [(r.name, r.base_flat, r.new_flat, r.base_cum, r.new_cum) for r in ours.functions] == \
                    [(r.name, r.base_flat, r.new_flat, r.base_cum, r.new_cum) for r in theirs.functions]
             assert ours.factors == pytest.approx(theirs.factors)
+
+
+def test_negative_values_keep_their_own_sums_and_nonnegative_stores_sum_once(tmp_path: Path) -> None:
+    plain = synthetic(1)
+    signed = synthetic(2)
+    signed.samples.values[::3] *= -1  # a diff base written as one profile: some values negative
+    polyprof.write(plain, tmp_path / "plain.pb.gz")
+    polyprof.write(signed, tmp_path / "signed.pb.gz")
+    for name, profile in (("plain", plain), ("signed", signed)):
+        polyprof.store.ingest(tmp_path / name, [str(tmp_path / f"{name}.pb.gz")])
+        with polyprof.store.open(tmp_path / name) as store:
+            engine, scans = store.engine, []
+            real = engine.query
+            engine.query = lambda sql: (scans.append(sql) if "FROM samples" in sql else None) or real(sql)  # type: ignore[method-assign]
+            ours = store.top(nodecount=0)
+            assert ("FILTER" in scans[0]) == (name == "signed")
+            values = store.load().profile.samples.values
+        theirs = polyprof.read(tmp_path / f"{name}.pb.gz")
+        # cpu (the default type): positive and negative parts of a stack are summed apart
+        assert sorted(values[:, 0].tolist()) == sorted(_sums_by_stack_and_sign(theirs, 1))
+        if name == "plain":
+            assert top_rows(ours) == top_rows(top(theirs, Options(nodecount=0)))
+
+
+def _sums_by_stack_and_sign(p: polyprof.Profile, k: int) -> list[int]:
+    sums: dict[tuple, int] = {}
+    for stack, v in zip(p.samples.stack.tolist(), p.samples.values[:, k].tolist()):
+        if v:
+            sums[(stack, v > 0)] = sums.get((stack, v > 0), 0) + v
+    return list(sums.values())
+
+
+def test_diff_reduces_both_sides_in_one_scan_even_when_they_overlap(tmp_path: Path) -> None:
+    files = write_fleet(tmp_path / "in", 3)
+    polyprof.store.ingest(tmp_path / "s", [str(f) for f in files])
+    with polyprof.store.open(tmp_path / "s") as store:
+        h = [r["file_hash"] for r in sorted(store.profiles().to_pylist(), key=lambda r: r["source"])]
+        base, new = f"file_hash IN ('{h[0]}', '{h[1]}')", f"file_hash IN ('{h[1]}', '{h[2]}')"
+        engine, scans = store.engine, []
+        real = engine.query
+        engine.query = lambda sql: (scans.append(sql) if "FROM samples" in sql else None) or real(sql)  # type: ignore[method-assign]
+        ours = store.diff(base, new, normalize="total")
+        assert len(scans) == 1 and "p.side" in scans[0]
+    with polyprof.store.open(tmp_path / "s") as one, polyprof.store.open(tmp_path / "s") as two:
+        theirs = diff(one.load(base), two.load(new), Options(), normalize="total")
+    assert [(r.name, r.base_flat, r.new_flat, r.base_cum, r.new_cum) for r in ours.functions] == \
+           [(r.name, r.base_flat, r.new_flat, r.base_cum, r.new_cum) for r in theirs.functions]
+    assert ours.factors == pytest.approx(theirs.factors)
 
 
 def test_selection_time_window_and_sample_types(tmp_path: Path) -> None:

@@ -169,14 +169,17 @@ def _units(sample_type: str, rows: Any) -> tuple[str, dict[str, int]]:
     return target, {u: int(round(units.scale(1, u, target)[0])) if u != target else 1 for u in present}
 
 
-def reduce_sql(sel: Selection, keys: tuple[str, ...] = (), kept: str | None = None) -> str:
+def reduce_sql(sel: Selection, keys: tuple[str, ...] = (), kept: str | None = None, side: bool = False,
+               signed: bool = True) -> str:
     """The query summing the selected samples by leaf callsite (+ ``keys``).
 
     ``kept``: a boolean SQL expression on ``s`` grouped as column ``kept``
-    (samples a pushed-down filter keeps). Reads the registered table ``sel``.
+    (samples a pushed-down filter keeps). Reads the registered table ``sel``;
+    ``side``: group by its ``side`` column too (two cohorts in one scan);
+    ``signed``: values may be negative (else one plain sum, ``neg`` NULL).
     """
     value = "s.value * p.scale" if sel.scaled else "s.value"
-    group = ["s.callsite_id", *(f"s.{k}" for k in keys)]
+    group = ["s.callsite_id", *(f"s.{k}" for k in keys), *(["p.side"] if side else [])]
     cols = list(group) + ([f"({kept}) AS kept"] if kept else [])
     where = [f"s.sample_type = {_literal(_type_name(sel))}"]
     join = ""
@@ -189,8 +192,9 @@ def reduce_sql(sel: Selection, keys: tuple[str, ...] = (), kept: str | None = No
     if end is not None:
         where.append(f"COALESCE(s.ts, p.time_nanos) < {end}")
     by = ", ".join(group + (["kept"] if kept else []))
-    return (f"SELECT {', '.join(cols)}, SUM({value}) FILTER (WHERE s.value > 0) AS pos, "
-            f"SUM({value}) FILTER (WHERE s.value < 0) AS neg FROM samples s{join} "
+    sums = (f"SUM({value}) FILTER (WHERE s.value > 0) AS pos, SUM({value}) FILTER (WHERE s.value < 0) AS neg"
+            if signed else f"SUM({value}) AS pos, CAST(NULL AS BIGINT) AS neg")
+    return (f"SELECT {', '.join(cols)}, {sums} FROM samples s{join} "
             f"WHERE {' AND '.join(where)} GROUP BY {by}")
 
 

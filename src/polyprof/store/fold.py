@@ -137,8 +137,10 @@ class _ModelCache:
 class Dictionaries:
     """The store's dictionaries as one engine sees them, fetched on demand and cached."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Any, signed_values: bool = True) -> None:
         self.engine = engine
+        #: False when no sample value of the store is negative: reductions need one sum, not two
+        self.signed_values = signed_values
         self._callsites: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self.cache = {"labelsets": _Cached("labelsets")}
         self.model = _ModelCache()
@@ -155,6 +157,10 @@ class Dictionaries:
         while len(self._memo) > 16:
             self._memo.pop(next(iter(self._memo)))
         return value
+
+    def has(self, key: Any) -> bool:
+        """Whether :meth:`memo` remembers ``key``."""
+        return key in self._memo
 
     def callsites(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(ids sorted, parent row or -1, frame id, depth) of every callsite."""

@@ -18,7 +18,7 @@ from polyprof.analysis.options import Options
 from polyprof.store.cohort import Cohort
 from polyprof.store.engine import Engine, open_engine
 from polyprof.store.fold import Dictionaries
-from polyprof.store.layout import Manifest
+from polyprof.store.layout import Manifest, negative_values_possible
 from polyprof.store.views import define_views
 
 __all__ = ["Store", "open"]
@@ -67,7 +67,7 @@ class Store:
             self.manifest = current
             self._engine.attach(current)
             define_views(self._engine)
-            self._dicts = Dictionaries(self._engine)
+            self._dicts = Dictionaries(self._engine, negative_values_possible(current.paths("samples")))
             self._generation = current.generation
         return self._engine
 
@@ -128,6 +128,8 @@ class Store:
         from polyprof.analysis.flame import DEFAULT_MAX_NODES, flame_tree
 
         o = _options(options, kw)
+        if base_where is not None:
+            self._prefetch_pair(base_where, where, time_from, time_to, o)
         new = self.load(where, time_from=time_from, time_to=time_to, options=o)
         base = None
         if base_where is not None:
@@ -143,10 +145,20 @@ class Store:
         from polyprof.analysis.diff import diff
 
         o = _options(options, kw)
+        self._prefetch_pair(base_where, where, time_from, time_to, o)
         new = self.load(where, time_from=time_from, time_to=time_to, options=o)
         base = self.load(base_where, time_from=time_from, time_to=time_to,
                          options=dataclasses.replace(o, sample_index=new.profile.sample_types[0].type))
         return diff(base, new, _analysis(o), normalize=normalize, stacks=stacks)
+
+    def _prefetch_pair(self, base_where: str | None, where: str | None, time_from: Any, time_to: Any,
+                       o: Options) -> None:
+        """Both sides of a diff reduced in one scan of the samples."""
+        from polyprof.store.query import prefetch_pair
+
+        engine = self.engine
+        prefetch_pair(engine, self.dicts, (Cohort(base_where, time_from, time_to), Cohort(where, time_from, time_to)),
+                      o)
 
     # ---- whole profiles, SQL, facts --------------------------------------------
 

@@ -23,10 +23,10 @@ import hashlib
 
 import numpy as np
 
-__all__ = ["TAGS", "combine", "finish", "hash_strings", "hash_text"]
+__all__ = ["K1", "TAGS", "combine", "finish", "hash_strings", "hash_text", "mix"]
 
 _MASK63 = np.uint64(2**63 - 1)
-_K1 = np.uint64(0x9E3779B97F4A7C15)
+K1 = np.uint64(0x9E3779B97F4A7C15)
 _K2 = np.uint64(0xBF58476D1CE4E5B9)
 _K3 = np.uint64(0x94D049BB133111EB)
 
@@ -35,7 +35,7 @@ TAGS = {name: np.uint64(int.from_bytes(hashlib.blake2b(name.encode(), digest_siz
         for name in ("function", "mapping", "frame", "line", "callsite", "labelset", "label", "profile")}
 
 
-def _mix(x: np.ndarray) -> np.ndarray:
+def mix(x: np.ndarray) -> np.ndarray:
     """SplitMix64's finalizer: a bijection of uint64 that spreads every input bit."""
     x = x ^ (x >> np.uint64(30))
     x = x * _K2
@@ -52,7 +52,7 @@ def combine(h: np.ndarray | np.uint64, value: np.ndarray | int | np.integer) -> 
     """
     v = np.atleast_1d(np.asarray(value))
     v = v.astype(np.int64, copy=False).view(np.uint64) if v.dtype != np.uint64 else v
-    return _mix((np.atleast_1d(np.asarray(h, dtype=np.uint64)) * _K1) ^ v)
+    return mix((np.atleast_1d(np.asarray(h, dtype=np.uint64)) * K1) ^ v)
 
 
 def finish(h: np.ndarray | np.uint64) -> np.ndarray:

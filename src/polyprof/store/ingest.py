@@ -37,6 +37,8 @@ __all__ = ["FileResult", "IngestReport", "expand", "ingest"]
 
 #: A worker writes its rows once it holds this many sample rows.
 FLUSH_ROWS = 2_000_000
+#: Files a worker reads before shredding them together (their callsite trees hash as one forest).
+GROUP_FILES = 16
 
 
 @dataclass
@@ -134,33 +136,48 @@ class _Worker:
         self.batch = Batch()
         self._new_batch = Batch
         self.write_seconds = 0.0
+        self.pending: list[tuple[FileResult, bytes, list[Any]]] = []
 
-    def run(self, path: str, digest: bytes) -> FileResult:
+    def run(self, path: str, digest: bytes) -> list[FileResult]:
+        """Read one file; returns the files finished so far (shredded a group at a time, or failed)."""
         import polyprof
-        from polyprof.store.rows import Source
 
         result = FileResult(path)
         start = time.perf_counter()
         try:
             profiles = polyprof.read_all(path)
+            for p in profiles:
+                p.labelsets  # noqa: B018 - pprof decodes labels on first use: count it as reading
         except PolyprofError as exc:
             result.error, result.exit_code = str(exc), exc.exit_code
-            return result
+            return [result]
         except MemoryError:
             result.error = f"{path}: out of memory while reading"
-            return result
+            return [result]
         except Exception as exc:  # noqa: BLE001 - one bad file must not stop a fleet ingest
             result.error = f"{path}: internal error ({type(exc).__name__}: {exc}); please report"
-            return result
-        mid = time.perf_counter()
-        source_path = os.path.abspath(path)
-        for i, p in enumerate(profiles):
-            result.samples += self.shredder.shred(p, Source(source_path, digest, i, self.labels), self.batch)
-        result.profiles = len(profiles)
-        result.decode_seconds, result.shred_seconds = mid - start, time.perf_counter() - mid
+            return [result]
+        result.decode_seconds = time.perf_counter() - start
+        self.pending.append((result, digest, profiles))
+        return self.drain() if len(self.pending) >= GROUP_FILES else []
+
+    def drain(self) -> list[FileResult]:
+        """Shred the files read so far as one group; returns their results."""
+        from polyprof.store.rows import Source
+
+        group, self.pending = self.pending, []
+        if not group:
+            return []
+        items = [(p, Source(os.path.abspath(r.path), digest, i, self.labels))
+                 for r, digest, profiles in group for i, p in enumerate(profiles)]
+        start = time.perf_counter()
+        counts = iter(self.shredder.shred_group(items, self.batch))
+        share = (time.perf_counter() - start) / max(1, len(group))
+        for r, _, profiles in group:
+            r.profiles, r.samples, r.shred_seconds = len(profiles), sum(next(counts) for _ in profiles), share
         if self.batch.sample_rows >= FLUSH_ROWS:
             self.flush()
-        return result
+        return [r for r, _, _ in group]
 
     def flush(self) -> None:
         """Write the rows gathered so far as Parquet files in the staging directory."""
@@ -218,8 +235,11 @@ def _worker_main(tasks: Any, results: Any, staging: str, labels: dict[str, str])
         task = tasks.get()
         if task is None:
             break
-        results.put(("file", worker.run(*task)))
+        for r in worker.run(*task):
+            results.put(("file", r))
     try:
+        for r in worker.drain():
+            results.put(("file", r))
         worker.flush()
         results.put(("flushed", worker.write_seconds))
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which publishes nothing
@@ -309,7 +329,11 @@ def _run(todo: list[tuple[str, bytes]], staging: str, labels: dict[str, str], jo
     if jobs == 1 or len(todo) <= 1:
         worker = _Worker(staging, labels)
         for task in todo:
-            if not record(worker.run(*task)):
+            for r in worker.run(*task):
+                if not record(r):
+                    return False
+        for r in worker.drain():
+            if not record(r):
                 return False
         worker.flush()
         report.write_seconds += worker.write_seconds

@@ -37,7 +37,7 @@ from polyprof import __version__
 from polyprof.errors import StoreError
 
 __all__ = ["DICTIONARIES", "MANIFEST", "SCHEMA_VERSION", "TABLES", "Manifest", "schema", "staging_dir",
-           "write_lock", "write_parquet"]
+           "negative_values_possible", "write_lock", "write_parquet"]
 
 MANIFEST = "polyprof-store.json"
 SCHEMA_VERSION = 1
@@ -85,6 +85,24 @@ def write_parquet(table, path: str) -> None:  # noqa: ANN001
     os.makedirs(os.path.dirname(path), exist_ok=True)
     pq.write_table(table, path, compression="zstd", compression_level=3, row_group_size=1 << 20,
                    dictionary_pagesize_limit=8 << 20, write_statistics=True)
+
+
+def negative_values_possible(paths: list[str]) -> bool:
+    """Whether some sample file may hold a negative ``value``, from the Parquet footers' statistics
+    (True when a file has none). Reductions skip the separate negative sums when it is False."""
+    import pyarrow.parquet as pq
+
+    for path in paths:
+        try:
+            meta = pq.ParquetFile(path).metadata
+        except OSError:  # not a local file (a Spark store on a cluster's file system)
+            return True
+        column = meta.schema.names.index("value")
+        for i in range(meta.num_row_groups):
+            stats = meta.row_group(i).column(column).statistics
+            if stats is None or not stats.has_min_max or stats.min < 0:
+                return True
+    return False
 
 
 @dataclass

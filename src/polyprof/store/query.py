@@ -38,7 +38,7 @@ from polyprof.model.profile import Profile, ValueType
 from polyprof.store.cohort import Cohort, Selection, _literal, reduce_sql, select
 from polyprof.store.fold import Dictionaries, ProfileMeta, build_profile
 
-__all__ = ["TRACE_KEYS", "load", "merged_profile"]
+__all__ = ["TRACE_KEYS", "load", "merged_profile", "prefetch_pair"]
 
 #: Grouping keys of ``traces``: samples differing in any of them print apart.
 TRACE_KEYS = ("labelset_id", "ts", "pid", "tid", "cpu")
@@ -53,11 +53,9 @@ def load(engine: Any, dicts: Dictionaries, cohort: Cohort, options: Options | No
     sel = dicts.memo(("select", cohort.sql(), cohort.window(), o.sample_index),
                      lambda: select(engine, cohort, o.sample_index))
     o = dataclasses.replace(o, sample_index=None)  # the rebuilt profile has the one selected type
-    if keys is None:
-        keys = (("labelset_id",) if o.tagfocus or o.tagignore or o.pid or o.tid else ()) + \
-               (("pid", "tid") if o.pid or o.tid else ())
+    keys = _keys(o) if keys is None else keys
     kept = _thread_predicate(engine, dicts, sel, o.thread) if o.thread else None
-    reduced = _reduce(engine, dicts, sel, reduce_sql(sel, keys, kept))
+    reduced = _reduce(engine, dicts, sel, reduce_sql(sel, keys, kept, signed=dicts.signed_values))
     cols = _columns(reduced, keys + (("kept",) if kept else ()))
     profile = build_profile(dicts, cols["callsite_id"], cols["value"], _meta(sel),
                             {k: cols[k] for k in keys if k in cols})
@@ -66,21 +64,69 @@ def load(engine: Any, dicts: Dictionaries, cohort: Cohort, options: Options | No
     return _with_pushed_thread(profile, cols["kept"].astype(bool), o)
 
 
+def _keys(o: Options) -> tuple[str, ...]:
+    """The sample columns the reduction keeps for the options' filters."""
+    return (("labelset_id",) if o.tagfocus or o.tagignore or o.pid or o.tid else ()) + \
+           (("pid", "tid") if o.pid or o.tid else ())
+
+
+def prefetch_pair(engine: Any, dicts: Dictionaries, cohorts: tuple[Cohort, Cohort],
+                  options: Options | None = None) -> None:
+    """Reduce the samples of two cohorts (a diff's base and new) in one scan of ``samples``,
+    grouped by side, and remember each side as :func:`load` would have reduced it alone.
+
+    Nothing happens when the two would not reduce alike (different sample types or time
+    windows, a pushed-down ``--thread``); :func:`load` then reduces each side itself.
+    """
+    o = options or Options()
+    if o.thread or cohorts[0].window() != cohorts[1].window():
+        return
+    sels = [dicts.memo(("select", c.sql(), c.window(), o.sample_index), lambda c=c: select(engine, c, o.sample_index))
+            for c in cohorts]
+    if _type_name(sels[0]) != _type_name(sels[1]) or sels[0].sample_type != sels[1].sample_type:
+        return
+    keys = _keys(o)
+    todo = [(sel, reduce_sql(sel, keys, signed=dicts.signed_values)) for sel in sels]
+    todo = [(sel, sql) for sel, sql in todo if not dicts.has(("reduce", sql, _digest(sel)))]
+    if len(todo) < 2:
+        return
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    both = pa.concat_tables([sel.rows.select(["profile_id", "sample_type", "time_nanos", "scale"]).append_column(
+        "side", pa.array(np.full(sel.rows.num_rows, i, np.int8))) for i, (sel, _) in enumerate(todo)])
+    days = sorted(set(sels[0].days) | set(sels[1].days))
+    pair = dataclasses.replace(sels[0], rows=both, days=days, scaled=sels[0].scaled or sels[1].scaled,
+                               everything=False)
+    engine.register("sel", both)
+    reduced = engine.query(reduce_sql(pair, keys, side=True, signed=dicts.signed_values))
+    side = reduced.column("side")
+    for i, (sel, sql) in enumerate(todo):
+        part = reduced.filter(pc.equal(side, i))
+        dicts.memo(("reduce", sql, _digest(sel)), lambda part=part: part.drop_columns(["side"]))
+
+
+def _type_name(sel: Selection) -> str:
+    return str(sel.rows.column("sample_type")[0].as_py())
+
+
+def _digest(sel: Selection) -> bytes:
+    import hashlib
+
+    return hashlib.blake2b(sel.rows.column("profile_id").to_numpy().tobytes(), digest_size=16).digest()
+
+
 def _register(engine: Any, sel: Selection) -> None:
     engine.register("sel", sel.rows.select(["profile_id", "time_nanos", "scale"]))
 
 
 def _reduce(engine: Any, dicts: Dictionaries, sel: Selection, sql: str) -> Any:
     """Run a query over the selection ``sel`` (registered as ``sel``), remembered per selection."""
-    import hashlib
-
-    digest = hashlib.blake2b(sel.rows.column("profile_id").to_numpy().tobytes(), digest_size=16).digest()
-
     def run() -> Any:
         _register(engine, sel)
         return engine.query(sql)
 
-    return dicts.memo(("reduce", sql, digest), run)
+    return dicts.memo(("reduce", sql, _digest(sel)), run)
 
 
 def _thread_predicate(engine: Any, dicts: Dictionaries, sel: Selection, regex: str) -> str:

@@ -93,19 +93,40 @@ class Shredder:
         self.string_cache: dict[str, int] = {}
         self.labelset_cache: dict[tuple, int] = {}
         self.seen: dict[str, _SeenIds] = {t: _SeenIds() for t in DICTIONARIES}
+        #: (tables, frame ids) of the last few distinct symbol tables: a fleet's files of one
+        #: build repeat the same functions, mappings and locations, hashed once per worker.
+        self.recent_tables: list[tuple[tuple, np.ndarray]] = []
 
     def shred(self, p: Profile, source: Source, batch: Batch) -> int:
         """Append the rows of ``p`` to ``batch``; returns how many samples it has."""
+        return self.shred_group([(p, source)], batch)[0]
+
+    def shred_group(self, items: list[tuple[Profile, Source]], batch: Batch) -> list[int]:
+        """:meth:`shred` of several profiles: their callsite trees are hashed as one forest,
+        one vector step per depth for all of them. Returns each profile's sample count."""
+        lids = [self._frame_ids(p, batch) for p, _ in items]
+        cids = callsite_ids_forest([p.callsites for p, _ in items], lids)
+        for (p, source), lid, (cid, pid) in zip(items, lids, cids):
+            self._callsites(p, lid, cid, pid, batch)
+            lsid = self._labelsets(p, batch)
+            self._samples(p, source, cid, lsid, batch)
+        return [len(p.samples) for p, _ in items]
+
+    # ---- dictionaries ------------------------------------------------------
+
+    def _frame_ids(self, p: Profile, batch: Batch) -> np.ndarray:
+        """Frame id of every location, emitting new functions, mappings and frames."""
+        key = _symbol_tables(p)
+        for i, (known, lid) in enumerate(self.recent_tables):
+            if _same_tables(known, key):  # emitted when first seen; ids depend on nothing else
+                self.recent_tables.insert(0, self.recent_tables.pop(i))
+                return lid
         sh = ids.hash_strings(p.strings, self.string_cache)
         fid = self._functions(p, sh, batch)
         mid = self._mappings(p, sh, batch)
         lid = self._frames(p, fid, mid, batch)
-        cid = self._callsites(p, lid, batch)
-        lsid = self._labelsets(p, batch)
-        self._samples(p, source, cid, lsid, batch)
-        return len(p.samples)
-
-    # ---- dictionaries ------------------------------------------------------
+        self.recent_tables = [(key, lid), *self.recent_tables[:_RECENT_TABLES - 1]]
+        return lid
 
     def _fresh(self, table: str, row_ids: np.ndarray) -> np.ndarray:
         """Rows (first occurrence per id) whose id this shredder has not emitted yet."""
@@ -171,24 +192,40 @@ class Shredder:
                                                       starts[new], counts[new], line_fn, ln))
         return lid
 
-    def _callsites(self, p: Profile, lid: np.ndarray, batch: Batch) -> np.ndarray:
+    def _callsites(self, p: Profile, lid: np.ndarray, cid: np.ndarray, pid: np.ndarray, batch: Batch) -> None:
         import pyarrow as pa
 
         cs = p.callsites
-        n = len(cs)
-        cid = np.zeros(n, dtype=_I64)
-        pid = np.zeros(n, dtype=_I64)
-        depth = cs.depth()
-        for level in cs.levels():  # parents before children: one vector step per depth
-            nodes, par = level.nodes, level.parent
-            pid[nodes] = np.where(par >= 0, cid[np.maximum(par, 0)], 0)
-            cid[nodes] = finish(combine(combine(TAGS["callsite"], pid[nodes]), lid[cs.location[nodes]]))
-        new = self._fresh("callsites", cid)
+        new = self._new_callsites(p, cid)
         if new.size:
             batch.tables["callsites"].append(pa.table({
                 "id": cid[new], "parent": pid[new], "frame": lid[cs.location[new]],
-                "depth": depth[new].astype(np.int32)}, schema=schema("callsites")))
-        return cid
+                "depth": cs.depth()[new].astype(np.int32)}, schema=schema("callsites")))
+
+    def _new_callsites(self, p: Profile, cid: np.ndarray) -> np.ndarray:
+        """Callsites (first occurrence per id) this shredder has not emitted, ancestors first.
+
+        What a worker emitted is closed under "parent of", so only the
+        ancestors of stacks whose leaf is new are probed: once a worker has
+        seen a fleet's common stacks, a profile costs one probe per stack.
+        """
+        parent = p.callsites.parent
+        seen = self.seen["callsites"]
+        leaves = np.unique(p.samples.stack[p.samples.stack >= 0]).astype(_I64)
+        todo = leaves[~seen.contains(cid[leaves])]
+        wanted = np.zeros(len(cid), dtype=bool)
+        while todo.size:
+            wanted[todo] = True
+            up = parent[todo]
+            up = np.unique(up[up >= 0]).astype(_I64)
+            up = up[~wanted[up]]
+            todo = up[~seen.contains(cid[up])] if up.size else up
+        cand = np.flatnonzero(wanted)
+        if not cand.size:
+            return cand.astype(_I64)
+        uniq, first = np.unique(cid[cand], return_index=True)
+        seen.add(uniq)
+        return np.sort(cand[first]).astype(_I64)
 
     def _labelsets(self, p: Profile, batch: Batch) -> np.ndarray:
         import pyarrow as pa
@@ -232,6 +269,56 @@ class Shredder:
         import pyarrow as pa
 
         batch.tables["profiles"].append(pa.Table.from_pylist(rows, schema=schema("profiles")))
+
+
+_RECENT_TABLES = 4
+_C_CALLSITE = np.uint64(int(TAGS["callsite"]) * int(ids.K1) % 2**64)  # combine(TAG, x) == mix(_C_CALLSITE ^ x)
+
+
+def callsite_ids_forest(trees: list[Any], lids: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(id, parent id) of every callsite of every tree, where ``lids[k]`` maps tree k's locations to
+    frame ids: ``finish(combine(combine(TAG, parent id), frame id))`` (the ids :func:`ids.combine`
+    gives), one vector step per depth over the trees concatenated, parents before children."""
+    from polyprof.model.tree import group_by_depth
+
+    sizes = [len(cs) for cs in trees]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(_I64)
+    parent = np.concatenate([np.where(cs.parent >= 0, cs.parent.astype(_I64) + off, -1)
+                             for cs, off in zip(trees, offsets)]) if trees else np.zeros(0, _I64)
+    frame = np.concatenate([lid[cs.location] for cs, lid in zip(trees, lids)] or [np.zeros(0, _I64)])
+    frame = frame.astype(_I64, copy=False).view(np.uint64)
+    depth = np.concatenate([cs.depth() for cs in trees] or [np.zeros(0, np.int32)])
+    # numpy sorts 16-bit keys by radix (linear); stacks are rarely deeper than 32k frames
+    order, bounds = group_by_depth(depth.astype(np.int16) if depth.max(initial=0) < 2**15 else depth)
+    # renumber nodes by depth so that every level is one contiguous slice (no scattered writes)
+    rank = np.empty(order.size, dtype=_I64)
+    rank[order] = np.arange(order.size, dtype=_I64)
+    up_rank = parent[order]
+    up_rank = np.where(up_rank >= 0, rank[np.maximum(up_rank, 0)], -1)
+    frame = frame[order]
+    h = np.zeros(order.size, dtype=_I64)
+    up = np.zeros(order.size, dtype=_I64)
+    for d in range(len(bounds) - 1):
+        lo, hi = int(bounds[d]), int(bounds[d + 1])
+        par = up_rank[lo:hi]
+        up[lo:hi] = np.where(par >= 0, h[np.maximum(par, 0)], 0)
+        h[lo:hi] = ids.finish(ids.mix((ids.mix(up[lo:hi].view(np.uint64) ^ _C_CALLSITE) * ids.K1) ^ frame[lo:hi]))
+    cid, pid = h[rank], up[rank]
+    return [(cid[a:b], pid[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def _symbol_tables(p: Profile) -> tuple:
+    """Everything frame, function and mapping ids depend on."""
+    f, m, loc, ln = p.functions, p.mappings, p.locations, p.lines
+    return (p.strings, f.name, f.system_name, f.filename, f.start_line, m.start, m.limit, m.offset, m.filename,
+            m.build_id, m.flags, loc.mapping, loc.address, loc.folded, loc.line_start, ln.function, ln.line,
+            ln.column)
+
+
+def _same_tables(a: tuple, b: tuple) -> bool:
+    if len(a[0]) != len(b[0]) or any(x.shape != y.shape for x, y in zip(a[1:], b[1:])):
+        return False
+    return all(np.array_equal(x, y) for x, y in zip(a[1:], b[1:])) and a[0] == b[0]
 
 
 def _labelset_id(labels: tuple) -> int:
