@@ -79,11 +79,15 @@ def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0) -> Sand
     cum = int(t.total[outer].sum())
     threshold = max(int(np.ceil(min_fraction * abs(cum))), 1) if min_fraction > 0 else None
     members = _ranges(outer, index.size[outer])
-    inner = _innermost_owner(t.parent, members, index.name_id == code)
+    where = _positions(members, t.parent.size)
+    if outer.size == nodes.size:  # no recursion: each subtree belongs to its top
+        inner = np.repeat(outer, index.size[outer])
+    else:
+        inner = _innermost_owner(t.parent, members, where, index.name_id == code)
     per_node = np.zeros(nodes.size, dtype=np.int64)
-    np.add.at(per_node, np.searchsorted(nodes, inner), t.self[members])
+    np.add.at(per_node, _positions(nodes, t.parent.size)[inner], t.self[members])
     callers = _callers(index, nodes, per_node, threshold)
-    callees = _callees(index, outer, members, threshold)
+    callees = _callees(index, outer, members, where, threshold)
     return SandwichResult(name, int(t.self[nodes].sum()), cum, t.root_total, _tree(callers, index),
                           _tree(callees, index))
 
@@ -95,15 +99,23 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return offsets + np.arange(total, dtype=np.int64)
 
 
-def _innermost_owner(parent: np.ndarray, members: np.ndarray, named: np.ndarray) -> np.ndarray:
-    """For every member (pre-order, whole subtrees of outermost named nodes): its nearest
-    ancestor-or-self that is named, by pointer jumping over the members."""
+def _positions(ids: np.ndarray, n: int) -> np.ndarray:
+    """Where each node id of ``0..n-1`` is in ``ids`` (-1: absent): one lookup array, where a
+    binary search of millions of queries per step cost seconds."""
+    where = np.full(n, -1, dtype=np.int64)
+    where[ids] = np.arange(ids.size, dtype=np.int64)
+    return where
+
+
+def _innermost_owner(parent: np.ndarray, members: np.ndarray, where: np.ndarray, named: np.ndarray) -> np.ndarray:
+    """For every member (pre-order, whole subtrees of outermost named nodes; ``where``: their
+    positions): its nearest ancestor-or-self that is named, by pointer jumping over the members."""
     owner = np.where(named[members], members, parent[members])
-    pos = np.searchsorted(members, owner)
+    pos = where[owner]
     todo = np.flatnonzero(~named[owner])
     while todo.size:
         owner[todo] = owner[pos[todo]]
-        pos[todo] = np.searchsorted(members, owner[todo])
+        pos[todo] = where[owner[todo]]
         todo = todo[~named[owner[todo]]]
     return owner
 
@@ -127,17 +139,18 @@ class _Merge:
 
     def level(self, up: np.ndarray, name: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """Merged id of every item of the next level (-1 where its node is too light)."""
-        uniq, inverse = np.unique(up * self.n_names + name, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        total = np.zeros(uniq.size, dtype=np.int64)
+        # ids in (parent, name) order; the sort is skipped when the items come so (the callees
+        # of one node: pre-order)
+        inverse, parent, name = tree.intern_level(up, name, int(self.n_names), 0)
+        total = np.zeros(parent.size, dtype=np.int64)
         np.add.at(total, inverse, weight)
-        keep = np.abs(total) >= self.threshold if self.threshold else np.ones(uniq.size, dtype=bool)
+        keep = np.abs(total) >= self.threshold if self.threshold else np.ones(parent.size, dtype=bool)
         made = self.levels[-1]
         ids = np.where(keep, made + np.cumsum(keep) - 1, -1)
         if not keep.any():
             return ids[inverse]  # nothing this deep is wide enough: no (empty) level
-        self.parent.append(uniq[keep] // self.n_names)
-        self.name.append(uniq[keep] % self.n_names)
+        self.parent.append(parent[keep])
+        self.name.append(name[keep])
         self.total.append(total[keep])
         self.levels.append(made + int(keep.sum()))
         return ids[inverse]
@@ -164,14 +177,14 @@ class _Merged:
     levels: np.ndarray
 
 
-def _callees(index: FlameIndex, outer: np.ndarray, members: np.ndarray, threshold: int | None) -> _Merged:
-    """Subtrees of ``outer`` merged by their paths of names (``members``: their nodes)."""
+def _callees(index: FlameIndex, outer: np.ndarray, members: np.ndarray, where: np.ndarray,
+             threshold: int | None) -> _Merged:
+    """Subtrees of ``outer`` merged by their paths of names (``members``: their nodes, at ``where``)."""
     t = index.tree
     top = outer[np.searchsorted(outer, members, side="right") - 1]
     rel = t.depth[members] - t.depth[top]
-    order = np.argsort(rel, kind="stable")
-    bounds = np.searchsorted(rel[order], np.arange(int(rel.max(initial=0)) + 2))
-    parent_pos = np.searchsorted(members, t.parent[members])
+    order, bounds = tree.group_by_depth(rel)
+    parent_pos = where[t.parent[members]]  # -1 above the outermost nodes (level 0 needs none)
     merged = np.full(members.size, -1, dtype=np.int64)
     merge = _Merge(len(index.distinct), int(t.total[outer].sum()), threshold)
     selfs = []

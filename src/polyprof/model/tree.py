@@ -46,6 +46,8 @@ per-level step.
 
 from __future__ import annotations
 
+import os
+from types import ModuleType
 from typing import NamedTuple
 
 import numpy as np
@@ -56,6 +58,30 @@ __all__ = [
     "preorder_path_sums", "run_starts", "segment_owner", "segment_positions", "sorted_runs", "subtree_sums",
     "tree_levels",
 ]
+
+
+#: Items (nodes, path items) from which the compiled twins (:mod:`polyprof.model._tree_compiled`)
+#: run: loading numba and its cached machine code costs about half a second once, and below
+#: this size the numpy kernels take less than that.
+COMPILED_FROM = 200_000
+_compiled: ModuleType | None | bool = None  # the module once loaded; False: numba not available
+
+
+def _kernels(size: int) -> ModuleType | None:
+    """The compiled tree kernels when ``size`` items are worth them (and numba is there), else None.
+    ``POLYPROF_KERNELS=numpy`` keeps numpy, ``=compiled`` uses them at any size (as for decoding)."""
+    global _compiled
+    mode = os.environ.get("POLYPROF_KERNELS", "auto")
+    if mode == "numpy" or (mode != "compiled" and size < COMPILED_FROM):
+        return None
+    if _compiled is None:
+        try:
+            from polyprof.model import _tree_compiled as module
+        except ImportError:  # numba missing (or not built for this platform): numpy it is
+            _compiled = False
+            return None
+        _compiled = module
+    return _compiled if isinstance(_compiled, ModuleType) else None
 
 
 # ---------------------------------------------------------------- segments
@@ -84,6 +110,11 @@ def expand_chains(parent: np.ndarray, count: np.ndarray,
     make such a chain: flame graphs and viewer stack tables are built on it.
     """
     count = np.asarray(count, dtype=np.int64)
+    fast = _kernels(count.size) if order is None else None
+    got = fast.expand_chains(parent, count) if fast is not None else None
+    if got is not None:
+        owner, within, up, first = got
+        return owner, within, up, first
     if order is None:
         first = np.cumsum(count) - count
         owner = segment_owner(count)
@@ -176,6 +207,9 @@ def add_subtree_sums(out: np.ndarray, levels: list[Level]) -> np.ndarray:
     Children are summed before parents, one ``reduceat`` per level (exact in
     the dtype of ``out``). Nodes outside ``levels`` pass nothing up.
     """
+    fast = _kernels(out.shape[0])
+    if fast is not None and fast.add_subtree_sums(out, levels) is not None:
+        return out
     for lv in reversed(levels[1:]):
         if lv.parent.size:
             out[lv.parent[lv.starts]] += np.add.reduceat(out[lv.nodes], lv.starts, axis=0)
@@ -203,6 +237,9 @@ def place_children(extent: np.ndarray, levels: list[Level], step: int,
     pos[roots] = np.cumsum(extent[roots]) - extent[roots]
     if parent_position is not None:
         parent_position[roots] = -1
+    fast = _kernels(extent.size)
+    if fast is not None and fast.place_children(extent, levels, step, pos, parent_position):
+        return pos
     for lv in levels[1:]:
         above = pos[lv.parent]
         if parent_position is not None:
@@ -268,8 +305,13 @@ def path_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray:
     parent-pointer forest (no levels needed).
 
     Pointer jumping: each step adds the sum of the path segment above and
-    doubles the jump, so log2(depth) whole-array steps rather than one per level.
+    doubles the jump, so log2(depth) whole-array steps rather than one per level
+    (the compiled twin: one walk).
     """
+    fast = _kernels(len(parent))
+    got = fast.path_sums(parent, values) if fast is not None else None
+    if got is not None:
+        return got
     acc = np.array(values, dtype=np.int64, copy=True)
     up = parent.astype(np.int64)
     live = np.flatnonzero(up >= 0)
@@ -321,6 +363,10 @@ def intern_level(parent: np.ndarray, label: np.ndarray, n_labels: int,
     """Node ids for (parent node or -1, label in [0, n_labels)) pairs: equal
     pairs share one id, new ids are ``first_id, first_id + 1, ...`` in
     (parent, label) order. Returns (id of each pair, parent and label of each new id)."""
+    fast = _kernels(parent.size)
+    got = fast.intern_level(parent, label, n_labels, first_id) if fast is not None else None
+    if got is not None:
+        return got
     width = np.int64(n_labels)
     key = (parent.astype(np.int64) + 1) * width + label
     order, key, fresh = sorted_runs(key)
@@ -343,8 +389,12 @@ def intern_paths(up: np.ndarray, label: np.ndarray, order: np.ndarray, bounds: n
     (node of every item, -1 for items in no level; parent and label of every
     node; where each depth's nodes begin, with the end last). Node ids go level
     by level, ordered by parent within one, so :meth:`Level.of` applies to every
-    ``slice(start[d], start[d + 1])``.
+    ``slice(start[d], start[d + 1])``. (The compiled twin: counting sorts, no comparison sort.)
     """
+    fast = _kernels(order.size)
+    got = fast.intern_paths(up, label, order, bounds, n_labels) if fast is not None else None
+    if got is not None:
+        return got
     node_of = np.full(up.size + 1, -1, dtype=np.int64)  # index -1 reads the trailing -1
     parents, labels, starts = [], [], [0]
     for d in range(len(bounds) - 1):

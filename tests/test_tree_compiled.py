@@ -1,0 +1,149 @@
+"""The compiled tree kernels (numba) give exactly the numpy kernels' results.
+
+Random forests (ids in any order, chains of 0 to 3 items, few labels so
+paths merge) go through both forms of ``expand_chains``, ``path_sums``,
+``intern_level``, ``intern_paths``, ``add_subtree_sums`` and ``place_children``; whole flame graphs, filtered call trees and sandwiches of
+real profiles are computed with ``POLYPROF_KERNELS=numpy`` and
+``=compiled`` and compared. Without numba the compiled side is skipped,
+visibly.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import REPO
+from polyprof.model import tree
+
+compiled = pytest.importorskip("polyprof.model._tree_compiled", reason="numba is not installed: no compiled kernels")
+
+
+def _numpy_only(kernel, *args):  # noqa: ANN001, ANN202
+    saved = tree._compiled
+    tree._compiled = False
+    try:
+        return kernel(*args)
+    finally:
+        tree._compiled = saved
+
+
+@st.composite
+def forests(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(parent, count, label per item, number of labels): a forest whose ids are shuffled."""
+    n = draw(st.integers(1, 60))
+    above = [draw(st.integers(-1, i - 1)) if i else -1 for i in range(n)]  # topological, then shuffled
+    perm = np.array(draw(st.permutations(range(n))), dtype=np.int64)
+    where = np.empty(n, dtype=np.int64)
+    where[perm] = np.arange(n)
+    parent = np.array([above[i] for i in perm], dtype=np.int64)
+    parent = np.where(parent >= 0, where[np.maximum(parent, 0)], -1)
+    empty_ok = draw(st.booleans())
+    count = np.array(draw(st.lists(st.integers(0 if empty_ok else 1, 3), min_size=n, max_size=n)), dtype=np.int64)
+    n_labels = draw(st.integers(1, 4))
+    label = np.array(draw(st.lists(st.integers(0, n_labels - 1), min_size=int(count.sum()),
+                                   max_size=int(count.sum()))), dtype=np.int64)
+    return parent, count, label, n_labels
+
+
+def _same(a: tuple, b: tuple) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, list):
+            assert x == y
+        else:
+            assert np.array_equal(x, y) and np.asarray(x).dtype == np.asarray(y).dtype
+
+
+@settings(max_examples=300, deadline=None)
+@given(forests())
+def test_chain_and_path_twins_agree(forest):
+    parent, count, label, n_labels = forest
+    chains = _numpy_only(tree.expand_chains, parent, count)
+    _same(chains, compiled.expand_chains(parent, count))
+    sums = _numpy_only(tree.path_sums, parent, count)
+    _same((sums,), (compiled.path_sums(parent, count),))
+    owner, within, up, _ = chains
+    order, bounds = tree.group_by_depth((sums - count)[owner] + within)
+    want = _numpy_only(tree.intern_paths, up, label, order, bounds, n_labels)
+    got = compiled.intern_paths(up, label, order, bounds, n_labels)
+    if got is None:  # declined (empty chains make items hang under unrelated items): numpy answers
+        assert (count == 0).any()
+        return
+    _same(want, got)
+    if (count > 0).all():  # a real flame forest: the compiled kernels never decline it
+        kept = order[: bounds[-2]] if bounds.size > 2 else order[:0]  # a subset of the items too
+        _same(_numpy_only(tree.intern_paths, up, label, kept, bounds[:-1], n_labels),
+              compiled.intern_paths(up, label, kept, bounds[:-1], n_labels))
+
+
+@settings(max_examples=200, deadline=None)
+@given(forests(), st.integers(0, 2))
+def test_level_twins_agree(forest, step):
+    parent, count, _, _ = forest
+    n = parent.size
+    levels = tree.tree_levels(parent, _numpy_only(tree.path_sums, parent, np.ones(n, dtype=np.int64)) - 1)
+    values = count * 7 - 5  # negative values too
+    want = _numpy_only(tree.subtree_sums, values, levels)
+    got = compiled.add_subtree_sums(values.copy(), levels)
+    _same((want,), (got,))
+    want_above = np.zeros(n, dtype=np.int64)
+    want_pos = _numpy_only(tree.place_children, want, levels, step, want_above)
+    pos, above = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    roots = levels[0].nodes  # the twin places the levels below the roots
+    pos[roots], above[roots] = want_pos[roots], -1
+    assert compiled.place_children(want, levels, step, pos, above)
+    _same((want_pos, want_above), (pos, above))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 30), st.integers(0, 5)), max_size=80), st.integers(0, 100))
+def test_level_interning_twins_agree(pairs, first_id):
+    parent = np.array([p for p, _ in pairs], dtype=np.int64)
+    label = np.array([lab for _, lab in pairs], dtype=np.int64)
+    _same(_numpy_only(tree.intern_level, parent, label, 6, first_id), compiled.intern_level(parent, label, 6, first_id))
+
+
+def test_twins_decline_what_they_cannot_answer():
+    assert compiled.path_sums(np.array([1, 0]), np.ones(2, dtype=np.int64)) is None  # a cycle
+    assert compiled.path_sums(np.array([5]), np.ones(1, dtype=np.int64)) is None
+    assert compiled.expand_chains(np.array([-1]), np.array([-1])) is None
+    assert compiled.intern_paths(np.array([-1]), np.array([3]), np.array([0]), np.array([0, 1]), 2) is None
+
+
+_VIEWS = """
+import sys, hashlib
+import numpy as np
+import polyprof
+from polyprof.analysis import filters
+from polyprof.analysis.flame import flame_tree
+from polyprof.analysis.options import Options
+from polyprof.analysis.sandwich import sandwich
+from polyprof.analysis.flameview import FlameIndex
+for f in sys.argv[1:]:
+    p = polyprof.read(f)
+    for o in (Options(), Options(focus="main|run", ignore="runtime"), Options(hide="^runtime")):
+        for inverted in (False, True):
+            g = flame_tree(filters.apply(p, o), o, max_nodes=0, min_fraction=0, inverted=inverted)
+            print(f, len(g), "\\n".join(g.lines()))
+        if len(g) > 1:
+            print(sandwich(FlameIndex(g), g.names[1]).callers.lines())
+"""
+
+
+@pytest.mark.slow
+def test_flame_graphs_are_the_same_with_both_kernels(peer):
+    """Flame graphs (plain, filtered, inverted) and sandwiches of real pprof profiles."""
+    files = [str(p) for p in sorted(peer.rglob("*.pb.gz"))[:10]] + [str(REPO / "examples" / "demo.pb.gz")]
+    runs = {}
+    for mode in ("numpy", "compiled"):
+        runs[mode] = subprocess.run([sys.executable, "-c", _VIEWS, *files], capture_output=True, text=True,
+                                    env={"POLYPROF_KERNELS": mode, "PYTHONPATH": str(REPO / "src"),
+                                         "PATH": "/usr/bin:/bin"}, check=True).stdout
+    assert runs["numpy"].count("\n") > 1000
+    assert runs["numpy"] == runs["compiled"]
