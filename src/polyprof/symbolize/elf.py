@@ -33,7 +33,7 @@ ET_EXEC, ET_DYN, ET_REL = 2, 3, 1
 PT_LOAD, PF_X = 1, 1
 SHT_SYMTAB, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 2, 7, 8, 11
 NT_GNU_BUILD_ID = 3
-STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_FILE, STT_GNU_IFUNC = 0, 1, 2, 4, 10
+STT_NOTYPE, STT_FUNC, STT_FILE, STT_GNU_IFUNC = 0, 2, 4, 10
 STB_LOCAL = 0
 SHN_UNDEF, SHN_LORESERVE = 0, 0xFF00
 #: Sections we decompress or copy are refused past this (MiniDebugInfo is a few MB).
@@ -321,7 +321,9 @@ class ElfFile:
             raise self._fail(f"symbol table {table.name} links to missing section {table.link}")
         strtab = bytes(self.contents(self.sections[table.link]))
         kind = syms["info"] & 0xF
-        keep = (((kind == STT_NOTYPE) | (kind == STT_FUNC) | (kind == STT_OBJECT) | (kind == STT_GNU_IFUNC))
+        # code symbols only: a stack frame's pc is code, and a data marker (``__FRAME_END__`` in
+        # .eh_frame, ``__dso_handle``) would name an unwinder's stray return address (simpleperf: ?)
+        keep = (((kind == STT_NOTYPE) | (kind == STT_FUNC) | (kind == STT_GNU_IFUNC))
                 & (syms["shndx"] != SHN_UNDEF) & (syms["shndx"] < SHN_LORESERVE))
         keep[:1] = False  # the null symbol
         # A local symbol's source file is the STT_FILE symbol before it (the ELF spec's order).
