@@ -46,11 +46,12 @@ per-level step.
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
 from typing import NamedTuple
 
 import numpy as np
+
+from polyprof.wire.vector import compiled_wanted, import_compiled
 
 __all__ = [
     "Level", "add_subtree_sums", "any_above", "euler", "exclusive_within_runs", "expand_chains", "fill_down",
@@ -71,16 +72,10 @@ def _kernels(size: int) -> ModuleType | None:
     """The compiled tree kernels when ``size`` items are worth them (and numba is there), else None.
     ``POLYPROF_KERNELS=numpy`` keeps numpy, ``=compiled`` uses them at any size (as for decoding)."""
     global _compiled
-    mode = os.environ.get("POLYPROF_KERNELS", "auto")
-    if mode == "numpy" or (mode != "compiled" and size < COMPILED_FROM):
+    if not compiled_wanted(size, COMPILED_FROM):
         return None
     if _compiled is None:
-        try:
-            from polyprof.model import _tree_compiled as module
-        except ImportError:  # numba missing (or not built for this platform): numpy it is
-            _compiled = False
-            return None
-        _compiled = module
+        _compiled = import_compiled("polyprof.model._tree_compiled")
     return _compiled if isinstance(_compiled, ModuleType) else None
 
 

@@ -20,6 +20,7 @@ switches over does not matter. ``POLYPROF_KERNELS=numpy`` keeps numpy only,
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -30,7 +31,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "expect", "gather_spans", "hash_factorize", "nested_fields", "packed_varints",
+__all__ = ["Fields", "as_buffer", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "import_compiled", "nested_fields", "packed_varints",
            "ranges", "read_varints", "repeated_varints", "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 
@@ -53,16 +54,26 @@ def _kernels(work: int) -> ModuleType | None:
     global _compiled, _work
     if _compiled is None:
         _work += work
-        mode = os.environ.get("POLYPROF_KERNELS", "auto")
-        if mode == "numpy" or (mode != "compiled" and _work < COMPILED_AFTER):
+        if not compiled_wanted(_work, COMPILED_AFTER):
             return None
-        try:
-            from polyprof.wire import _compiled as module
-        except ImportError:  # numba missing (or not built for this platform): numpy it is
-            _compiled = False
-            return None
-        _compiled = module
+        _compiled = import_compiled("polyprof.wire._compiled")
     return _compiled if isinstance(_compiled, ModuleType) else None
+
+
+def compiled_wanted(amount: int, threshold: int) -> bool:
+    """Whether compiled kernels should take ``amount`` of work: ``POLYPROF_KERNELS=numpy`` never,
+    ``=compiled`` always, otherwise from ``threshold`` on (the decode and tree kernels' one rule)."""
+    mode = os.environ.get("POLYPROF_KERNELS", "auto")
+    return mode == "compiled" or (mode != "numpy" and amount >= threshold)
+
+
+def import_compiled(name: str) -> ModuleType | bool:
+    """The compiled-kernel module ``name``; False when numba is missing (or not built for this
+    platform): numpy it is."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return False
 
 
 #: An input this large loads the compiled kernels before its first decode (measured: a 4.9 MB
