@@ -89,7 +89,7 @@ class Symbols:
     files: list[str]
     #: where a size-0 symbol's cover stops at the latest: its section's end (so a marker such
     #: as ``__FRAME_END__`` never names an unnamed PLT stub or gap in another section)
-    limit: np.ndarray | None = None
+    limit: np.ndarray
 
     def lookup(self, address: int) -> tuple[str, str] | None:
         """(name, file) of the symbol covering ``address``; None if none does.
@@ -112,9 +112,7 @@ class Symbols:
         i = np.searchsorted(self.start, wanted, side="right") - 1
         at = np.maximum(i, 0)
         size = self.size[at]
-        unsized = size == 0
-        if self.limit is not None:
-            unsized &= wanted < self.limit[at]
+        unsized = (size == 0) & (wanted < self.limit[at])
         hit = (i >= 0) & (unsized | (self.start[at] + size > wanted))
         return at, hit
 
@@ -302,11 +300,10 @@ class ElfFile:
         if inner is not None:
             parts.append(inner.symbols)
         if not parts:
-            return Symbols(np.zeros(0, np.uint64), np.zeros(0, np.uint64), [], [])
+            return Symbols(np.zeros(0, np.uint64), np.zeros(0, np.uint64), [], [], np.zeros(0, np.uint64))
         return _dedup(np.concatenate([p.start for p in parts]), np.concatenate([p.size for p in parts]),
                       [n for p in parts for n in p.names], [f for p in parts for f in p.files],
-                      np.concatenate([p.limit if p.limit is not None else np.full(len(p), 2**64 - 1, np.uint64)
-                                      for p in parts]))
+                      np.concatenate([p.limit for p in parts]))
 
     def _read_symbols(self, table: Section) -> Symbols:
         dtype = np.dtype([("name", self.end + "u4"), ("info", "u1"), ("other", "u1"), ("shndx", self.end + "u2"),
