@@ -209,6 +209,52 @@ def test_hash_factorize_grows_its_table_and_leaves_mostly_distinct_rows_to_the_s
     assert compiled.factorize([np.arange(400_000, dtype=np.int64)]) is None
 
 
+_SPANS = st.lists(st.lists(st.integers(0, 5), max_size=6), min_size=1, max_size=40)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_SPANS, st.sampled_from([np.uint8, np.uint16, np.int32, np.int64]))
+def test_span_factorize_twins_agree(runs, dtype):
+    """Spans numbered by content in place (compiled table, empty spans included) as the numpy
+    hash-and-sort numbers the gathered runs; overlapping spans read the same values."""
+    from polyprof.model.columns import factorize_runs, factorize_spans
+    values = np.array([v for r in runs for v in r], dtype=dtype)
+    lengths = np.array([len(r) for r in runs], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    want = _numpy_only(factorize_runs, values, offsets)
+    starts = offsets[:-1][::-1].copy()  # the same spans listed backwards: a second, overlapping view
+    want_back = _numpy_only(factorize_spans, values, starts, lengths[::-1].copy())
+    saved = V._compiled, V.HASH_FACTORIZE_AFTER
+    V._compiled, V.HASH_FACTORIZE_AFTER = compiled, 1
+    try:
+        _same(want, factorize_runs(values, offsets))
+        _same(want_back, factorize_spans(values, starts, lengths[::-1].copy()))
+    finally:
+        V._compiled, V.HASH_FACTORIZE_AFTER = saved
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 6), max_size=5), min_size=1, max_size=8),
+       st.lists(st.integers(0, 7), min_size=1, max_size=60), st.booleans())
+def test_repeated_stacks_intern_as_the_level_walk_does(base, picks, leaf_first):
+    """Grouping repeated stacks first (compiled) builds the callsite tree the plain walk builds."""
+    from polyprof.model import bulk_stacks
+    stacks = [base[i % len(base)] for i in picks]
+    flat = np.array([v for s in stacks for v in s] or [0], dtype=np.int32)[:sum(map(len, stacks))]
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in stacks])]).astype(np.int64)
+    if not flat.size:
+        return
+    want = bulk_stacks._intern(flat, offsets, leaf_first)
+    saved = V._compiled, V.HASH_FACTORIZE_AFTER
+    V._compiled, V.HASH_FACTORIZE_AFTER = compiled, 1
+    try:
+        got = bulk_stacks.intern_stacks(flat, offsets, leaf_first)
+    finally:
+        V._compiled, V.HASH_FACTORIZE_AFTER = saved
+    for name in ("leaf", "parent", "location", "depth", "size"):
+        assert np.array_equal(getattr(want, name), getattr(got, name)), name
+
+
 def _numpy_only(kernel, *args):  # noqa: ANN001, ANN202
     saved = V._compiled
     V._compiled = False

@@ -211,13 +211,15 @@ class ProfileBuilder:
         return node
 
     def stacks_from_csr(self, flat: np.ndarray, offsets: np.ndarray, *,
-                        leaf_first: bool = True) -> np.ndarray:
+                        leaf_first: bool = True, distinct: bool = False) -> np.ndarray:
         """Intern many stacks at once; returns the leaf callsite of each.
 
         ``flat[offsets[i]:offsets[i+1]]`` are the locations of stack ``i``.
         Works one depth level at a time over all stacks (vectorized), so the
         cost is a sort per level rather than a dict lookup per frame; the
         callsites come numbered in pre-order (see :mod:`polyprof.model.bulk_stacks`).
+        ``distinct``: the stacks hardly repeat (a format's table of stacks), so they are not
+        first grouped by content (the result is the same either way).
         """
         flat = np.asarray(flat)
         if flat.dtype.kind not in "iu":
@@ -228,7 +230,7 @@ class ProfileBuilder:
             return np.full(n, -1, dtype=np.int32)
         if len(self._flush_callsites_to_arrays()[0]):
             return self._stacks_into_existing(flat, offsets, leaf_first)
-        built = intern_stacks(flat, offsets, leaf_first)
+        built = intern_stacks(flat, offsets, leaf_first, distinct)
         self._cs_arrays = (built.parent, built.location)
         self._cs_depth = built.depth
         self._cs_size = built.size

@@ -36,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from polyprof.model import tree
+from polyprof.wire.vector import gather_runs, hash_factorize_spans
 
 __all__ = ["InternedStacks", "intern_stacks"]
 
@@ -88,8 +89,32 @@ class _Walk:
     depth: list[np.ndarray] = field(default_factory=list)
 
 
-def intern_stacks(flat: np.ndarray, offsets: np.ndarray, leaf_first: bool) -> InternedStacks:
-    """Intern stack ``i`` = ``flat[offsets[i]:offsets[i+1]]`` (leaf first or root first) for every i."""
+def intern_stacks(flat: np.ndarray, offsets: np.ndarray, leaf_first: bool, distinct: bool = False) -> InternedStacks:
+    """Intern stack ``i`` = ``flat[offsets[i]:offsets[i+1]]`` (leaf first or root first) for every i.
+
+    Many stacks that repeat (a simpleperf sample per event, pprof samples apart only by their
+    labels) are first grouped by content with the compiled hash table, and only the distinct
+    ones are walked: the same tree, numbered the same (siblings are ordered by location, so
+    the order and multiplicity of the input stacks change no id). ``distinct``: the caller knows
+    the stacks hardly repeat (a table of stacks), so the grouping would be wasted."""
+    lengths = np.diff(offsets)
+    grouped = None if distinct else hash_factorize_spans(flat, offsets[:-1], lengths)
+    if grouped is None or grouped[1].size > _REPEATS_WORTH * lengths.size:
+        return _intern(flat, offsets, leaf_first)
+    group, first = grouped
+    sub = np.zeros(first.size + 1, dtype=np.int64)
+    np.cumsum(lengths[first], out=sub[1:])
+    built = _intern(gather_runs(flat, offsets[first], lengths[first]), sub, leaf_first)
+    built.leaf = built.leaf[group]
+    return built
+
+
+#: Distinct stacks (as a share of all) below which only the distinct ones are walked.
+_REPEATS_WORTH = 0.8
+
+
+def _intern(flat: np.ndarray, offsets: np.ndarray, leaf_first: bool) -> InternedStacks:
+    """:func:`intern_stacks` of every stack given, repeated or not."""
     n_loc = int(flat.max()) + 2
     wide = (len(flat) + 1) * n_loc >= 2**31
     dtype = np.int64 if wide else np.int32

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from polyprof.wire.vector import gather_runs, hash_factorize, hash_runs
+from polyprof.wire.vector import gather_runs, hash_factorize, hash_factorize_spans, hash_runs
 
-__all__ = ["factorize_rows", "factorize_runs", "runs_equal", "unique_inverse"]
+__all__ = ["factorize_rows", "factorize_runs", "factorize_spans", "runs_equal", "unique_inverse"]
 
 
 def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -112,6 +112,9 @@ def factorize_runs(values: np.ndarray, offsets: np.ndarray,
     n = lengths.size
     if not n:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    hashed = hash_factorize_spans(values, offsets[:-1], lengths) if hashes is None else None
+    if hashed is not None:
+        return hashed
     h = np.zeros(n, dtype=np.uint64) if hashes is None else hashes
     some = np.flatnonzero(lengths > 0) if hashes is None else np.zeros(0, dtype=np.int64)
     if some.size:
@@ -126,3 +129,14 @@ def factorize_runs(values: np.ndarray, offsets: np.ndarray,
         return group, first
     key = np.where(same, lead, np.arange(n))  # a colliding run leads a group of its own
     return factorize_rows([key], in_order=True)
+
+
+def factorize_spans(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`factorize_runs` of the spans ``values[starts[i]:starts[i]+lengths[i]]`` (which may
+    overlap or leave gaps): compared in place by the compiled kernels, else gathered end to end."""
+    hashed = hash_factorize_spans(values, starts, lengths)
+    if hashed is not None:
+        return hashed
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return factorize_runs(gather_runs(values, starts, lengths), offsets)

@@ -219,7 +219,7 @@ def le32_records(buf: np.ndarray, pos: int, end: int) -> tuple[np.ndarray, np.nd
     return starts[:k].copy(), ends[:k].copy(), int(stop)
 
 
-@_kernel
+@njit(inline="always", **_OPTIONS)
 def _scalars_one(buf, p, end, slot, values, present, row, lfield, lstart, llen):  # noqa: ANN001, ANN202
     """The wanted varint fields of the message ``buf[p:end]`` into ``values[:, row]`` (column by
     column: the caller's columns come out contiguous), and the span of its last LEN field
@@ -390,3 +390,63 @@ def factorize(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
             return ids, first[:groups].copy()
         cap *= 4  # (the rows read so far are a poor guess: most groups show up early)
     return None
+
+
+@_kernel
+def _spans_equal(values, a, b, length):  # noqa: ANN001, ANN202
+    for j in range(length):
+        if values[a + j] != values[b + j]:
+            return False
+    return True
+
+
+@_kernel
+def _factorize_spans(values, starts, lengths, table, ids, first):  # noqa: ANN001, ANN202
+    """Spans ``values[starts[i]:starts[i]+lengths[i]]`` numbered by content in order of first
+    sight through the open-addressing ``table`` (slots hold a span's group, -1 when free; at
+    least twice as many slots as spans): equal hashes are confirmed value by value, so
+    colliding spans stay apart. Returns the number of groups."""
+    mask = np.uint64(table.size - 1)
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    groups = 0
+    empty = -1  # the group of empty spans (often most of them: Chromium's shared names)
+    for i in range(starts.size):
+        s, n = starts[i], lengths[i]
+        if n == 0:
+            if empty < 0:
+                empty = groups
+                first[groups] = i
+                groups += 1
+            ids[i] = empty
+            continue
+        h = np.uint64(n) * mix
+        for j in range(s, s + n):
+            h = (h ^ (h >> np.uint64(29)) ^ np.uint64(values[j])) * mix
+        slot = (h ^ (h >> np.uint64(32))) & mask
+        while True:
+            g = table[slot]
+            if g < 0:
+                table[slot] = groups
+                first[groups] = i
+                ids[i] = groups
+                groups += 1
+                break
+            r = first[g]
+            if lengths[r] == n and _spans_equal(values, starts[r], s, n):
+                ids[i] = g
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return groups
+
+
+def factorize_spans(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(group of each span, first span of each group), groups numbered in order of first sight."""
+    n = starts.size
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    slots = 1 << max(2 * int(np.count_nonzero(lengths)), 16).bit_length()
+    table = np.full(slots, -1, dtype=np.int32 if n < 2**30 else np.int64)
+    ids = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    groups = _factorize_spans(np.ascontiguousarray(values), np.ascontiguousarray(starts, dtype=np.int64),
+                              np.ascontiguousarray(lengths, dtype=np.int64), table, ids, first)
+    return ids, first[:groups].copy()

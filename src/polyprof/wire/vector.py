@@ -31,7 +31,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "import_compiled", "nested_fields", "packed_varints",
+__all__ = ["Fields", "as_buffer", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "hash_factorize_spans", "import_compiled", "nested_fields", "packed_varints",
            "ranges", "read_varints", "repeated_varints", "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 
@@ -777,3 +777,19 @@ def hash_factorize(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | No
         return None
     as64 = [np.ascontiguousarray(c.view(np.int64) if c.dtype == np.uint64 else c, dtype=np.int64) for c in cols]
     return fast.factorize(as64)
+
+
+def hash_factorize_spans(values: np.ndarray, starts: np.ndarray,
+                         lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(group of each span ``values[starts[i]:starts[i]+lengths[i]]`` by content, first span of
+    each group), groups numbered in order of first sight, by the compiled hash table (spans
+    compared in place: no gather, no hash column); None when the compiled kernels are not in
+    use or the input is small (the caller hashes and sorts instead: the same numbering, unless
+    two different spans share a 64-bit hash and a third equals the second, which the numpy
+    path numbers apart)."""
+    if starts.size < HASH_FACTORIZE_AFTER // 4 or values.ndim != 1 or values.dtype.kind not in "iub":
+        return None
+    fast = _kernels(int(lengths.sum()) * values.itemsize)
+    if fast is None:
+        return None
+    return fast.factorize_spans(values, starts, lengths)

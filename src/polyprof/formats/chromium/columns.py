@@ -19,7 +19,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.columns import factorize_rows, factorize_runs
+from polyprof.model.columns import factorize_rows, factorize_spans
 from polyprof.wire import vector as V
 
 __all__ = ["StackSamples", "stack_samples", "stack_table"]
@@ -32,7 +32,13 @@ def _joined(entries: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _int32(v: np.ndarray) -> np.ndarray:
-    return (v & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).astype(np.int64)
+    """The low 32 bits of a uint64 column as a signed int32 widened to int64, in place (the
+    decoded columns are used once)."""
+    v &= np.uint64(0xFFFFFFFF)
+    out = v.view(np.int64)
+    out ^= 1 << 31
+    out -= 1 << 31
+    return out
 
 
 def _zigzag(v: np.ndarray) -> np.ndarray:
@@ -48,7 +54,6 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
     buf, starts, ends = _joined(entries)
     # Every frame's address (1), module (2) and name span (3) in one pass over the stacks.
     per_stack, scalars, present, name_start, name_len = V.nested_fields(buf, starts, ends, 1, (1, 2), span=3)
-    n = name_len.size
     address, module, has_module = scalars[:, 0], _int32(scalars[:, 1]), present[:, 1]
     bad = has_module & ((module < 0) | (module >= len(modules)))
     if bad.any():
@@ -56,28 +61,31 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
                                   f"has {len(modules)}")
     named = name_len >= 0
     name_len = np.where(named, name_len, 0)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(name_len, out=offsets[1:])
-    name, first = factorize_runs(V.gather_runs(buf, name_start, name_len), offsets)  # 0: "" when some are nameless
+    name, first = factorize_spans(buf, name_start, name_len)  # 0: "" when some are nameless
     raw = buf.tobytes()
     module = np.where(has_module, module, -1)
+    # Frames grouped by what they hold (few distinct rows); names are filled on those rows, in
+    # order of first sight, so "the first named frame" is the first such row.
+    held, hfirst = factorize_rows([module, address.view(np.int64), name, named.view(np.int8)], in_order=True)
+    h_module, h_address, h_name = module[hfirst], address[hfirst], name[hfirst]
     if fill_names:
-        name = _filled(name, ~named, module, address)  # an explicitly empty name stays empty
-    key, kfirst = factorize_rows([module, address.view(np.int64), name])  # the old reader's location key
+        h_name = _filled(h_name, ~named[hfirst], h_module, h_address)  # an explicitly empty name stays empty
+    key, kfirst = factorize_rows([h_module, h_address.view(np.int64), h_name])  # the old reader's location key
     texts = [_decode(raw[a:a + ln]) for a, ln in zip(name_start[first].tolist(), name_len[first].tolist())]
     fn_of_name = np.array([b.function(t) if t else -1 for t, _ in texts], dtype=np.int64)
-    ctx.bad_utf8 += int(np.array([bad for _, bad in texts], dtype=bool)[name[kfirst]].sum()) if texts else 0
+    k_name = h_name[kfirst]
+    ctx.bad_utf8 += int(np.array([bad for _, bad in texts], dtype=bool)[k_name].sum()) if texts else 0
     mapping_of = np.array(modules + [-1], dtype=np.int64)
-    k_mapping, k_fn = mapping_of[module[kfirst]], fn_of_name[name[kfirst]]
-    loc, lfirst = factorize_rows([k_mapping, address[kfirst].view(np.int64), k_fn])  # equal locations, one row
+    k_mapping, k_fn, k_address = mapping_of[h_module[kfirst]], fn_of_name[k_name], h_address[kfirst]
+    loc, lfirst = factorize_rows([k_mapping, k_address.view(np.int64), k_fn])  # equal locations, one row
     has = k_fn[lfirst] >= 0
     zeros = np.zeros(int(has.sum()), dtype=np.int64)
-    row0 = b.add_locations_bulk(k_mapping[lfirst], address[kfirst][lfirst], np.zeros(lfirst.size, dtype=bool),
+    row0 = b.add_locations_bulk(k_mapping[lfirst], k_address[lfirst], np.zeros(lfirst.size, dtype=bool),
                                 has.astype(np.int64), k_fn[lfirst][has], zeros, zeros)
-    locs = row0 + loc[key]
+    locs = (row0 + loc[key])[held]
     stack_offsets = np.zeros(len(entries) + 1, dtype=np.int64)
     np.cumsum(per_stack, out=stack_offsets[1:])
-    return b.stacks_from_csr(locs, stack_offsets, leaf_first=True)
+    return b.stacks_from_csr(locs, stack_offsets, leaf_first=True, distinct=True)
 
 
 def _decode(raw: bytes) -> tuple[str, bool]:
@@ -89,7 +97,7 @@ def _decode(raw: bytes) -> tuple[str, bool]:
 
 
 def _filled(name: np.ndarray, nameless: np.ndarray, module: np.ndarray, address: np.ndarray) -> np.ndarray:
-    """Nameless frames take the name of the first named frame at the same (module, address)."""
+    """Nameless rows take the name of the first named row at the same (module, address)."""
     if not nameless.any() or nameless.all():
         return name
     place, _ = factorize_rows([module, address.view(np.int64)])

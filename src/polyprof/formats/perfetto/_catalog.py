@@ -250,7 +250,7 @@ class Emitter:
             frames, at = unique_inverse(flat)
             locs = self._locations(frames)
             locs = locs.astype(np.min_scalar_type(max(int(locs.max()), 0)))[at]  # narrow: cheaper interning
-            leaf[uniq >= 0] = self.b.stacks_from_csr(locs, offsets, leaf_first=False)
+            leaf[uniq >= 0] = self.b.stacks_from_csr(locs, offsets, leaf_first=False, distinct=True)
         return leaf[inverse.reshape(-1)]
 
     def _locations(self, fids: np.ndarray) -> np.ndarray:
