@@ -255,6 +255,32 @@ def test_repeated_stacks_intern_as_the_level_walk_does(base, picks, leaf_first):
         assert np.array_equal(getattr(want, name), getattr(got, name)), name
 
 
+_ENTRY = st.lists(st.tuples(st.integers(1, 5), st.sampled_from([0, 1, 2**40, 2**64 - 1])), max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(_ENTRY, st.just(None)), max_size=6), min_size=1, max_size=10))
+def test_grouped_nested_rows_twins_agree(payloads):
+    """Sub-messages grouped by content as they are decoded (compiled) give the rows, groups and
+    first rows that decoding every row and factorizing in order of first sight gives."""
+    from polyprof.model.columns import factorize_rows
+    bodies = [_encode([(3, 2, _encode([(n, 0, v) for n, v in entry])) if entry is not None else (7, 0, 1)
+                       for entry in payload]) for payload in payloads]
+    buf, starts, ends = _spans(bodies)
+    numbers = (1, 2, 3, 4)
+    counts, values, _ = _numpy_only(V.nested_scalars, buf, starts, ends, 3, numbers)
+    ids, first = _numpy_only(lambda: factorize_rows([values[:, j].view(np.int64) for j in range(4)],
+                                                    in_order=True))
+    saved = V._compiled
+    V._compiled = compiled
+    try:
+        got = V.hash_nested_scalars(buf, starts, ends, 3, numbers)
+    finally:
+        V._compiled = saved
+    assert got is not None
+    _same((counts, ids, values[first], first), got)
+
+
 def _numpy_only(kernel, *args):  # noqa: ANN001, ANN202
     saved = V._compiled
     V._compiled = False

@@ -450,3 +450,102 @@ def factorize_spans(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray)
     groups = _factorize_spans(np.ascontiguousarray(values), np.ascontiguousarray(starts, dtype=np.int64),
                               np.ascontiguousarray(lengths, dtype=np.int64), table, ids, first)
     return ids, first[:groups].copy()
+
+
+@_kernel
+def _nested_ids(buf, starts, ends, field, slot, scratch, seen, table, ids, first, rows):  # noqa: ANN001, ANN202
+    """:func:`nested_scalars` that keeps each distinct sub-message row once: ``rows[:, g]`` the
+    values of group ``g``, ``ids[k]`` the group of sub-message ``k`` (groups in order of first
+    sight, ``first[g]`` its first sub-message). Returns the number of groups, -1 when ``first``
+    is full, -2 on damage (the numpy walk then names it)."""
+    mask = np.uint64(table.size - 1)
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    width = scratch.shape[0]
+    none = ids[:0]
+    k = 0
+    groups = 0
+    for m in range(starts.size):
+        p, end = starts[m], ends[m]
+        while p < end:
+            tag, p = _varint(buf, p, end)
+            if p < 0:
+                return -2
+            wt = np.int64(tag & np.uint64(7))
+            number = np.int64(tag >> np.uint64(3))
+            if number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
+                return -2
+            if wt == 0:
+                _, p = _varint(buf, p, end)
+                if p < 0:
+                    return -2
+            elif wt == 2:
+                raw, p = _varint(buf, p, end)
+                if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
+                    return -2
+                if number == field:
+                    for j in range(width):
+                        scratch[j, 0] = 0
+                    if _scalars_one(buf, p, p + np.int64(raw), slot, scratch, seen, 0, -1, none, none) != _OK:
+                        return -2
+                    h = np.uint64(0)
+                    for j in range(width):
+                        h = (h ^ (h >> np.uint64(29)) ^ scratch[j, 0]) * mix
+                    at = (h ^ (h >> np.uint64(32))) & mask
+                    while True:
+                        g = table[at]
+                        if g < 0:
+                            if groups >= first.size:
+                                return -1
+                            table[at] = groups
+                            for j in range(width):
+                                rows[j, groups] = scratch[j, 0]
+                            first[groups] = k
+                            ids[k] = groups
+                            groups += 1
+                            break
+                        same = True
+                        for j in range(width):
+                            if rows[j, g] != scratch[j, 0]:
+                                same = False
+                        if same:
+                            ids[k] = g
+                            break
+                        at = (at + np.uint64(1)) & mask
+                    k += 1
+                p += np.int64(raw)
+            else:
+                p += 8 if wt == 1 else 4
+                if p > end:
+                    return -2
+    return groups
+
+
+def nested_ids(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
+               numbers: tuple[int, ...]) -> tuple[np.ndarray, ...] | None:
+    """(sub-messages per message, group of each, values of each group (groups x numbers), first
+    sub-message of each group); None on damage or when more than a quarter are distinct."""
+    if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
+        return None
+    slot = np.full(max(numbers) + 1, -1, dtype=np.int64)
+    slot[list(numbers)] = np.arange(len(numbers))
+    counts = np.zeros(starts.size, dtype=np.int64)
+    none_v = np.zeros((len(numbers), 0), dtype=np.uint64)
+    none = np.zeros(0, dtype=np.int64)
+    if _nested(buf, starts, ends, field, slot, counts, none_v, none_v.astype(bool), False, -1, none, none) != _OK:
+        return None
+    total = int(counts.sum())
+    ids = np.empty(total, dtype=np.int32 if total < 2**31 else np.int64)
+    scratch = np.zeros((len(numbers), 1), dtype=np.uint64)
+    seen = np.zeros((len(numbers), 1), dtype=bool)
+    cap, most = 1 << 16, 1 << max(total // 2 - 1, 1 << 16).bit_length()
+    while cap <= most:
+        table = np.full(cap, -1, dtype=np.int64)
+        first = np.empty(cap // 2, dtype=np.int64)
+        rows = np.empty((len(numbers), cap // 2), dtype=np.uint64)
+        groups = _nested_ids(buf, starts, ends, field, slot, scratch, seen, table, ids, first, rows)
+        if groups == -2:
+            return None
+        if groups >= 0:
+            return counts, ids, rows[:, :groups].T.copy(), first[:groups].copy()
+        cap *= 8
+    return None

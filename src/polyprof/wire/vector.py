@@ -31,7 +31,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "hash_factorize_spans", "import_compiled", "nested_fields", "packed_varints",
+__all__ = ["Fields", "as_buffer", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "hash_factorize_spans", "hash_nested_scalars", "import_compiled", "nested_fields", "packed_varints",
            "ranges", "read_varints", "repeated_varints", "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 
@@ -793,3 +793,17 @@ def hash_factorize_spans(values: np.ndarray, starts: np.ndarray,
     if fast is None:
         return None
     return fast.factorize_spans(values, starts, lengths)
+
+
+def hash_nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
+                        numbers: tuple[int, ...]) -> tuple[np.ndarray, ...] | None:
+    """:func:`nested_scalars` with the sub-messages' rows grouped by content as they are read
+    (compiled hash table; callchain entries repeat a few distinct frames): (sub-messages per
+    message, group of each, values of each group (groups x numbers), first sub-message of each
+    group), groups in order of first sight, as ``factorize_rows(..., in_order=True)`` numbers
+    them. None when the compiled kernels are not in use, the rows are mostly distinct or the
+    data is damaged (the caller decodes every row, which also names the damage)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
+    return None if fast is None else fast.nested_ids(buf, starts, ends, field, numbers)

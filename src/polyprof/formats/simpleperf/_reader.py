@@ -261,10 +261,12 @@ class _Frames:
     def stacks(self, s: Samples) -> np.ndarray:
         """Leaf callsite of every sample: locations interned by (file, symbol, address), all at once.
 
-        Entries are first grouped by their raw (file, address, symbol) (a hash table when
-        compiled); everything else works on those few distinct rows."""
-        entry, rows = factorize_rows([s.file_id, s.vaddr.view(np.int64), s.symbol_id], in_order=True)
-        fid_u, vaddr_u, sid = s.file_id[rows], s.vaddr[rows], s.symbol_id[rows]
+        Entries come grouped by their raw (vaddr, file, symbol, execution type); they are
+        grouped by (file, address, symbol) on those few distinct rows, and everything else
+        works on these."""
+        raw, rows4 = factorize_rows([s.file_id, s.vaddr.view(np.int64), s.symbol_id], in_order=True)
+        rows = s.first[rows4]  # the first callchain entry of each
+        fid_u, vaddr_u, sid = s.file_id[rows4], s.vaddr[rows4], s.symbol_id[rows4]
         fids, fi = unique_inverse(fid_u)
         known = [self._file(f) for f in fids.tolist()]  # one step per file
         mapping = np.array([m for m, _ in known], dtype=np.int64)[fi]
@@ -285,19 +287,21 @@ class _Frames:
         row0 = self.b.add_locations_bulk(mapping[first], vaddr_u[first], np.zeros(first.size, dtype=bool),
                                          has.astype(np.int64), fn[first][has], np.zeros(int(has.sum()), np.int64),
                                          np.zeros(int(has.sum()), np.int64))
-        self.entries = s.symbol_id.size
-        self.unsymbolized = int(np.bincount(entry, minlength=rows.size)[sid < 0].sum())
+        uses = np.bincount(s.entry, minlength=s.first.size)  # callchain entries per distinct row
+        self.entries = s.entry.size
+        self.unsymbolized = int(uses[s.symbol_id < 0].sum())
         if s.exec_type.any():
-            self._exec_types(s.file_id, s.vaddr, s.exec_type)
+            self._exec_types(s.file_id, s.vaddr, s.exec_type, uses)
         offsets = np.zeros(len(s) + 1, dtype=np.int64)
         np.cumsum(s.chain, out=offsets[1:])
         top = row0 + (int(loc.max()) if loc.size else 0)
-        return self.b.stacks_from_csr((row0 + loc).astype(np.min_scalar_type(top))[entry], offsets)
+        return self.b.stacks_from_csr((row0 + loc).astype(np.min_scalar_type(top))[raw][s.entry], offsets)
 
-    def _exec_types(self, fid: np.ndarray, vaddr: np.ndarray, kind: np.ndarray) -> None:
-        """Keep one execution type per (file path, address): the model has no per-entry kind."""
+    def _exec_types(self, fid: np.ndarray, vaddr: np.ndarray, kind: np.ndarray, uses: np.ndarray) -> None:
+        """Keep one execution type per (file path, address): the model has no per-entry kind.
+        The rows are the distinct entries, ``uses`` how many callchain entries each stands for."""
         group, first = factorize_rows([fid, vaddr.view(np.int64), kind])
-        counts = np.bincount(group)
+        counts = np.bincount(group, weights=uses).astype(np.int64)
         by_frame: dict[tuple[str, int], Counter] = {}
         for f, v, t, n in zip(fid[first].tolist(), vaddr[first].tolist(), kind[first].tolist(), counts.tolist()):
             by_frame.setdefault((self.paths[f], v), Counter())[t] += n  # one step per distinct frame kind

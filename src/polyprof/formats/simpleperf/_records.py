@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError
 from polyprof.errors import MalformedInputError
 from polyprof.formats.simpleperf._framing import records
 from polyprof.formats.simpleperf._schema import record_class
+from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
 
 __all__ = ["Records", "Samples", "collect"]
@@ -46,15 +47,18 @@ def _i32(values: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Samples:
-    """Sample records as columns (callchain entries flat, ``chain`` entries per sample, leaf first)."""
+    """Sample records as columns: ``chain`` callchain entries per sample, their entries flat (leaf
+    first) as rows of the few distinct entries."""
 
     time: np.ndarray
     tid: np.ndarray
     event_count: np.ndarray
     event_type: np.ndarray
     chain: np.ndarray
-    vaddr: np.ndarray
-    file_id: np.ndarray
+    entry: np.ndarray       # per callchain entry: its row in the distinct entries below
+    first: np.ndarray       # per distinct entry: its first callchain entry
+    vaddr: np.ndarray       # the distinct (vaddr, file, symbol, execution type) entries, in
+    file_id: np.ndarray     # order of first sight
     symbol_id: np.ndarray
     exec_type: np.ndarray
     unwind: dict[str, np.ndarray]  # per sample: has, has_code, code, has_raw, raw, has_addr, addr
@@ -164,7 +168,7 @@ def _kind_classes() -> dict[str, Any]:
 def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
     n = part.n
     vals, present = V.scalar_fields(buf, part.start, part.end, (1, 2, 4, 5))
-    chain, entries, _ = V.nested_scalars(buf, part.start, part.end, 3, (1, 2, 3, 4))
+    chain, entry, entries, first = _entries(buf, part)
     u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, (3, 1, 2))
     if part.start.size != n:  # payloads repeated in a record merge: scalars by their last value
         vals, present = _last_present(part.item, vals, present, n)
@@ -177,8 +181,21 @@ def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
         u[name] = u_vals[:, j] if name == "addr" else _u32(u_vals[:, j])
     col = lambda j: vals[:, j]  # noqa: E731
     return Samples(time=col(0), tid=_i32(col(1)), event_count=col(2), event_type=_u32(col(3)),
-                   chain=chain, vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
+                   chain=chain, entry=entry, first=first, vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
                    symbol_id=_i32(entries[:, 2]), exec_type=_u32(entries[:, 3]), unwind=u)
+
+
+def _entries(buf: np.ndarray, part: _Payloads) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(entries per payload, distinct entry of each callchain entry, the distinct entries'
+    (vaddr, file, symbol, execution type), first entry of each): grouped as they are decoded
+    when compiled, else decoded in full and grouped (the same numbering)."""
+    numbers = (1, 2, 3, 4)
+    got = V.hash_nested_scalars(buf, part.start, part.end, 3, numbers)
+    if got is not None:
+        return got[0], got[1], got[2], got[3]
+    chain, values, _ = V.nested_scalars(buf, part.start, part.end, 3, numbers)
+    entry, first = factorize_rows([values[:, j].view(np.int64) for j in range(len(numbers))], in_order=True)
+    return chain, entry, values[first], first
 
 
 def _last_present(owner: np.ndarray, values: np.ndarray, present: np.ndarray,
