@@ -158,9 +158,10 @@ class Tables:
 
         Small messages are walked together; a large one (a heap dump's tables)
         is split into its entries by upb first, so that no message has more
-        fields than the walker's lockstep handles well.
+        fields than the numpy walker's lockstep handles well (the compiled
+        walker, in use for large inputs, walks every message in one pass).
         """
-        big = (ends - starts) > _BIG
+        big = ((ends - starts) > _BIG) & (not V.compiled())  # the compiled walker takes any size
         cuts = np.flatnonzero(np.diff(big.astype(np.int8))) + 1
         for lo, hi in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [big.size]]).tolist()):
             if not big[lo]:

@@ -273,7 +273,7 @@ def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: _Strings, wid
         np.cumsum(np.concatenate(counts), out=offsets[1:])
     flat = np.concatenate(locs) if locs else np.zeros(0, np.int32)
     locs.clear()
-    stacks = b.stacks_from_csr(flat, offsets, leaf_first=True)
+    stacks = b.stacks_from_csr(flat, offsets, leaf_first=True, distinct=True)  # pprof merges equal samples
     del flat
     b.add_samples_bulk(stacks, np.concatenate(values) if values else np.zeros((0, width), np.int64))
     if labels:
