@@ -203,6 +203,11 @@ def packed_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     return vals, counts
 
 
+#: Selects from one :class:`Fields` answered by a mask over all records before they are grouped
+#: by a sort (a stable sort of the field numbers costs about as much as a few masks).
+_MASKED_SELECTS = 2
+
+
 @dataclass
 class Fields:
     """Every field of N messages, message-major, in wire order within a message.
@@ -218,9 +223,18 @@ class Fields:
     start: np.ndarray
     length: np.ndarray
     _groups: tuple[np.ndarray, np.ndarray] | None = dc_field(default=None, repr=False, compare=False)
+    _selects: int = dc_field(default=0, repr=False, compare=False)
 
     def select(self, field: int, wire: int | None = None) -> "Fields":
         """The records of one field number (and wire type), in the same order."""
+        self._selects += 1
+        if self._groups is None and self._selects <= _MASKED_SELECTS:  # a mask: cheaper than a sort
+            keep = self.field == field
+            if wire is not None:
+                keep &= self.wire == wire
+            idx = np.flatnonzero(keep)
+            return Fields(self.msg[idx], self.field[idx], self.wire[idx], self.value[idx],
+                          self.start[idx], self.length[idx])
         if self._groups is None:  # group once by field number: each select is then a slice
             narrow = self.field.size and 0 <= int(self.field.min()) and int(self.field.max()) < 2**16
             order = np.argsort(self.field.astype(np.uint16) if narrow else self.field, kind="stable")  # radix
