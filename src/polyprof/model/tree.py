@@ -62,9 +62,10 @@ __all__ = [
 
 
 #: Items (nodes, path items) from which the compiled twins (:mod:`polyprof.model._tree_compiled`)
-#: run: loading numba and its cached machine code costs about half a second once, and below
-#: this size the numpy kernels take less than that.
-COMPILED_FROM = 200_000
+#: run: loading numba and its cached machine code costs 0.5-1.5 s of CPU once, and below this
+#: size the numpy kernels take less than that (measured: pprof's ``large.cpu``, 426k callsites,
+#: took 1.5 s of CPU for ``top`` with them against 0.75 s without).
+COMPILED_FROM = 1 << 21
 _compiled: ModuleType | None | bool = None  # the module once loaded; False: numba not available
 
 
