@@ -21,6 +21,7 @@ from, or which files were looked for.
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -137,6 +138,18 @@ class Symbolizer:
 
     def run(self, profile: Profile) -> tuple[Profile, SymbolizeReport]:
         """``profile`` symbolized (a copy sharing untouched tables) and the report."""
+        # A big batch makes about a million short-lived strings, tuples and list slots and no
+        # reference cycles: the cycle collector, triggered by the allocations, would walk the
+        # young ones again and again (a quarter of the parsing time). It is paused meanwhile.
+        was_on = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run(profile)
+        finally:
+            if was_on:
+                gc.enable()
+
+    def _run(self, profile: Profile) -> tuple[Profile, SymbolizeReport]:
         report = SymbolizeReport()
         before = mapping_coverage(profile)
         todo = _unsymbolized(profile)
@@ -150,6 +163,12 @@ class Symbolizer:
             else:  # nothing left to do: reported, not searched
                 report.mappings.append(MappingReport(profile.mapping_file(m) or "?",
                                                      profile.strings[profile.mappings.build_id[m]], 0, 0))
+        from polyprof.symbolize.demangle import Demangling, demangle_profile
+
+        cache = self.resolver.cache  # names are kept only beside symbols resolved this run (no disk otherwise)
+        memo = cache if cache.opened else None
+        # c++filt starts on the new names now and works while the profile is filled
+        ahead = Demangling([n for _, a, _ in parts for n in a.strings], self.demangle, memo) if parts else None
         out = profile
         if any(len(a.function) for _, a, _ in parts) or renamed:
             interner = Interner(profile)
@@ -158,10 +177,7 @@ class Symbolizer:
                 _rename(out, interner, renamed)
         out = self._deobfuscate(out, report)
         out = self._async_backtraces(out)
-        from polyprof.symbolize.demangle import demangle_profile
-
-        cache = self.resolver.cache  # names are kept only beside symbols resolved this run (no disk otherwise)
-        out = demangle_profile(out, self.demangle, force=self.force_demangle, memo=cache if cache.opened else None)
+        out = demangle_profile(out, self.demangle, force=self.force_demangle, memo=memo, ahead=ahead)
         return self._finish(profile, out, before, todo, report), report
 
     def _mapping(self, p: Profile, m: int, rows: np.ndarray, report: SymbolizeReport,

@@ -62,7 +62,8 @@ def parse_output(data: bytes, addresses: np.ndarray) -> Answers:
     """
     n = len(addresses)
     lines = data.split(b"\n")[:-1]  # the output ends with "\n\n": one trailing empty piece
-    lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+    ends_at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)  # line lengths without a call per line
+    lengths = np.diff(ends_at, prepend=-1) - 1
     blank = lengths == 0
     ends = np.flatnonzero(blank)
     if len(ends) != n:
@@ -76,7 +77,10 @@ def parse_output(data: bytes, addresses: np.ndarray) -> Answers:
     np.cumsum(sizes // 2, out=starts[1:])
     filled = list(filter(None, lines))  # without the blank lines, names and places alternate
     strings: dict[str, int] = {"": 0}
-    fn = _codes(filled[0::2], strings, _name)
+    names = filled[0::2]
+    distinct = list(dict.fromkeys(names))
+    fn_code = dict(zip(distinct, _intern(_decode_lines(distinct), strings)))
+    fn = np.fromiter(map(fn_code.__getitem__, names), dtype=np.int32, count=len(names))
     where = filled[1::2]
     places = {raw: i for i, raw in enumerate(dict.fromkeys(where))}
     parsed = np.array([_place(raw, strings) for raw in places], dtype=np.int64).reshape(-1, 3)
@@ -84,14 +88,17 @@ def parse_output(data: bytes, addresses: np.ndarray) -> Answers:
     return Answers(addresses, starts, fn, loc[:, 0], loc[:, 1], loc[:, 2], list(strings)).drop_unknown()
 
 
-def _codes(values: list[bytes], strings: dict[str, int], decode) -> np.ndarray:  # noqa: ANN001
-    """String-table codes of byte strings, decoding each distinct value once."""
-    code = {raw: strings.setdefault(decode(raw), len(strings)) for raw in dict.fromkeys(values)}
-    return np.fromiter(map(code.__getitem__, values), dtype=np.int32, count=len(values))
+def _decode_lines(raws: list[bytes]) -> list[str]:
+    """Each of ``raws`` (lines, no newline in them) decoded, in one call; ``??`` (unknown) is ""."""
+    texts = b"\n".join(raws).decode("utf-8", "replace").split("\n") if raws else []
+    return ["" if t == "??" else t for t in texts]
 
 
-def _name(raw: bytes) -> str:
-    return "" if raw == b"??" else raw.decode("utf-8", "replace")
+def _intern(texts: list[str], strings: dict[str, int]) -> list[int]:
+    """String-table codes of ``texts``, new ones appended in order."""
+    fresh = [t for t in dict.fromkeys(texts) if t not in strings]
+    strings.update(zip(fresh, range(len(strings), len(strings) + len(fresh))))
+    return list(map(strings.__getitem__, texts))
 
 
 def _place(raw: bytes, strings: dict[str, int]) -> tuple[int, int, int]:
