@@ -163,7 +163,7 @@ class Answers:
         """
         codes = {s: i for i, s in enumerate(self.strings)}
         strings = list(self.strings)
-        for s in set(names) | set(files):
+        for s in dict.fromkeys([*names, *files]):  # in order (a set's order changes from run to run)
             if s not in codes:
                 codes[s] = len(strings)
                 strings.append(s)
@@ -187,6 +187,19 @@ class Answers:
         fn[last] = name_code
         fl[last] = np.where(fl[last] == 0, file_code, fl[last])
         return Answers(self.addresses, starts, fn, fl, cols[2], cols[3], strings)
+
+    def in_first_use_order(self) -> Answers:
+        """The same answers, the string table in first-use order: function names in the order
+        frames use them, then file names; what one pass over all the output gives however it
+        was split (pieces, processes), so function rows come out the same on every run."""
+        codes, first = np.unique(np.concatenate([self.function, self.file]), return_index=True)
+        order = codes[np.argsort(first, kind="stable")]
+        order = np.concatenate([np.zeros(1, dtype=order.dtype), order[order != 0]])  # "" stays code 0
+        remap = np.zeros(len(self.strings), dtype=np.int32)
+        remap[order] = np.arange(len(order), dtype=np.int32)
+        strings = [self.strings[i] for i in order.tolist()]
+        return Answers(self.addresses, self.starts, remap[self.function], remap[self.file], self.line, self.column,
+                       strings)
 
     def drop_unknown(self) -> Answers:
         """Without frames that have neither a function nor a file name."""

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from polyprof.errors import PolyprofError
 from polyprof.symbolize.answers import Answers
 
 __all__ = ["LlvmPool", "LlvmSymbolizer", "LlvmSymbolizerError", "find_llvm_symbolizer", "parse_output"]
+
+#: Output parsed as it comes, in pieces of about this many bytes (tens of them for 100k addresses).
+PIECE = 4 << 20
 
 #: Versioned names Debian and others install when the plain name is absent.
 _NAMES = ("llvm-symbolizer",) + tuple(f"llvm-symbolizer-{v}" for v in range(20, 10, -1))
@@ -60,32 +63,60 @@ def parse_output(data: bytes, addresses: np.ndarray) -> Answers:
     distinct names and distinct locations are decoded and parsed in Python
     (a per-frame parse costs more than llvm-symbolizer itself).
     """
-    n = len(addresses)
-    lines = data.split(b"\n")[:-1]  # the output ends with "\n\n": one trailing empty piece
-    ends_at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)  # line lengths without a call per line
-    lengths = np.diff(ends_at, prepend=-1) - 1
-    blank = lengths == 0
-    ends = np.flatnonzero(blank)
-    if len(ends) != n:
-        raise LlvmSymbolizerError(f"llvm-symbolizer gave {len(ends)} answers for {n} addresses")
-    first = np.zeros(n, dtype=np.int64)
-    first[1:] = ends[:-1] + 1
-    sizes = ends - first
-    if np.any(sizes % 2):
-        raise LlvmSymbolizerError("llvm-symbolizer's answer is not pairs of function and location lines")
-    starts = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes // 2, out=starts[1:])
-    filled = list(filter(None, lines))  # without the blank lines, names and places alternate
-    strings: dict[str, int] = {"": 0}
-    names = filled[0::2]
-    distinct = list(dict.fromkeys(names))
-    fn_code = dict(zip(distinct, _intern(_decode_lines(distinct), strings)))
-    fn = np.fromiter(map(fn_code.__getitem__, names), dtype=np.int32, count=len(names))
-    where = filled[1::2]
-    places = {raw: i for i, raw in enumerate(dict.fromkeys(where))}
-    parsed = np.array([_place(raw, strings) for raw in places], dtype=np.int64).reshape(-1, 3)
-    loc = parsed[np.fromiter(map(places.__getitem__, where), dtype=np.int64, count=len(where))]
-    return Answers(addresses, starts, fn, loc[:, 0], loc[:, 1], loc[:, 2], list(strings)).drop_unknown()
+    parser = _Parser(addresses)
+    parser.feed(data)
+    return parser.answers()
+
+
+class _Parser:
+    """:func:`parse_output` piece by piece (whole answers each), so the output of a big batch is
+    parsed while llvm-symbolizer is still writing the rest; one string table for all pieces."""
+
+    def __init__(self, addresses: np.ndarray) -> None:
+        self.addresses = addresses
+        self.done = 0
+        self.strings: dict[str, int] = {"": 0}
+        self.columns: list[tuple[np.ndarray, ...]] = []  # (frames per answer, function, file, line, column)
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data``, the next whole answers."""
+        n = data.count(b"\n\n")
+        if self.done + n > len(self.addresses):
+            raise LlvmSymbolizerError(f"llvm-symbolizer gave {self.done + n} answers for {len(self.addresses)} "
+                                      f"addresses")
+        lines = data.split(b"\n")[:-1]  # the output ends with "\n\n": one trailing empty piece
+        ends_at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)  # line lengths, no call per line
+        ends = np.flatnonzero(np.diff(ends_at, prepend=-1) == 1)
+        if len(ends) != n:
+            raise LlvmSymbolizerError("llvm-symbolizer's answers are not separated by single blank lines")
+        first = np.zeros(n, dtype=np.int64)
+        first[1:] = ends[:-1] + 1
+        sizes = ends - first
+        if np.any(sizes % 2):
+            raise LlvmSymbolizerError("llvm-symbolizer's answer is not pairs of function and location lines")
+        filled = list(filter(None, lines))  # without the blank lines, names and places alternate
+        names = filled[0::2]
+        distinct = list(dict.fromkeys(names))
+        fn_code = dict(zip(distinct, _intern(_decode_lines(distinct), self.strings)))
+        fn = np.fromiter(map(fn_code.__getitem__, names), dtype=np.int32, count=len(names))
+        where = filled[1::2]
+        places = {raw: i for i, raw in enumerate(dict.fromkeys(where))}
+        parsed = np.array([_place(raw, self.strings) for raw in places], dtype=np.int64).reshape(-1, 3)
+        loc = parsed[np.fromiter(map(places.__getitem__, where), dtype=np.int64, count=len(where))]
+        self.columns.append((sizes // 2, fn, loc[:, 0], loc[:, 1], loc[:, 2]))
+        self.done += n
+
+    def answers(self) -> Answers:
+        """Every answer fed, without frames that name nothing."""
+        if self.done != len(self.addresses):
+            raise LlvmSymbolizerError(f"llvm-symbolizer gave {self.done} answers for {len(self.addresses)} addresses")
+        if not self.columns:
+            return Answers.empty(self.addresses)
+        counts, fn, file, line, column = (np.concatenate(c) for c in zip(*self.columns))
+        starts = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        out = Answers(self.addresses, starts, fn, file, line, column, list(self.strings)).drop_unknown()
+        return out.in_first_use_order() if len(self.columns) > 1 else out  # as one piece would give
 
 
 def _decode_lines(raws: list[bytes]) -> list[str]:
@@ -124,6 +155,18 @@ class LlvmSymbolizer:
 
     def raw(self, path: str, addresses: np.ndarray) -> bytes:
         """The output for ``addresses`` (ELF virtual addresses) in ``path``, unparsed."""
+        pieces: list[bytes] = []
+        self._read(path, addresses, pieces.append)
+        return b"".join(pieces)
+
+    def answers(self, path: str, addresses: np.ndarray) -> Answers:
+        """:meth:`lookup` of an array, the output parsed piece by piece while more is written."""
+        parser = _Parser(addresses)
+        self._read(path, addresses, parser.feed)
+        return parser.answers()
+
+    def _read(self, path: str, addresses: np.ndarray, sink: Callable[[bytes], None]) -> None:
+        """Ask for ``addresses`` in ``path``; give ``sink`` the output in pieces of whole answers."""
         if '"' in path or "\n" in path:
             raise LlvmSymbolizerError(f"cannot pass the file name {path!r} to llvm-symbolizer")
         prefix = f'"{path}" '
@@ -141,7 +184,7 @@ class LlvmSymbolizer:
         writer = threading.Thread(target=feed, daemon=True)
         writer.start()
         assert self.proc.stdout is not None
-        fd, chunks, seen, tail = self.proc.stdout.fileno(), [], 0, b""
+        fd, chunks, held, seen, tail = self.proc.stdout.fileno(), [], 0, 0, b""
         try:
             # Big reads, counting the blank lines that end answers (across chunk borders too).
             # llvm-symbolizer flushes every answer: reading each as it comes costs a Python
@@ -153,7 +196,13 @@ class LlvmSymbolizer:
                 seen += (tail + chunk).count(b"\n\n") - tail.count(b"\n\n")
                 tail = chunk[-1:]
                 chunks.append(chunk)
-                if len(chunk) < 1 << 15 and seen < len(addresses):
+                held += len(chunk)
+                if held >= PIECE and seen < len(addresses):  # parsed now, while the tool writes on
+                    data = b"".join(chunks)
+                    cut = data.rfind(b"\n\n") + 2
+                    sink(data[:cut])
+                    chunks, held = [data[cut:]], len(data) - cut
+                elif len(chunk) < 1 << 15 and seen < len(addresses):
                     time.sleep(0.002)
         except LlvmSymbolizerError:
             self.close()
@@ -162,12 +211,12 @@ class LlvmSymbolizer:
             writer.join(timeout=5)
         if failure:
             raise LlvmSymbolizerError(f"cannot talk to {self.exe}: {failure[0]}")
-        return b"".join(chunks)
+        sink(b"".join(chunks))
 
     def lookup(self, path: str, addresses: Iterable[int]) -> Answers:
         """Frames (innermost first) for each of ``addresses`` (ELF virtual addresses) in ``path``."""
         addrs = np.asarray(list(addresses), dtype=np.uint64)
-        return parse_output(self.raw(path, addrs), addrs) if len(addrs) else Answers.empty()
+        return self.answers(path, addrs) if len(addrs) else Answers.empty()
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -211,13 +260,13 @@ class LlvmPool:
         while len(self.procs) < shards:
             self.procs.append(LlvmSymbolizer(self.exe))
         if shards == 1:
-            return parse_output(self.procs[0].raw(path, addrs), addrs)
+            return self.procs[0].answers(path, addrs)
         parts = np.array_split(addrs, shards)
-        outputs: list[bytes | BaseException] = [b""] * shards
+        outputs: list[Answers | BaseException] = [Answers.empty()] * shards
 
         def run(i: int) -> None:
             try:
-                outputs[i] = self.procs[i].raw(path, parts[i])
+                outputs[i] = self.procs[i].answers(path, parts[i])
             except LlvmSymbolizerError as exc:
                 outputs[i] = exc
 
@@ -230,7 +279,7 @@ class LlvmPool:
         for out in outputs:
             if isinstance(out, BaseException):
                 raise out
-        return parse_output(b"".join(outputs), addrs)  # type: ignore[arg-type]
+        return Answers.concat(outputs).in_first_use_order()  # type: ignore[arg-type]
 
     def close(self) -> None:
         for proc in self.procs:
