@@ -216,7 +216,7 @@ class Symbolizer:
         module = found.module
         kind = ADDRESS_KINDS.get(p.source_format, "runtime")
         filename = p.strings[ms.filename[m]]
-        vaddrs = to_vaddr(kind, module.elf, start, limit, offset, addresses.tolist(), apk_offset=found.apk_offset,
+        vaddrs = to_vaddr(kind, module.elf, start, limit, offset, addresses, apk_offset=found.apk_offset,
                           in_apk=".apk" in filename and "!" not in filename,
                           load_bias=_perfetto_load_bias(p, filename, start))
         return self.resolver.resolve_columns(module, vaddrs), True
@@ -268,7 +268,7 @@ class Symbolizer:
                 store, path, _ = found.breakpad
                 return [(f[0], "", f[1], f[2], 0) for f in (store.load(path, [address]).lookup(address) or [])]
             if found.module is not None:
-                vaddr = to_vaddr("module", found.module.elf, 0, 0, 0, [address])[0]
+                vaddr = int(to_vaddr("module", found.module.elf, 0, 0, 0, [address])[0])
                 return [_line(f) for f in self.resolver.resolve(found.module, [vaddr]).get(vaddr, [])]
         except (BadElfError, BadDebugInfoError):
             return []

@@ -357,6 +357,8 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False,  # n
     between runs (see :func:`demangle_names`); ``ahead`` is a batch of them
     already started in ``mode`` (the rest are demangled here).
     """
+    import numpy as np
+
     from polyprof.symbolize.fill import shallow_copy
 
     s, f = profile.strings, profile.functions
@@ -381,16 +383,14 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False,  # n
     out = shallow_copy(profile)
     strings = list(s)
     index = {text: i for i, text in enumerate(strings)}
-
-    def sid(text: str) -> int:
-        if text not in index:
-            index[text] = len(strings)
-            strings.append(text)
-        return index[text]
-
+    texts = [text for pair in changes.values() for text in pair]  # name, source, name, source...
+    fresh = [text for text in dict.fromkeys(texts) if text not in index]  # interned in bulk, in order
+    index.update(zip(fresh, range(len(strings), len(strings) + len(fresh))))
+    strings.extend(fresh)
+    codes = np.fromiter(map(index.__getitem__, texts), dtype=np.int64, count=len(texts))
+    rows = np.fromiter(changes, dtype=np.int64, count=len(changes))
     name_col, system_col = f.name.copy(), f.system_name.copy()
-    for i, (new, source) in changes.items():
-        name_col[i], system_col[i] = sid(new), sid(source)
+    name_col[rows], system_col[rows] = codes[0::2], codes[1::2]
     from polyprof.model.profile import FunctionTable
 
     out.strings = strings
