@@ -89,8 +89,11 @@ class Answers:
         if not parts:
             return cls.empty()
         codes: dict[str, int] = {"": 0}
-        remaps = [np.fromiter((codes.setdefault(s, len(codes)) for s in p.strings), dtype=np.int32,
-                              count=len(p.strings)) for p in parts]
+        remaps = []
+        for p in parts:  # each table's new strings interned in bulk, in order
+            fresh = [s for s in dict.fromkeys(p.strings) if s not in codes]
+            codes.update(zip(fresh, range(len(codes), len(codes) + len(fresh))))
+            remaps.append(np.fromiter(map(codes.__getitem__, p.strings), dtype=np.int32, count=len(p.strings)))
         counts = np.concatenate([np.diff(p.starts) for p in parts])
         starts = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])

@@ -27,6 +27,7 @@ The tests check both give the stored c++filt references.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from functools import lru_cache
@@ -236,8 +237,6 @@ def _groups(text: str) -> list[tuple[int, int, str, int]]:
 
 
 _BRACKET = re.compile(r"[<>(){}]")
-_TRAILING_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))+$")
-_QUALIFIER_ENDS = ("const", "volatile", "&", "noexcept")  # any match ends so: a cheap guard
 
 
 # Every branch starts with a literal (the word check on "operator" comes after it), so the
@@ -248,39 +247,57 @@ _PROTECTED = re.compile(r"\(anonymous namespace\)|\{[^{}\n]*\}|operator(?<!\wope
 _INNERMOST_ANGLES = re.compile(r"<[^<>\n]*>")
 _INNERMOST_PARENS = re.compile(r"\([^()\n]*\)")
 _KEPT = re.compile("\0(\\d+)\0")
+_TRAILING_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))+$")
+_QUALIFIER_ENDS = ("const", "volatile", "&", "noexcept")  # any match ends so: a cheap guard
 
 
 def _simple_fast(fulls: list[str]) -> list[str | None]:
-    """``simplify(full, keep_templates=False)`` of each name by regular expressions run over all
-    of them joined, one per line (C speed, a few passes in all instead of a few per name):
-    operator names, lambda braces and ``(anonymous namespace)`` are set aside, then innermost
-    <...> and (...) groups are stripped until none are left, then trailing qualifiers and the
-    return type before the last space. None for a name that does not fit (the careful path
-    takes it)."""
+    """``simplify(full, keep_templates=False)`` of each name by regular expressions run over
+    many of them joined, one per line (C speed, a few passes in all instead of a few per name).
+    None for a name that does not fit (the careful path takes it)."""
     out: list[str | None] = [None] * len(fulls)
     rows = [i for i, full in enumerate(fulls) if "\0" not in full and "\n" not in full]
-    text = "\n".join(fulls[i] for i in rows)
+    special = {i for i in rows if "{" in fulls[i] or "operator" in fulls[i] or "(anon" in fulls[i]}
+    for group, protect in (([i for i in rows if i not in special], False), (sorted(special), True)):
+        for i, name in zip(group, _simple_lines([fulls[i] for i in group], protect=protect)):
+            out[i] = name
+    return out
+
+
+def _simple_lines(names: list[str], *, protect: bool) -> list[str | None]:
+    """:func:`_simple_fast` of names without newlines or NULs: with ``protect``, operator names,
+    lambda braces and ``(anonymous namespace)`` are set aside first; then innermost <...> and
+    (...) groups are stripped until none are left, then trailing qualifiers and the return type
+    before the last space."""
+    text = "\n".join(names)
     kept: list[str] = []
 
     def keep(m: re.Match) -> str:
         kept.append(m.group())
         return f"\0{len(kept) - 1}\0"
 
-    if "{" in text or "operator" in text or "(anon" in text:
+    if protect:
         text = _PROTECTED.sub(keep, text)
     for pattern, opener in ((_INNERMOST_ANGLES, "<"), (_INNERMOST_PARENS, "(")):
         while opener in text:  # no opener left: no pass needed to find nothing
             text, count = pattern.subn("", text)
             if not count:
                 break
-    for i, name in zip(rows, text.split("\n")):
-        if _BRACKET.search(name):
-            continue  # unbalanced or unusual: leave it to the careful path
-        if name.endswith(_QUALIFIER_ENDS):
-            name = _TRAILING_QUALIFIERS.sub("", name)
-        name = name.rsplit(" ", 1)[-1]
-        out[i] = _KEPT.sub(lambda m: kept[int(m.group(1))], name) if "\0" in name else name
-    return out
+    unusual = _lines_at(text, [m.start() for m in _BRACKET.finditer(text)])
+    lines = [_TRAILING_QUALIFIERS.sub("", n) if n.endswith(_QUALIFIER_ENDS) else n for n in text.split("\n")]
+    lines = [n.rsplit(" ", 1)[-1] for n in lines]
+    if kept:
+        lines = [_KEPT.sub(lambda m: kept[int(m.group(1))], n) if "\0" in n else n for n in lines]
+    # a bracket left: unbalanced or unusual, for the careful path
+    return [None if i in unusual else n for i, n in enumerate(lines)]
+
+
+def _lines_at(text: str, positions: list[int]) -> set[int]:
+    """The lines of ``text`` (numbered from 0) that hold ``positions``."""
+    if not positions:
+        return set()
+    line_ends = [m.start() for m in re.finditer("\n", text)]
+    return {bisect.bisect_left(line_ends, at) for at in positions}
 
 
 def simplify_all(fulls: list[str], *, keep_templates: bool) -> list[str]:

@@ -106,8 +106,9 @@ class _Parser:
         self.columns.append((sizes // 2, fn, loc[:, 0], loc[:, 1], loc[:, 2]))
         self.done += n
 
-    def answers(self) -> Answers:
-        """Every answer fed, without frames that name nothing."""
+    def answers(self, *, ordered: bool = True) -> Answers:
+        """Every answer fed, without frames that name nothing; the string table in first-use
+        order unless not ``ordered`` (the caller joins several and orders them once)."""
         if self.done != len(self.addresses):
             raise LlvmSymbolizerError(f"llvm-symbolizer gave {self.done} answers for {len(self.addresses)} addresses")
         if not self.columns:
@@ -116,7 +117,7 @@ class _Parser:
         starts = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
         out = Answers(self.addresses, starts, fn, file, line, column, list(self.strings)).drop_unknown()
-        return out.in_first_use_order() if len(self.columns) > 1 else out  # as one piece would give
+        return out.in_first_use_order() if ordered and len(self.columns) > 1 else out  # as one piece would give
 
 
 def _decode_lines(raws: list[bytes]) -> list[str]:
@@ -159,11 +160,12 @@ class LlvmSymbolizer:
         self._read(path, addresses, pieces.append)
         return b"".join(pieces)
 
-    def answers(self, path: str, addresses: np.ndarray) -> Answers:
-        """:meth:`lookup` of an array, the output parsed piece by piece while more is written."""
+    def answers(self, path: str, addresses: np.ndarray, *, ordered: bool = True) -> Answers:
+        """:meth:`lookup` of an array, the output parsed piece by piece while more is written
+        (``ordered``: see :meth:`_Parser.answers`)."""
         parser = _Parser(addresses)
         self._read(path, addresses, parser.feed)
-        return parser.answers()
+        return parser.answers(ordered=ordered)
 
     def _read(self, path: str, addresses: np.ndarray, sink: Callable[[bytes], None]) -> None:
         """Ask for ``addresses`` in ``path``; give ``sink`` the output in pieces of whole answers."""
@@ -266,7 +268,7 @@ class LlvmPool:
 
         def run(i: int) -> None:
             try:
-                outputs[i] = self.procs[i].answers(path, parts[i])
+                outputs[i] = self.procs[i].answers(path, parts[i], ordered=False)
             except LlvmSymbolizerError as exc:
                 outputs[i] = exc
 
