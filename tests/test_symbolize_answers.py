@@ -99,3 +99,33 @@ def test_llvm_symbolizer_read_in_small_pieces_answers_the_same(monkeypatch):  # 
         monkeypatch.setattr(llvm, "PIECE", 256)  # many pieces, cut wherever a read ends
         pieces = one.answers(debug.path, addresses)
     assert pieces.strings == whole.strings and pieces.to_dict() == whole.to_dict() and len(whole.to_dict()) > 100
+
+
+@pytest.mark.parametrize("engine", ["llvm", "python"])
+def test_names_demangled_ahead_of_the_fill_give_the_same_profile(engine, tmp_path, monkeypatch):  # noqa: ANN001
+    from native_programs import program
+
+    import polyprof
+    from polyprof.model.builder import ProfileBuilder
+    from polyprof.symbolize import Sources, apply, symbolize
+    from polyprof.symbolize.elf import ElfFile
+
+    if engine == "llvm" and not __import__("shutil").which("llvm-symbolizer"):
+        pytest.skip("llvm-symbolizer not installed (Debian llvm; bash .ci/run installs it)")
+    prog = program("cpp")
+    text = ElfFile(str(prog.debug)).section(".text")
+    b = ProfileBuilder("pprof")
+    b.set_sample_types([("samples", "count")])
+    m = b.mapping(0, 0, 0, str(prog.bin), prog.build_id)
+    b.add_sample(b.stack([b.location(m, a) for a in range(text.addr, text.addr + text.size, 5)]), [1])
+    raw = b.finish()
+    monkeypatch.setenv("POLYPROF_CACHE_DIR", str(tmp_path))
+    src = Sources(paths=(str(prog.debug.parent),), engine=engine, use_env=False, system_dirs=(), cache=False)
+
+    def names(p: polyprof.Profile) -> list[tuple[str, str]]:
+        return [(p.function_name(int(f)), p.strings[p.functions.system_name[int(f)]]) for f in p.lines.function]
+
+    later = names(symbolize(raw, src)[0])
+    monkeypatch.setattr(apply, "AHEAD", 1)  # every mapping's names go to c++filt before the fill
+    assert names(symbolize(raw, src)[0]) == later
+    assert sum(n != s for n, s in later) > 10  # C++ names were demangled

@@ -176,7 +176,7 @@ def test_demangling_started_ahead_gives_the_same_profile(monkeypatch):  # noqa: 
         monkeypatch.setattr(d, "_DONE", {})
         plain = _names(d.demangle_profile(p, mode, force=force))
         monkeypatch.setattr(d, "_DONE", {})
-        ahead = d.Demangling([r[0] for r in ROWS[: len(ROWS) // 2]], mode)  # half of them ahead, the rest later
+        ahead = [d.Demangling([r[0] for r in ROWS[: len(ROWS) // 2]], mode)]  # half of them ahead, the rest later
         assert _names(d.demangle_profile(p, mode, force=force, ahead=ahead)) == plain, mode
 
 

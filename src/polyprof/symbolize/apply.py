@@ -33,6 +33,7 @@ from polyprof.model.profile import Label, Profile
 from polyprof.symbolize.answers import Answers
 from polyprof.symbolize.bias import ADDRESS_KINDS, to_vaddr
 from polyprof.symbolize.cache import ResultCache, cache_dir
+from polyprof.symbolize.demangle import Demangling, demangle_profile
 from polyprof.symbolize.elf import BadElfError
 from polyprof.symbolize.fill import Interner, NewLine, fill_lines, replace_lines
 from polyprof.symbolize.frames import Frame
@@ -41,6 +42,9 @@ from polyprof.symbolize.resolve import BadDebugInfoError, Resolver
 from polyprof.symbolize.sources import Sources
 
 __all__ = ["MappingReport", "SymbolizeReport", "Symbolizer", "coverage", "mapping_coverage", "symbolize"]
+
+#: A mapping with this many new names has them demangled (c++filt) while the rest goes on.
+AHEAD = 2000
 
 
 def coverage(p: Profile) -> tuple[int, int]:
@@ -155,20 +159,17 @@ class Symbolizer:
         todo = _unsymbolized(profile)
         parts: list[tuple[np.ndarray, Answers, bool]] = []
         renamed: dict[int, str] = {}
+        ahead: list[Demangling] = []
         for m in sorted(before):
             if m in todo:
                 part = self._mapping(profile, m, todo[m], report, renamed)
                 if part is not None:
                     parts.append(part)
+                    if len(part[1].strings) >= AHEAD:  # c++filt starts on them at once, beside the rest
+                        ahead.append(Demangling(part[1].strings, self.demangle, self._memo()))
             else:  # nothing left to do: reported, not searched
                 report.mappings.append(MappingReport(profile.mapping_file(m) or "?",
                                                      profile.strings[profile.mappings.build_id[m]], 0, 0))
-        from polyprof.symbolize.demangle import Demangling, demangle_profile
-
-        cache = self.resolver.cache  # names are kept only beside symbols resolved this run (no disk otherwise)
-        memo = cache if cache.opened else None
-        # c++filt starts on the new names now and works while the profile is filled
-        ahead = Demangling([n for _, a, _ in parts for n in a.strings], self.demangle, memo) if parts else None
         out = profile
         if any(len(a.function) for _, a, _ in parts) or renamed:
             interner = Interner(profile)
@@ -177,8 +178,13 @@ class Symbolizer:
                 _rename(out, interner, renamed)
         out = self._deobfuscate(out, report)
         out = self._async_backtraces(out)
-        out = demangle_profile(out, self.demangle, force=self.force_demangle, memo=memo, ahead=ahead)
+        out = demangle_profile(out, self.demangle, force=self.force_demangle, memo=self._memo(), ahead=ahead)
         return self._finish(profile, out, before, todo, report), report
+
+    def _memo(self) -> ResultCache | None:
+        """Where demangled names are kept: beside symbols resolved this run (no disk otherwise)."""
+        cache = self.resolver.cache
+        return cache if cache.opened else None
 
     def _mapping(self, p: Profile, m: int, rows: np.ndarray, report: SymbolizeReport,
                  renamed: dict[int, str]) -> tuple[np.ndarray, Answers, bool] | None:

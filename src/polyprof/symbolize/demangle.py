@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import re
 import threading
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol
 
@@ -367,11 +368,11 @@ def _remove(text: str, spans: list[tuple[int, int]]) -> str:
 
 
 def demangle_profile(profile, mode: str = "simple", *, force: bool = False,  # noqa: ANN001, ANN201
-                     memo: NameMemo | None = None, ahead: Demangling | None = None):
+                     memo: NameMemo | None = None, ahead: Sequence[Demangling] = ()):
     """``profile`` with demangled function names (a copy; only the function table changes).
 
     Returns the profile itself when nothing changes. ``memo`` keeps names
-    between runs (see :func:`demangle_names`); ``ahead`` is a batch of them
+    between runs (see :func:`demangle_names`); ``ahead`` are batches of them
     already started in ``mode`` (the rest are demangled here).
     """
     import numpy as np
@@ -383,10 +384,12 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False,  # n
         return profile  # the usual case (Go, Java, already demangled): one pass over the names
     names, systems = f.name.tolist(), f.system_name.tolist()
     sources = {i: _source(s[n], s[sy], force, mode) for i, (n, sy) in enumerate(zip(names, systems))}
-    batch = ahead.result() if ahead is not None else {}
+    batch: dict[str, str] = {}
+    for job in ahead:
+        batch.update(job.result())
     missing = [x for x in sources.values() if x and x not in batch]
-    if missing or ahead is None:
-        batch = {**batch, **demangle_names(missing, mode, memo)}
+    if missing or not ahead:
+        batch.update(demangle_names(missing, mode, memo))
     changes: dict[int, tuple[str, str]] = {}
     for i, source in sources.items():
         if source is None:
