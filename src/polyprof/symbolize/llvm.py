@@ -19,6 +19,7 @@ raised and the caller falls back to the pure-Python reader.
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import subprocess
 import threading
@@ -80,6 +81,8 @@ class _Parser:
 
     def feed(self, data: bytes) -> None:
         """Parse ``data``, the next whole answers."""
+        if not data:
+            return
         n = data.count(b"\n\n")
         if self.done + n > len(self.addresses):
             raise LlvmSymbolizerError(f"llvm-symbolizer gave {self.done + n} answers for {len(self.addresses)} "
@@ -160,12 +163,9 @@ class LlvmSymbolizer:
         self._read(path, addresses, pieces.append)
         return b"".join(pieces)
 
-    def answers(self, path: str, addresses: np.ndarray, *, ordered: bool = True) -> Answers:
-        """:meth:`lookup` of an array, the output parsed piece by piece while more is written
-        (``ordered``: see :meth:`_Parser.answers`)."""
-        parser = _Parser(addresses)
-        self._read(path, addresses, parser.feed)
-        return parser.answers(ordered=ordered)
+    def answers(self, path: str, addresses: np.ndarray) -> Answers:
+        """:meth:`lookup` of an array, the output parsed piece by piece while more is written."""
+        return _answers_of([self], path, [addresses])
 
     def _read(self, path: str, addresses: np.ndarray, sink: Callable[[bytes], None]) -> None:
         """Ask for ``addresses`` in ``path``; give ``sink`` the output in pieces of whole answers."""
@@ -261,32 +261,52 @@ class LlvmPool:
         shards = min(self.jobs, max(1, len(addrs) // self.min_shard))
         while len(self.procs) < shards:
             self.procs.append(LlvmSymbolizer(self.exe))
-        if shards == 1:
-            return self.procs[0].answers(path, addrs)
-        parts = np.array_split(addrs, shards)
-        outputs: list[Answers | BaseException] = [Answers.empty()] * shards
-
-        def run(i: int) -> None:
-            try:
-                outputs[i] = self.procs[i].answers(path, parts[i], ordered=False)
-            except LlvmSymbolizerError as exc:
-                outputs[i] = exc
-
-        threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(1, shards)]
-        for t in threads:
-            t.start()
-        run(0)
-        for t in threads:
-            t.join()
-        for out in outputs:
-            if isinstance(out, BaseException):
-                raise out
-        return Answers.concat(outputs).in_first_use_order()  # type: ignore[arg-type]
+        return _answers_of(self.procs[:shards], path, np.array_split(addrs, shards))
 
     def close(self) -> None:
         for proc in self.procs:
             proc.close()
         self.procs = []
+
+
+def _answers_of(procs: list[LlvmSymbolizer], path: str, parts: list[np.ndarray]) -> Answers:
+    """The answers for ``parts[i]`` asked of ``procs[i]``, concurrently, joined in order.
+
+    A thread per process only reads (so its pipe is drained at once and the
+    tool never waits on it); this thread parses the pieces as they come.
+    """
+    pieces: queue.SimpleQueue[tuple[int, bytes | BaseException | None]] = queue.SimpleQueue()
+
+    def read(i: int) -> None:
+        try:
+            procs[i]._read(path, parts[i], lambda piece: pieces.put((i, piece)))
+            pieces.put((i, None))
+        except LlvmSymbolizerError as exc:
+            pieces.put((i, exc))
+
+    readers = [threading.Thread(target=read, args=(i,), daemon=True) for i in range(len(parts))]
+    for t in readers:
+        t.start()
+    parsers = [_Parser(part) for part in parts]
+    failures: list[BaseException] = []
+    running = len(parts)
+    while running:
+        i, item = pieces.get()
+        if item is None or isinstance(item, BaseException):
+            running -= 1
+            failures.extend([item] if item is not None else [])
+        elif not failures:  # after a failure the rest is drained, not parsed
+            try:
+                parsers[i].feed(item)
+            except LlvmSymbolizerError as exc:
+                failures.append(exc)
+    for t in readers:
+        t.join()
+    if failures:
+        raise failures[0]
+    if len(parsers) == 1:
+        return parsers[0].answers()
+    return Answers.concat([p.answers(ordered=False) for p in parsers]).in_first_use_order()
 
 
 def _grow_pipe(stream: object) -> None:
