@@ -129,3 +129,22 @@ def test_names_demangled_ahead_of_the_fill_give_the_same_profile(engine, tmp_pat
     monkeypatch.setattr(apply, "AHEAD", 1)  # every mapping's names go to c++filt before the fill
     assert names(symbolize(raw, src)[0]) == later
     assert sum(n != s for n, s in later) > 10  # C++ names were demangled
+
+
+@pytest.mark.parametrize("script,problem", [
+    ("read a; printf 'f\\n/x.c:1:0\\n\\n'; read b; exit 3\n", "exited while symbolizing"),
+    ("while read a; do printf 'f\\n\\n'; done\n", "not pairs"),  # an answer of one line
+])
+def test_a_failing_llvm_symbolizer_is_an_error_in_every_shard_never_a_hang(script, problem, tmp_path):  # noqa: ANN001
+    from polyprof.symbolize.llvm import LlvmPool
+
+    exe = tmp_path / "llvm-symbolizer"
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+    pool = LlvmPool(str(exe), jobs=2, min_shard=1)
+    try:
+        with pytest.raises(LlvmSymbolizerError, match=problem):
+            pool.lookup("/no/such.debug", range(0x1000, 0x1000 + 40))
+        assert len(pool.procs) == 2
+    finally:
+        pool.close()
