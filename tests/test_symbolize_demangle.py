@@ -157,15 +157,16 @@ TRICKY = ["bool operator<<(std::ostream&, ns::A<int> const&)", "ns::B<int>::oper
 
 
 def test_the_batched_regex_path_is_the_careful_path_name_by_name():
-    from polyprof.symbolize import demangle as d
+    from polyprof.symbolize import cxxnames as c
+    from polyprof.symbolize.demangle import _scheme
 
-    fulls = [r[1] for r in ROWS if d._scheme(r[0]) == "itanium"] + TRICKY
-    batch = d._simple_fast(fulls)
-    assert batch == [d._simple_fast([f])[0] for f in fulls]  # a name's neighbours in the batch never matter
+    fulls = [r[1] for r in ROWS if _scheme(r[0]) == "itanium"] + TRICKY
+    batch = c._simple_fast(fulls)
+    assert batch == [c._simple_fast([f])[0] for f in fulls]  # a name's neighbours in the batch never matter
     assert sum(b is not None for b in batch) >= len(fulls) - 3  # the fast path takes nearly all of them
-    assert all(b == d._simplify_careful(f, False) for f, b in zip(fulls, batch) if b is not None)
-    assert d.simplify_all(fulls, keep_templates=False) == [d._simplify_careful(f, False) for f in fulls]
-    assert d.simplify_all(["x\ny<int>(int)"], keep_templates=False) == [d._simplify_careful("x\ny<int>(int)", False)]
+    assert all(b == c._simplify_careful(f, False) for f, b in zip(fulls, batch) if b is not None)
+    assert c.simplify_all(fulls, keep_templates=False) == [c._simplify_careful(f, False) for f in fulls]
+    assert c.simplify_all(["x\ny<int>(int)"], keep_templates=False) == [c._simplify_careful("x\ny<int>(int)", False)]
 
 
 def test_demangling_started_ahead_gives_the_same_profile(monkeypatch):  # noqa: ANN001
