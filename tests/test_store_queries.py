@@ -339,6 +339,22 @@ def test_the_rollup_gives_the_answers_of_the_samples_after_compact_ingest_and_rm
         assert _whole_stack_answers(store) == _whole_stack_answers(ref)
 
 
+def test_listing_the_selected_profile_ids_in_the_reduction_changes_no_answer(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from polyprof.store import cohort
+
+    polyprof.store.ingest(tmp_path / "s", [str(f) for f in write_fleet(tmp_path / "in", 4)])
+    got = []
+    for limit in (cohort.IN_LIST_PROFILES, 0):
+        monkeypatch.setattr(cohort, "IN_LIST_PROFILES", limit)
+        with polyprof.store.open(tmp_path / "s") as store:
+            sql: list[str] = []
+            real = store.engine.query
+            store.engine.query = lambda q: sql.append(q) or real(q)  # type: ignore[method-assign]
+            got.append(answers(store) + _whole_stack_answers(store))
+            assert any("s.profile_id IN (" in q for q in sql) == bool(limit)
+    assert got[0] == got[1]
+
+
 def test_symbolize_fills_names_without_renumbering(tmp_path: Path) -> None:
     from test_chromium_support import SYMBOLS
 

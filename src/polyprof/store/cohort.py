@@ -169,6 +169,11 @@ def _units(sample_type: str, rows: Any) -> tuple[str, dict[str, int]]:
     return target, {u: int(round(units.scale(1, u, target)[0])) if u != target else 1 for u in present}
 
 
+#: Up to this many selected profiles, the reduce query also lists their ids: DuckDB filters the
+#: scanned rows by the list (2-4x faster than probing the join with every row of the days read).
+IN_LIST_PROFILES = 1000
+
+
 def reduce_sql(sel: Selection, keys: tuple[str, ...] = (), kept: str | None = None, side: bool = False,
                signed: bool = True, rollup: bool = False) -> str:
     """The query summing the selected samples by leaf callsite (+ ``keys``).
@@ -190,6 +195,8 @@ def reduce_sql(sel: Selection, keys: tuple[str, ...] = (), kept: str | None = No
     if not sel.everything or sel.scaled:
         join = " JOIN sel p ON s.profile_id = p.profile_id"
         where.append(f"s.day IN ({', '.join(_literal(d) for d in sel.days)})")
+        if sel.rows.num_rows <= IN_LIST_PROFILES:  # filtered in the scan, before the join
+            where.append(f"s.profile_id IN ({', '.join(str(i) for i in sel.rows.column('profile_id').to_pylist())})")
     start, end = sel.cohort.window()
     if start is not None:
         where.append(f"COALESCE(s.ts, p.time_nanos) >= {start}")
