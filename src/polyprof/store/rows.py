@@ -30,6 +30,7 @@ import datetime as _dt
 import hashlib
 import json
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from polyprof.store import ids
 from polyprof.store.ids import TAGS, combine, finish
 from polyprof.store.layout import DICTIONARIES, schema
 from polyprof.store.meta import extract
+from polyprof.wire.vector import compiled_wanted, import_compiled
 
 __all__ = ["Batch", "Shredder", "Source", "day_of", "file_digest", "function_ids"]
 
@@ -287,6 +289,11 @@ def callsite_ids_forest(trees: list[Any], lids: list[np.ndarray]) -> list[tuple[
                              for cs, off in zip(trees, offsets)]) if trees else np.zeros(0, _I64)
     frame = np.concatenate([lid[cs.location] for cs, lid in zip(trees, lids)] or [np.zeros(0, _I64)])
     frame = frame.astype(_I64, copy=False).view(np.uint64)
+    fast = _compiled_ids(parent.size)
+    got = fast.callsite_hashes(parent, frame, _C_CALLSITE) if fast is not None else None
+    if got is not None:
+        cid, pid = got
+        return [(cid[a:b], pid[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
     depth = np.concatenate([cs.depth() for cs in trees] or [np.zeros(0, np.int32)])
     # numpy sorts 16-bit keys by radix (linear); stacks are rarely deeper than 32k frames
     order, bounds = group_by_depth(depth.astype(np.int16) if depth.max(initial=0) < 2**15 else depth)
@@ -305,6 +312,24 @@ def callsite_ids_forest(trees: list[Any], lids: list[np.ndarray]) -> list[tuple[
         h[lo:hi] = ids.finish(ids.mix((ids.mix(up[lo:hi].view(np.uint64) ^ _C_CALLSITE) * ids.K1) ^ frame[lo:hi]))
     cid, pid = h[rank], up[rank]
     return [(cid[a:b], pid[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+#: Callsites from which the forest is hashed by the compiled twin (store/_ids_compiled.py):
+#: loading numba and its cached machine code costs about half a second once per process, and a
+#: smaller forest hashes in less than that with numpy.
+COMPILED_FROM = 200_000
+_compiled: ModuleType | bool | None = None  # the module once loaded; False: numba not available
+
+
+def _compiled_ids(size: int) -> ModuleType | None:
+    """The compiled forest hash when ``size`` callsites are worth it (the kernels' one rule:
+    ``POLYPROF_KERNELS=numpy`` never, ``=compiled`` always), else None."""
+    global _compiled
+    if not compiled_wanted(size, COMPILED_FROM):
+        return None
+    if _compiled is None:
+        _compiled = import_compiled("polyprof.store._ids_compiled")
+    return _compiled if isinstance(_compiled, ModuleType) else None
 
 
 def _symbol_tables(p: Profile) -> tuple:
