@@ -183,28 +183,19 @@ class _Worker:
         """Write the rows gathered so far as Parquet files in the staging directory."""
         import pyarrow as pa
 
+        from polyprof.store.rows import samples_schema
+
         begin = time.perf_counter()
-
-        from polyprof.store.layout import schema
-
         b = self.batch
         for table, parts in b.tables.items():
             if parts:
                 write_parquet(pa.concat_tables(parts), _staged(self.staging, table))
-        target = _dict_schema(schema("samples"))
+        target = samples_schema()  # the tables are built in it: no cast, no copy
         for (day, _type), parts in b.samples.items():
-            rows = pa.concat_tables([t.cast(target) for t in parts])
+            rows = pa.concat_tables([t if t.schema == target else t.cast(target) for t in parts])
             write_parquet(rows, _staged(self.staging, "samples", day))
         self.batch = self._new_batch()
         self.write_seconds += time.perf_counter() - begin
-
-
-def _dict_schema(s):  # noqa: ANN001, ANN202
-    """The samples schema with its string columns dictionary-encoded (as written)."""
-    import pyarrow as pa
-
-    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), pa.string()))
-                      if f.type == pa.string() else f for f in s])
 
 
 def _staged(staging: str, table: str, day: str | None = None) -> str:

@@ -27,9 +27,11 @@ of samples within a profile, and samples whose values are all zero.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,7 @@ from polyprof.store import ids
 from polyprof.store.ids import TAGS, combine, finish
 from polyprof.store.layout import DICTIONARIES, schema
 from polyprof.store.meta import extract
+from polyprof.wire.vector import compiled_wanted, import_compiled
 
 __all__ = ["Batch", "Shredder", "Source", "day_of", "file_digest", "function_ids"]
 
@@ -265,7 +268,8 @@ class Shredder:
             rows.append(_profile_row(p, source, meta, vt, k, k == default, profile_id, nz.size,
                                      int(values.sum()), day))
             if nz.size:
-                batch.add_samples(day, vt.type, _sample_table(vt.type, profile_id, values, nz, common))
+                batch.add_samples(day, vt.type, _sample_table(vt.type, profile_id, values,
+                                                                      None if nz.size == len(values) else nz, common))
         import pyarrow as pa
 
         batch.tables["profiles"].append(pa.Table.from_pylist(rows, schema=schema("profiles")))
@@ -287,6 +291,11 @@ def callsite_ids_forest(trees: list[Any], lids: list[np.ndarray]) -> list[tuple[
                              for cs, off in zip(trees, offsets)]) if trees else np.zeros(0, _I64)
     frame = np.concatenate([lid[cs.location] for cs, lid in zip(trees, lids)] or [np.zeros(0, _I64)])
     frame = frame.astype(_I64, copy=False).view(np.uint64)
+    fast = _compiled_ids(parent.size)
+    got = fast.callsite_hashes(parent, frame, _C_CALLSITE) if fast is not None else None
+    if got is not None:
+        cid, pid = got
+        return [(cid[a:b], pid[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
     depth = np.concatenate([cs.depth() for cs in trees] or [np.zeros(0, np.int32)])
     # numpy sorts 16-bit keys by radix (linear); stacks are rarely deeper than 32k frames
     order, bounds = group_by_depth(depth.astype(np.int16) if depth.max(initial=0) < 2**15 else depth)
@@ -305,6 +314,24 @@ def callsite_ids_forest(trees: list[Any], lids: list[np.ndarray]) -> list[tuple[
         h[lo:hi] = ids.finish(ids.mix((ids.mix(up[lo:hi].view(np.uint64) ^ _C_CALLSITE) * ids.K1) ^ frame[lo:hi]))
     cid, pid = h[rank], up[rank]
     return [(cid[a:b], pid[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+#: Callsites from which the forest is hashed by the compiled twin (store/_ids_compiled.py):
+#: loading numba and its cached machine code costs about half a second once per process, and a
+#: smaller forest hashes in less than that with numpy.
+COMPILED_FROM = 200_000
+_compiled: ModuleType | bool | None = None  # the module once loaded; False: numba not available
+
+
+def _compiled_ids(size: int) -> ModuleType | None:
+    """The compiled forest hash when ``size`` callsites are worth it (the kernels' one rule:
+    ``POLYPROF_KERNELS=numpy`` never, ``=compiled`` always), else None."""
+    global _compiled
+    if not compiled_wanted(size, COMPILED_FROM):
+        return None
+    if _compiled is None:
+        _compiled = import_compiled("polyprof.store._ids_compiled")
+    return _compiled if isinstance(_compiled, ModuleType) else None
 
 
 def _symbol_tables(p: Profile) -> tuple:
@@ -396,49 +423,60 @@ def _meta_json(p: Profile) -> str:
                        "warnings": p.warnings, "extras": p.extras}, default=str, sort_keys=True)
 
 
-def _sample_columns(p: Profile, cid: np.ndarray, lsid: np.ndarray) -> dict[str, Any]:
-    """Per-sample columns shared by every sample type of ``p``."""
+@functools.cache
+def samples_schema() -> Any:
+    """The samples schema as written: its string columns dictionary-encoded."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), pa.string()))
+                      if f.type == pa.string() else f for f in schema("samples")])
+
+
+def _sample_columns(p: Profile, cid: np.ndarray, lsid: np.ndarray) -> Any:
+    """The per-sample columns shared by every sample type of ``p``, as one Arrow table (every
+    sample type whose values are all non-zero writes these very arrays, no copy)."""
+    import pyarrow as pa
+
     from polyprof.model.threads import sample_threads
 
     s = p.samples
+    n = len(s)
     stack = s.stack.astype(_I64)
-    out: dict[str, Any] = {
-        "callsite_id": np.where(stack >= 0, cid[np.maximum(stack, 0)] if cid.size else 0, 0),
-        "labelset_id": lsid[s.labelset],
-    }
-    for name, col in (("ts", s.time), ("pid", s.pid), ("tid", s.tid), ("cpu", s.cpu)):
-        out[name] = None if col is None else np.asarray(col, dtype=_I64)
+    cols = [np.where(stack >= 0, cid[np.maximum(stack, 0)] if cid.size else 0, 0), lsid[s.labelset]]
+    for col in (s.time, s.pid, s.tid, s.cpu):
+        cols.append(pa.nulls(n, pa.int64()) if col is None else np.asarray(col, dtype=_I64))
     thread_of, threads = sample_threads(p)
     names = [t.name for t in threads]
-    out["thread"] = None if all(n is None for n in names) else (thread_of, names)
-    return out
+    thread_type = pa.dictionary(pa.int32(), pa.string())
+    if all(x is None for x in names):
+        cols.append(pa.nulls(n, thread_type))
+    else:
+        idx = thread_of.astype(np.int32)
+        valid = np.array([x is not None for x in names], dtype=bool)[idx]
+        cols.append(pa.DictionaryArray.from_arrays(pa.array(idx, mask=None if valid.all() else ~valid),
+                                                   [x or "" for x in names]))
+    target = samples_schema()
+    shared = pa.schema([target.field(name) for name in _SHARED])
+    return pa.Table.from_arrays([pa.array(c) if isinstance(c, np.ndarray) else c for c in cols], schema=shared)
 
 
-def _sample_table(sample_type: str, profile_id: int, values: np.ndarray, rows: np.ndarray,
-                  common: dict[str, Any]) -> Any:
+_SHARED = ("callsite_id", "labelset_id", "ts", "pid", "tid", "cpu", "thread")
+
+
+def _sample_table(sample_type: str, profile_id: int, values: np.ndarray, rows: np.ndarray | None,
+                  common: Any) -> Any:
+    """The sample rows of one sample type: ``rows`` (None: all) of ``common`` with their values."""
     import pyarrow as pa
 
-    n = rows.size
-    cols: dict[str, Any] = {
-        "sample_type": pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), [sample_type]),
-        "profile_id": np.full(n, profile_id, dtype=_I64),
-        "callsite_id": common["callsite_id"][rows],
-        "value": values[rows].astype(_I64),
-        "labelset_id": common["labelset_id"][rows],
-    }
-    for name in ("ts", "pid", "tid", "cpu"):
-        col = common[name]
-        cols[name] = pa.nulls(n, pa.int64()) if col is None else col[rows]
-    thread = common["thread"]
-    if thread is None:
-        cols["thread"] = pa.nulls(n, pa.string())
-    else:
-        index, names = thread
-        idx = index[rows].astype(np.int32)
-        valid = np.array([x is not None for x in names], dtype=bool)[idx]
-        cols["thread"] = pa.DictionaryArray.from_arrays(pa.array(idx, mask=~valid),
-                                                        [x or "" for x in names])
-    return pa.table(cols)
+    shared = common if rows is None else common.take(pa.array(rows))
+    n = shared.num_rows
+    value = values if rows is None else values[rows]
+    cols = {"sample_type": pa.DictionaryArray.from_arrays(np.zeros(n, np.int32), [sample_type]),
+            "profile_id": pa.array(np.full(n, profile_id, dtype=_I64)),
+            "value": pa.array(np.ascontiguousarray(value, dtype=_I64))}
+    target = samples_schema()
+    return pa.Table.from_arrays([cols[f.name] if f.name in cols else shared.column(f.name) for f in target],
+                                schema=target)
 
 
 def _frame_rows(frame_id: np.ndarray, mapping: np.ndarray, address: np.ndarray, folded: np.ndarray,
