@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 # The flame graph's own wrapping; layout by the tree kernels the flame graph uses.
-from polyprof.analysis.flame import FlameTree, _finish
+from polyprof.analysis.flame import FlameTree, NameColumn, _finish
 from polyprof.analysis.flameview import FlameIndex, _outermost
 from polyprof.analysis.result import Result
 from polyprof.errors import OptionsError
@@ -228,5 +228,6 @@ def _tree(m: _Merged, index: FlameIndex) -> FlameTree:
     out = _finish((index.distinct, m.name), m.parent, depth, [m.self], [m.total], width, start, order,
                    t.sample_type, 0.0, 0)
     out.active_filters = t.active_filters
-    out.identity = {n: t.identity[n] for n in set(out.names) if n in t.identity}
+    used = out.names.distinct() if isinstance(out.names, NameColumn) else set(out.names)
+    out.identity = {n: t.identity[n] for n in used if n in t.identity}
     return out
