@@ -24,10 +24,11 @@ import numpy as np
 
 from polyprof.analysis import filters, tags
 from polyprof.analysis.filters import FilterResult
+from polyprof.analysis.graph import sum_by
 from polyprof.analysis.options import Options, resolve
 from polyprof.analysis.result import Result, percent
 from polyprof.errors import OptionsError
-from polyprof.model.threads import sample_threads
+from polyprof.model.threads import ThreadInfo, sample_threads
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["GROUPS", "ThreadRow", "TimelineResult", "timeline"]
@@ -96,10 +97,13 @@ class TimelineResult(Result):
 
 
 def timeline(src: Profile | FilterResult, options: Options | None = None, *, bins: int = 300,
-             group: str = "thread", **overrides: Any) -> TimelineResult:
+             group: str = "thread", threads: tuple[np.ndarray, list[ThreadInfo]] | None = None,
+             **overrides: Any) -> TimelineResult:
     """Weight per ``group`` (thread or process) over ``bins`` time bins, filters of
     ``options`` applied (pass ``time_range=None`` for the whole axis with a window
-    drawn over it). Keywords override fields of ``options``."""
+    drawn over it). Keywords override fields of ``options``. ``threads`` is
+    :func:`~polyprof.model.threads.sample_threads` of the filtered profile when the
+    caller has it already (a server answering several binnings of one profile)."""
     if group not in GROUPS:
         raise OptionsError(f"unknown timeline group {{group}}={group!r}; choose from {', '.join(GROUPS)}",
                            options=("group",))
@@ -110,9 +114,9 @@ def timeline(src: Profile | FilterResult, options: Options | None = None, *, bin
     p = fr.profile
     _, values, vt, total = fr.column(o.sample_index)
     values = values.astype(np.int64)
-    of, rows = _groups(p, group)
+    of, rows = _groups(threads or sample_threads(p), group)
     samples = np.bincount(of, minlength=len(rows)) if of.size else np.zeros(len(rows), np.int64)
-    weight = np.bincount(of, weights=values, minlength=len(rows)).astype(np.int64) if of.size else samples
+    weight = sum_by(of, values, len(rows))
     order = sorted(range(len(rows)), key=lambda i: (-abs(int(weight[i])), -int(samples[i]), i))
     rank = np.empty(len(rows), dtype=np.int64)
     rank[order] = np.arange(len(rows))
@@ -130,17 +134,19 @@ def timeline(src: Profile | FilterResult, options: Options | None = None, *, bin
     width = max(-(-(last - first + 1) // bins), 1)
     col = (rel - first) // width
     n_bins = int(col.max()) + 1
-    counts = np.zeros((len(rows), n_bins), dtype=np.int64)
-    np.add.at(counts, (rank[of[present]], col), values[present])
+    cell = rank[of[present]] * n_bins + col  # one bincount over (group, bin) cells
+    counts = sum_by(cell, values[present], len(rows) * n_bins).reshape(len(rows), n_bins)
     result.has_time, result.origin, result.start, result.bin_nanos = True, origin, first, width
     result.counts = counts
     result.untimed = int(values[~present].sum())
     return result
 
 
-def _groups(p: Profile, group: str) -> tuple[np.ndarray, list[tuple[int | None, int | None, str | None, str | None]]]:
-    """(group of every sample, (pid, tid, thread name, process name) of every group)."""
-    of, threads = sample_threads(p)
+def _groups(found: tuple[np.ndarray, list[ThreadInfo]],
+            group: str) -> tuple[np.ndarray, list[tuple[int | None, int | None, str | None, str | None]]]:
+    """(group of every sample, (pid, tid, thread name, process name) of every group), from the
+    samples' threads ``found``."""
+    of, threads = found
     if group == "thread":
         return of, [(t.pid, t.tid, t.name, t.process_name) for t in threads]
     keys: dict[int | None, int] = {}
