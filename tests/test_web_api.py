@@ -183,8 +183,13 @@ def test_timeline_adds_up_and_its_windows_are_time_ranges(cli):
     assert t["has_time"] and t["untimed"] == 0
     assert sum(map(sum, t["counts"])) == sum(th["weight"] for th in t["threads"]) == top["total"]
     assert [sum(row) for row in t["counts"]] == [th["weight"] for th in t["threads"]]
-    from polyprof.analysis.timeline import timeline  # the page bins the server's cached threads as this does
+    from polyprof.analysis.timeline import timeline  # the page bins the server's cached samples as this does
     assert timeline(polyprof.read(path), bins=50).counts.tolist() == t["counts"]
+    n = len(t["counts"][0])
+    for b in (0, n - 1):  # the first and last bins (edges of the binary searches) are time_range windows too
+        lo, hi = t["start"] + b * t["bin_nanos"], t["start"] + (b + 1) * t["bin_nanos"]
+        window = get(a, f"/api/top?nodecount=0&nodefraction=0&time_range={lo}%3A{hi}")
+        assert sum(r["flat"] for r in window["rows"]) == sum(row[b] for row in t["counts"])
     # the weight of bins 10..19 is what time_range selects for that window
     lo, hi = t["start"] + 10 * t["bin_nanos"], t["start"] + 20 * t["bin_nanos"]
     window = get(a, f"/api/top?nodecount=0&nodefraction=0&time_range={lo}%3A{hi}")

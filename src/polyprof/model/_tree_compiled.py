@@ -87,24 +87,6 @@ def expand_chains(parent: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ..
 
 
 @njit(cache=True, nogil=True)
-def _by_label(keys, labels, lo, hi, out):  # noqa: ANN001, ANN202
-    """Sort ``out[lo:hi]`` (positions) by ``labels``: insertion sort, these runs are mostly tiny;
-    a long run by :func:`_radix` (numba's own argsort of millions is several times slower than
-    numpy's, and the callers of a hot function are one run of millions)."""
-    if hi - lo > 48:
-        _radix(labels, out, lo, hi)
-        return
-    for a in range(lo + 1, hi):
-        k = out[a]
-        lab = labels[k]
-        b = a - 1
-        while b >= lo and labels[out[b]] > lab:
-            out[b + 1] = out[b]
-            b -= 1
-        out[b + 1] = k
-
-
-@njit(cache=True, nogil=True)
 def _radix(labels, out, lo, hi):  # noqa: ANN001, ANN202
     """Stable sort of ``out[lo:hi]`` by ``labels`` (>= 0): nothing when they are all equal, one
     counting pass when they span little more than the run, else least-significant-digit passes
@@ -182,23 +164,25 @@ def _number(pk, lab, ids, parents, labels, made):  # noqa: ANN001, ANN202
             slot = pk[k] - lo
             out[tally[slot]] = k
             tally[slot] += 1
+    sp, sl = pk[out], lab[out]  # gathered once: the runs are then sorted in contiguous memory
+    scratch = np.empty(n, np.int64)
     a = 0
     while a < n:  # each parent's run, by label
         b = a + 1
-        while b < n and pk[out[b]] == pk[out[a]]:
+        while b < n and sp[b] == sp[a]:
             b += 1
         if b - a > 1:
-            _by_label(pk, lab, a, b, out)
+            _sort_by_key(sl, out, out, a, b, scratch)
         a = b
     prev_p, prev_l = np.int64(-2), np.int64(-1)
-    for k in out:
-        p, lb = pk[k], lab[k]
+    for k in range(n):
+        p, lb = sp[k], sl[k]
         if p != prev_p or lb != prev_l:
             parents[made] = p
             labels[made] = lb
             made += 1
             prev_p, prev_l = p, lb
-        ids[k] = made - 1
+        ids[out[k]] = made - 1
     return made
 
 
