@@ -451,15 +451,23 @@ def _preorder_layout(parent, selfs, totals, width, start, depth, size):  # noqa:
             totals[k, p] += totals[k, i]
         width[p] += width[i]
         size[p] += size[i]
-    edge = np.zeros(n, np.int64)  # where each node's next child starts
-    if n:
-        start[0], depth[0] = 0, 0
+    if not n:
+        return
+    # where the next child starts, per depth: in pre-order a node's children come right after
+    # it and before its next sibling, so one slot per depth serves every parent in turn
+    edge = np.zeros(64, np.int64)
+    start[0], depth[0] = 0, 0
     for i in range(1, n):
-        p = parent[i]
-        start[i] = edge[p]
-        edge[p] += width[i]
-        edge[i] = start[i]
-        depth[i] = depth[p] + 1
+        d = depth[parent[i]] + 1
+        depth[i] = d
+        if d + 1 >= edge.size:
+            grown = np.zeros(2 * edge.size, np.int64)
+            grown[:edge.size] = edge
+            edge = grown
+        if parent[i] == i - 1:  # the first child: start at the parent's edge
+            edge[d] = start[i - 1]
+        start[i] = edge[d]
+        edge[d] += width[i]
 
 
 def preorder_layout(parent: np.ndarray, selfs: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray,
