@@ -118,7 +118,7 @@ def test_an_answer_over_the_size_limit_is_refused(server, tmp_path, monkeypatch)
     p = polyprof.read(rec.plain, options=ReadOptions(symbolize=False))
     q, report = symbolize(p, Sources(debuginfod=(url,), use_env=False, system_dirs=(), max_download=1000))
     entry = next(m for m in report.mappings if m.file.endswith("/hot_cpp"))
-    assert entry.after == 0
+    assert entry.after == entry.before < entry.frames  # only what simpleperf named (a sampled "@plt" stub)
     assert any("larger than the limit" in n for n in report.notes), report.notes
     assert not (tmp_path / "cache" / "debuginfod" / rec.program.build_id / "debuginfo").exists()
 

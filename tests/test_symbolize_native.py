@@ -28,6 +28,7 @@ from polyprof.model.builder import ProfileBuilder
 from polyprof.model.validate import check
 from polyprof.symbolize import Sources, symbolize
 from polyprof.symbolize.elf import ElfFile
+from polyprof.symbolize.frames import Frame
 from polyprof.symbolize.cache import ResultCache
 from polyprof.symbolize.llvm import LlvmPool, find_llvm_symbolizer
 from polyprof.symbolize.resolve import Module, Resolver
@@ -82,7 +83,12 @@ def test_stripped_recording_names_what_simpleperf_names(lang):  # noqa: ANN001
     assert ours.samples.values.tolist() == _read(rec.plain).samples.values.tolist()  # values untouched
     report = ours.extras["symbolization"]
     entry = next(m for m in report["mappings"] if m["file"].endswith("/" + exe))
-    assert entry["symbolized_before"] == 0 and entry["symbolized_after"] == entry["frames"] > 0
+    # simpleperf names a sampled PLT stub "@plt" even in the stripped binary: those frames only
+    plain = _read(rec.plain)
+    named_before = [n for s in _physical_stacks(plain, exe) for n in s if n != "?"]
+    assert set(named_before) <= {"@plt"}
+    before = sum(1 for loc in _program_rows(plain, exe) if len(plain.locations.lines_of(loc)))
+    assert entry["symbolized_before"] == before and entry["symbolized_after"] == entry["frames"] > before
     assert str(rec.program.debug) in entry["found"]
 
 
@@ -128,7 +134,9 @@ def test_inline_chains_agree_with_addr2line_and_llvm_symbolizer(lang):  # noqa: 
     rec = recording(lang)
     exe = rec.program.name
     p = _read(rec.plain, symbols=(str(rec.program.debug.parent),), demangle="none")
-    rows = sorted(_program_rows(p, exe), key=lambda r: int(p.locations.address[r]))
+    text = ElfFile(str(rec.program.debug)).section(".text")  # PLT stubs have no DWARF: addr2line says ??
+    rows = sorted((r for r in _program_rows(p, exe) if text.addr <= int(p.locations.address[r]) < text.addr + text.size),
+                  key=lambda r: int(p.locations.address[r]))
     ours = [[(p.strings[p.functions.filename[int(p.lines.function[r])]], int(p.lines.line[r]))
              for r in p.locations.lines_of(loc)] for loc in rows]
     # simpleperf's frames above the leaf are return addresses; both tools are asked the same address
@@ -157,11 +165,18 @@ def test_pure_python_and_llvm_symbolizer_give_identical_answers(lang):  # noqa: 
     if lang != "rust":  # every third byte of the program's own code as well (Rust's std is too big)
         text = debug.section(".text")
         addresses |= set(range(text.addr, text.addr + text.size, 3))
+        for name in (".plt", ".plt.sec", ".plt.got"):  # and every byte of its PLT stubs
+            plt = debug.section(name)
+            if plt is not None:
+                addresses |= set(range(plt.addr, plt.addr + plt.size))
     addresses = sorted(addresses)
     module = Module(debug.build_id, debug=debug)
     python = Resolver("python").resolve(module, addresses)
     llvm = Resolver("llvm").resolve(module, addresses)
     assert python == llvm
+    plt = debug.section(".plt")
+    if plt is not None and plt.addr + 1 in addresses:  # named as simpleperf names them (llvm-symbolizer alone says _init)
+        assert python[plt.addr + 1] == [Frame(function="@plt", file="", line=0, column=0)]
     assert len(llvm) > 0.9 * len(addresses)
 
 

@@ -36,6 +36,8 @@ NT_GNU_BUILD_ID = 3
 STT_NOTYPE, STT_FUNC, STT_FILE, STT_GNU_IFUNC = 0, 2, 4, 10
 STB_LOCAL = 0
 SHN_UNDEF, SHN_LORESERVE = 0, 0xFF00
+#: sections of PLT stubs (lazy binding, IBT's second PLT, GOT-only stubs), each named ``@plt``
+_PLT_SECTIONS = frozenset({".plt", ".plt.sec", ".plt.got", ".iplt"})
 #: Sections we decompress or copy are refused past this (MiniDebugInfo is a few MB).
 MAX_SECTION_COPY = 256 << 20
 
@@ -291,19 +293,25 @@ class ElfFile:
         ``.symtab`` together (a stripped Android or Fedora binary keeps both)."""
         symtab = next((s for s in self.sections if s.type == SHT_SYMTAB), None)
         dynsym = next((s for s in self.sections if s.type == SHT_DYNSYM), None)
+        plt = self._plt_symbols()
         if symtab is not None:
             found = self._read_symbols(symtab)
             if len(found):
-                return found
+                return _merge([found, plt])
         parts = [self._read_symbols(dynsym)] if dynsym is not None else []
         inner = self.minidebuginfo
         if inner is not None:
             parts.append(inner.symbols)
-        if not parts:
-            return Symbols(np.zeros(0, np.uint64), np.zeros(0, np.uint64), [], [], np.zeros(0, np.uint64))
-        return _dedup(np.concatenate([p.start for p in parts]), np.concatenate([p.size for p in parts]),
-                      [n for p in parts for n in p.names], [f for p in parts for f in p.files],
-                      np.concatenate([p.limit for p in parts]))
+        return _merge([*parts, plt])
+
+    def _plt_symbols(self) -> Symbols:
+        """One ``@plt`` symbol over each PLT section, as simpleperf names them: no symbol
+        covers the stubs (a size-0 ``_init`` before them would otherwise name them, as
+        llvm-symbolizer does), and a debug file keeps the section headers to find them."""
+        plts = [s for s in self.sections if s.name in _PLT_SECTIONS and s.addr and s.size]
+        return Symbols(np.array([s.addr for s in plts], dtype=np.uint64), np.array([s.size for s in plts], np.uint64),
+                       ["@plt"] * len(plts), [""] * len(plts),
+                       np.array([s.addr + s.size for s in plts], dtype=np.uint64))
 
     def _read_symbols(self, table: Section) -> Symbols:
         dtype = np.dtype([("name", self.end + "u4"), ("info", "u1"), ("other", "u1"), ("shndx", self.end + "u2"),
@@ -341,6 +349,18 @@ class ElfFile:
         ends = np.array([sec.addr + sec.size for sec in self.sections] + [0], dtype=np.uint64)
         limit = ends[np.minimum(rows["shndx"].astype(np.int64), len(self.sections))]
         return _dedup(rows["value"].astype(np.uint64), rows["size"].astype(np.uint64), names, files, limit)
+
+
+def _merge(parts: list[Symbols]) -> Symbols:
+    """The symbols of several tables as one (deduplicated by start, as :func:`_dedup` does)."""
+    parts = [p for p in parts if len(p)]
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return Symbols(np.zeros(0, np.uint64), np.zeros(0, np.uint64), [], [], np.zeros(0, np.uint64))
+    return _dedup(np.concatenate([p.start for p in parts]), np.concatenate([p.size for p in parts]),
+                  [n for p in parts for n in p.names], [f for p in parts for f in p.files],
+                  np.concatenate([p.limit for p in parts]))
 
 
 def _dedup(start: np.ndarray, size: np.ndarray, names: list[str], files: list[str],

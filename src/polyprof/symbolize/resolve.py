@@ -28,6 +28,8 @@ __all__ = ["ENGINES", "BadDebugInfoError", "Module", "Resolver"]
 
 ENGINES = ("auto", "llvm", "python")
 _MASK = (1 << 64) - 1
+#: bumped when the same debug file would be answered differently (2: ``@plt`` stubs)
+_RULES = "rules2"
 
 
 class BadDebugInfoError(PolyprofError):
@@ -66,7 +68,8 @@ class Module:
         return (self.debug or self.binary).symbols  # type: ignore[union-attr]
 
     def cache_key(self) -> str:
-        parts = [self.build_id]
+        # the rules' version first: answers cached under older naming rules are not reused
+        parts = [_RULES, self.build_id]
         for f in (self.binary, self.debug):
             if f is not None and os.path.exists(f.path):
                 st = os.stat(f.path)
