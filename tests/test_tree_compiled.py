@@ -186,6 +186,7 @@ for f in sys.argv[1:]:
             print(f, len(g), "\\n".join(g.lines()))
         if len(g) > 1:
             print(sandwich(FlameIndex(g), g.names[1]).callers.lines())
+            print(sandwich(FlameIndex(g), g.names[-1], min_fraction=0.01).callers.lines())
 """
 
 

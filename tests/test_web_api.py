@@ -202,6 +202,23 @@ def test_timeline_adds_up_and_its_windows_are_time_ranges(cli):
     assert sum(p["weight"] for p in by_process["threads"]) == top["total"]
 
 
+def test_timeline_bins_do_not_depend_on_sample_order():
+    """Samples are grouped and sorted by time once; shuffled samples (a thread's out of time
+    order) bin exactly as the original order does."""
+    from polyprof.analysis.timeline import timeline
+    from polyprof.analysis.stacks import with_samples
+    from polyprof.model.profile import SampleTable
+
+    p = polyprof.read(input_path("simpleperf", None))
+    s, idx = p.samples, np.random.default_rng(1).permutation(len(p.samples))
+    optional = {k: None if getattr(s, k) is None else getattr(s, k)[idx] for k in s.OPTIONAL_COLUMNS}
+    shuffled = with_samples(p, SampleTable(stack=s.stack[idx], values=s.values[idx], labelset=s.labelset[idx],
+                                           **optional))
+    for bins in (1, 37, 400):
+        want, got = timeline(p, bins=bins), timeline(shuffled, bins=bins)
+        assert got.counts.tolist() == want.counts.tolist() and got.counts.sum() == want.total
+
+
 def test_download_is_the_filtered_profile(tmp_path):
     path = input_path("pprof", tmp_path)
     a = app(path)

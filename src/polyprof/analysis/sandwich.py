@@ -203,6 +203,12 @@ def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, threshold
     """Reversed paths from ``nodes`` to the root, each carrying its ``weight``, merged."""
     t = index.tree
     cur, w = nodes[weight != 0], weight[weight != 0]
+    # at a view's resolution (a threshold) a level has few distinct nodes: one compiled pass per
+    # level hashing (parent, name) beats sorting the items; without one, the sorts do
+    fast = tree.compiled(cur.size) if threshold else None
+    got = fast.reversed_paths(t.parent, index.name_id, cur, w, threshold) if fast is not None else None
+    if got is not None:
+        return _Merged(*got)
     merge = _Merge(len(index.distinct), int(w.sum()), threshold)
     up = np.zeros(cur.size, dtype=np.int64)
     ends = []

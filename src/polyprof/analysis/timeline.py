@@ -161,12 +161,15 @@ def timed_samples(src: Profile | FilterResult, options: Options | None = None, *
     assert origin_times is not None and origin_present is not None  # the original has every sample
     out.origin = filters.time_origin(fr.original, origin_times[origin_present])
     rel = times[present] - out.origin
-    by_time = np.argsort(rel, kind="stable")  # samples come mostly in time order: a quick merge sort
-    grp = rank[of[present]][by_time]
-    by_group = by_time[np.argsort(grp.astype(np.int16) if len(rows) < 2**15 else grp, kind="stable")]
-    out.times = rel[by_group]
-    out.running = np.concatenate(([0], np.cumsum(values[present][by_group])))
+    grp = rank[of[present]]
+    by_group = np.argsort(grp.astype(np.int16) if len(rows) < 2**15 else grp, kind="stable")  # a radix sort
     out.starts = np.concatenate(([0], np.cumsum(np.bincount(grp, minlength=len(rows)))))
+    out.times = rel[by_group]
+    falls = np.flatnonzero(out.times[1:] < out.times[:-1]) + 1
+    if not np.isin(falls, out.starts).all():  # a thread's samples out of time order: sort by time too
+        by_group = np.lexsort((rel, grp))
+        out.times = rel[by_group]
+    out.running = np.concatenate(([0], np.cumsum(values[present][by_group])))
     out.untimed = int(values[~present].sum())
     return out
 

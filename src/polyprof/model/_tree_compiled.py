@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["add_subtree_sums", "expand_chains", "intern_level", "intern_paths", "merge_paths", "path_sums",
-           "place_children"]
+__all__ = ["add_subtree_sums", "compact", "expand_chains", "intern_level", "intern_paths", "merge_paths",
+           "path_sums", "place_children", "preorder_keep", "preorder_layout", "reversed_paths"]
 
 
 @njit(cache=True, nogil=True)
@@ -533,3 +533,92 @@ def compact(x: np.ndarray, keep: np.ndarray) -> np.ndarray | None:
     if x.dtype != np.int64 or x.ndim != 1 or not x.flags.c_contiguous or keep.dtype != np.bool_:
         return None
     return x[:_compact(x, keep)]
+
+
+@njit(cache=True, nogil=True)
+def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name, m_total, m_self, bounds):  # noqa: ANN001, ANN202, PLR0913
+    """Merge the paths from ``cur`` up to (not including) node 0 of a tree, one level per step:
+    items with equal (merged parent, name) become one node, nodes lighter than ``threshold``
+    stop their items. Returns (nodes made, levels), or (-1, 0) when the output arrays are full."""
+    n = cur.size
+    up = np.zeros(n, np.int64)
+    cap = m_parent.size
+    m_parent[0], m_name[0], m_total[0] = -1, -1, 0
+    for i in range(n):
+        m_total[0] += w[i]
+    made, levels = 1, 1
+    bounds[0], bounds[1] = 0, 1
+    while n:
+        size = 16
+        while size < 2 * n:
+            size *= 2
+        slot = np.full(size, -1, np.int64)
+        ku, kn, kt = np.empty(n, np.int64), np.empty(n, np.int64), np.zeros(n, np.int64)
+        prov = np.empty(n, np.int64)
+        found = 0
+        for i in range(n):  # provisional ids by (parent, name): a hash table, no sort of the items
+            nm = name_of[cur[i]]
+            h = (up[i] * np.int64(1000003) + nm * np.int64(7919)) & (size - 1)
+            while slot[h] >= 0 and (ku[slot[h]] != up[i] or kn[slot[h]] != nm):
+                h = (h + 1) & (size - 1)
+            if slot[h] < 0:
+                slot[h] = found
+                ku[found], kn[found] = up[i], nm
+                found += 1
+            prov[i] = slot[h]
+            kt[slot[h]] += w[i]
+        key = np.empty(found, np.int64)
+        for d in range(found):
+            key[d] = ku[d] * width + kn[d]
+        order = np.arange(found)
+        if found > 1:
+            _radix(key, order, 0, found)
+        final = np.full(found, -1, np.int64)
+        if made + found > cap:
+            return -1, 0
+        for r in range(found):  # ids in (parent, name) order, the light ones left out
+            d = order[r]
+            if threshold == 0 or abs(kt[d]) >= threshold:
+                final[d] = made
+                m_parent[made], m_name[made], m_total[made] = ku[d], kn[d], kt[d]
+                made += 1
+        if made > bounds[levels]:
+            levels += 1
+            bounds[levels] = made
+        k = 0
+        for i in range(n):
+            mid = final[prov[i]]
+            nxt = parent[cur[i]]
+            if nxt <= 0:  # the graph's root (node 0) is no caller
+                if mid >= 0:
+                    m_self[mid] += w[i]
+                continue
+            if mid < 0:
+                continue
+            cur[k], w[k], up[k] = nxt, w[i], mid
+            k += 1
+        n = k
+    return made, levels
+
+
+def reversed_paths(parent: np.ndarray, name_of: np.ndarray, nodes: np.ndarray, weight: np.ndarray,
+                   threshold: int | None) -> tuple[np.ndarray, ...] | None:
+    """The callers tree of :func:`polyprof.analysis.sandwich._callers` (its numpy twin, an
+    interned level per step): (parent, name, self, total, level bounds) of the merged reversed
+    paths from ``nodes`` (each carrying its ``weight``, not 0) towards the root."""
+    cur = np.ascontiguousarray(nodes, dtype=np.int64).copy()
+    w = np.ascontiguousarray(weight, dtype=np.int64).copy()
+    name_of = np.ascontiguousarray(name_of, dtype=np.int64)
+    if name_of.size and int(name_of.min()) < 0:
+        return None
+    width = int(name_of.max(initial=0)) + 1
+    cap = 16 * cur.size + 64  # pages are touched only as nodes are made
+    while True:
+        m_parent, m_name, m_total = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+        m_self, bounds = np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
+        made, levels = _reversed_paths(np.ascontiguousarray(parent, dtype=np.int64), name_of, cur.copy(), w.copy(),
+                                       threshold or 0, width, m_parent, m_name, m_total, m_self, bounds)
+        if made >= 0:
+            return (m_parent[:made].copy(), m_name[:made].copy(), m_self[:made].copy(), m_total[:made].copy(),
+                    bounds[:levels + 1].copy())
+        cap *= 4
