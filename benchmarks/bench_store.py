@@ -6,7 +6,8 @@
 2. ingests it into benchmarks/out/store, one `polyprof store ingest` per
    version and region (with --label version=.. --label region=.., as a team
    would), reports files/s and samples/s end to end and once decoded, then
-   compacts the store (the queries run on the compacted store);
+   compacts the store (the queries run on the compacted store, whole-stack
+   reductions on its rollup);
 3. compares the store's size with the inputs' gzip size;
 4. runs each query in a fresh process (`--query NAME`): cold = the first
    call (engine start, views, dictionaries), warm = the same query on the
@@ -19,6 +20,7 @@
 The estimate for 10^10 samples on a Spark cluster is in the README (Speed).
 
     python benchmarks/bench_store.py [--profiles 10000] [--samples 5000] [--spark] [--repeat 3]
+    python benchmarks/bench_store.py --skip-ingest [--recompact] [--spark]   # queries on the last store
     python benchmarks/bench_store.py --ingest-check v1/us   # one part's ingest, where the time goes
     python benchmarks/bench_store.py --decoded-check v2/eu  # rows + Parquet of decoded profiles
 
@@ -100,11 +102,16 @@ def ingest(fleet: Path, store: Path, jobs: int) -> dict:
             totals[key] += r[key]
         print(f"  ingested {part.relative_to(fleet)}: {r['ingested']} files in {wall:.1f} s", file=sys.stderr)
     totals["store_before_compact"] = _size(store)
+    totals.update(compact(store))
+    return totals
+
+
+def compact(store: Path) -> dict:
+    """``polyprof store compact`` in a fresh process: files before/after, seconds, peak RSS."""
     files_before = sum(1 for _ in store.rglob("*.parquet"))
     wall, rss, _, _ = _run([sys.executable, "-m", "polyprof", "store", "compact", str(store)])
-    totals.update(compact_seconds=wall, compact_rss=rss, files_before_compact=files_before,
-                  files_after_compact=sum(1 for _ in store.rglob("*.parquet")))
-    return totals
+    return dict(compact_seconds=wall, compact_rss=rss, files_before_compact=files_before,
+                files_after_compact=sum(1 for _ in store.rglob("*.parquet")))
 
 
 def ingest_check(fleet: Path, out: Path, jobs: int, part: str) -> None:
@@ -271,12 +278,31 @@ def report(args: argparse.Namespace, fleet: Path, store: Path, ing: dict, duck: 
           f"remembered results; fresh: a new handle; memo: a handle that remembers the cohort. Imports apart: "
           f"{duck['top']['import']:.2f} s" + (f"; Spark's JVM start: {spark['top']['jvm']:.1f} s" if spark else "")
           + ")")
+    _targets(decoded, duck)
     if versus:
         go, ours, n, go_cpu, ours_cpu = versus
         print(f"peer: go tool pprof -top of {n} profiles {go:.2f} s ({go_cpu:.2f} s CPU), polyprof store top of "
               f"them {ours:.2f} s ({ours_cpu:.2f} s CPU): {go / ours:.1f}x by wall time, {go_cpu / ours_cpu:.1f}x by CPU")
     load = os.getloadavg()
     print(f"machine load average at the end: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} cores")
+
+
+def _targets(decoded: float, duck: dict) -> None:
+    """One line per goal of issue #12 (wall times, as measured on this machine at its load)."""
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "MISSED"
+
+    print(f"target ingest once decoded >= 1M samples/s: {decoded / 1e6:.2f}M/s {verdict(decoded >= 1e6)} (from the "
+          "workers' wall time at this load; --decoded-check measures it per CPU second)")
+    for name, r in duck.items():
+        if name == "one_version_day":
+            print(f"target {name} < 0.5 s warm: {r['warm']:.2f} s {verdict(r['warm'] < 0.5)} "
+                  f"(cold {r['cold']:.2f} s)")
+        else:
+            print(f"target {name} < 2 s warm, < 4 s cold: {r['warm']:.2f} s / {r['cold']:.2f} s "
+                  f"{verdict(r['warm'] < 2 and r['cold'] < 4)}")
+    peak = max(r["rss"] for r in duck.values())
+    print(f"target peak memory < 2 GiB for any query: {peak / 2**20:.0f} MiB {verdict(peak < 2**31)}")
 
 
 def main() -> int:
@@ -288,6 +314,9 @@ def main() -> int:
     ap.add_argument("--spark", action="store_true", help="also run the queries on Spark local[2]")
     ap.add_argument("--spark-repeat", type=int, default=1, help="warm runs per query on Spark (default %(default)s)")
     ap.add_argument("--skip-ingest", action="store_true", help="reuse the store of the last run")
+    ap.add_argument("--recompact", action="store_true",
+                    help="with --skip-ingest: compact the reused store again and time it (e.g. to write the "
+                         "rollup of a store compacted by an older polyprof)")
     ap.add_argument("--out", type=Path, default=OUT, help="where the fleet and the store live (default %(default)s)")
     ap.add_argument("--ingest-check", metavar="VERSION/REGION",
                     help="only measure the ingest of one part of the fleet (e.g. v1/us) into a scratch store")
@@ -311,6 +340,9 @@ def main() -> int:
     summary = args.out / "ingest.json"
     if args.skip_ingest and summary.exists():
         ing = json.loads(summary.read_text())
+        if args.recompact:
+            ing.update(compact(store))
+            summary.write_text(json.dumps(ing))
     else:
         ing = ingest(fleet, store, args.jobs)
         summary.write_text(json.dumps(ing))

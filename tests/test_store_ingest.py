@@ -44,8 +44,9 @@ def test_layout_manifest_and_schema_version(tmp_path: Path) -> None:
     assert report.ingested == 3 and report.profiles == 3 and report.published
     manifest = json.loads((tmp_path / "s" / layout.MANIFEST).read_text())
     assert manifest["format"] == "polyprof-store" and manifest["schema_version"] == layout.SCHEMA_VERSION
+    assert manifest["files"]["rollup"] == []  # written by compact
     for table in layout.TABLES:
-        assert manifest["files"][table], table
+        assert manifest["files"][table] or table == "rollup", table
         for rel in manifest["files"][table]:
             assert (tmp_path / "s" / rel).is_file()
     days = {rel.split("/")[1] for rel in manifest["files"]["samples"]}

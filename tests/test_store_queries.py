@@ -147,9 +147,9 @@ def test_negative_values_keep_their_own_sums_and_nonnegative_stores_sum_once(tmp
         with polyprof.store.open(tmp_path / name) as store:
             engine, scans = store.engine, []
             real = engine.query
-            engine.query = lambda sql: (scans.append(sql) if "FROM samples" in sql else None) or real(sql)  # type: ignore[method-assign]
+            engine.query = lambda sql: (scans.append(sql) if " FROM rollup " in sql else None) or real(sql)  # type: ignore[method-assign]
             ours = store.top(nodecount=0)
-            assert ("FILTER" in scans[0]) == (name == "signed")
+            assert ("CAST(NULL AS BIGINT) AS neg" not in scans[0]) == (name == "signed")
             values = store.load().profile.samples.values
         theirs = polyprof.read(tmp_path / f"{name}.pb.gz")
         # cpu (the default type): positive and negative parts of a stack are summed apart
@@ -174,7 +174,7 @@ def test_diff_reduces_both_sides_in_one_scan_even_when_they_overlap(tmp_path: Pa
         base, new = f"file_hash IN ('{h[0]}', '{h[1]}')", f"file_hash IN ('{h[1]}', '{h[2]}')"
         engine, scans = store.engine, []
         real = engine.query
-        engine.query = lambda sql: (scans.append(sql) if "FROM samples" in sql else None) or real(sql)  # type: ignore[method-assign]
+        engine.query = lambda sql: (scans.append(sql) if " FROM rollup " in sql else None) or real(sql)  # type: ignore[method-assign]
         ours = store.diff(base, new, normalize="total")
         assert len(scans) == 1 and "p.side" in scans[0]
     with polyprof.store.open(tmp_path / "s") as one, polyprof.store.open(tmp_path / "s") as two:
@@ -289,6 +289,70 @@ def test_rm_and_compact_keep_answers(tmp_path: Path, cli) -> None:  # noqa: ANN0
     assert report["files_after"] < report["files_before"] and report["dropped_rows"]["callsites"] >= 0
     with polyprof.store.open(tmp_path / "s") as store:
         assert answers(store) == expected
+
+
+def _whole_stack_answers(store) -> list:  # noqa: ANN001
+    """Answers the rollup serves (no label, pid or thread key), signed sums included."""
+    flat = store.load().profile.samples.values[:, 0].tolist()
+    d = store.diff("time < TIMESTAMP '2023-11-15'", "time >= TIMESTAMP '2023-11-15'", normalize="total")
+    return [top_rows(store.top(nodecount=0)), sorted(flat), top_rows(store.top(nodecount=0, sample_index="samples")),
+            top_rows(store.top(nodecount=0, time_from="2023-11-15")),
+            [(r.name, r.base_flat, r.new_flat, r.base_cum, r.new_cum) for r in d.functions]]
+
+
+def test_the_rollup_gives_the_answers_of_the_samples_after_compact_ingest_and_rm(tmp_path: Path) -> None:
+    from polyprof.store import layout
+    from polyprof.store.maintain import compact
+
+    files = [str(f) for f in write_fleet(tmp_path / "in", 6)]
+    signed = synthetic(99, time_s=1_700_000_000)
+    signed.samples.values[::3] *= -1  # negative values keep their own sums through the rollup
+    polyprof.write(signed, tmp_path / "in" / "signed.pb.gz")
+    files.append(str(tmp_path / "in" / "signed.pb.gz"))
+    polyprof.store.ingest(tmp_path / "ref", files)
+    with polyprof.store.open(tmp_path / "ref") as ref:
+        expected = _whole_stack_answers(ref)
+    for f in files[:4]:
+        polyprof.store.ingest(tmp_path / "s", [f])
+    compact(str(tmp_path / "s"))
+    m = layout.Manifest.load(str(tmp_path / "s"))
+    assert sorted(m.files["rollup"]) == sorted(layout.rollup_of(r) for r in m.files["samples"])
+    polyprof.store.ingest(tmp_path / "s", files[4:])  # new samples files, read raw beside the rollup
+    with polyprof.store.open(tmp_path / "s") as store:
+        rollups, raw = store.manifest.rollup_coverage()
+        assert rollups and raw
+        sql: list[str] = []
+        real = store.engine.query
+        store.engine.query = lambda q: sql.append(q) or real(q)  # type: ignore[method-assign]
+        assert _whole_stack_answers(store) == expected
+        assert any(" FROM rollup " in q for q in sql)
+        rows = store.sql("SELECT (SELECT count(*) FROM rollup), (SELECT count(*) FROM samples)").to_pylist()[0]
+        assert 0 < list(rows.values())[0] < list(rows.values())[1]  # summed: fewer rows than samples
+        gone = sorted({r["file_hash"] for r in store.profiles().to_pylist() if r["source"] in (files[0], files[5])})
+        where = "file_hash IN (" + ", ".join(f"'{h}'" for h in gone) + ")"
+        assert store.rm(where) == 4  # 2 files x 2 sample types
+    kept = [f for f in files if f not in (files[0], files[5])]
+    polyprof.store.ingest(tmp_path / "ref2", kept)
+    with polyprof.store.open(tmp_path / "ref2") as ref, polyprof.store.open(tmp_path / "s") as store:
+        m = store.manifest
+        assert set(m.files["rollup"]) <= {layout.rollup_of(r) for r in m.files["samples"]}  # stale ones dropped
+        assert _whole_stack_answers(store) == _whole_stack_answers(ref)
+
+
+def test_listing_the_selected_profile_ids_in_the_reduction_changes_no_answer(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from polyprof.store import cohort
+
+    polyprof.store.ingest(tmp_path / "s", [str(f) for f in write_fleet(tmp_path / "in", 4)])
+    got = []
+    for limit in (cohort.IN_LIST_PROFILES, 0):
+        monkeypatch.setattr(cohort, "IN_LIST_PROFILES", limit)
+        with polyprof.store.open(tmp_path / "s") as store:
+            sql: list[str] = []
+            real = store.engine.query
+            store.engine.query = lambda q: sql.append(q) or real(q)  # type: ignore[method-assign]
+            got.append(answers(store) + _whole_stack_answers(store))
+            assert any("s.profile_id IN (" in q for q in sql) == bool(limit)
+    assert got[0] == got[1]
 
 
 def test_symbolize_fills_names_without_renumbering(tmp_path: Path) -> None:

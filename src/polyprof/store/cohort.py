@@ -169,16 +169,25 @@ def _units(sample_type: str, rows: Any) -> tuple[str, dict[str, int]]:
     return target, {u: int(round(units.scale(1, u, target)[0])) if u != target else 1 for u in present}
 
 
+#: Up to this many selected profiles, the reduce query also lists their ids: DuckDB filters the
+#: scanned rows by the list (2-4x faster than probing the join with every row of the days read).
+IN_LIST_PROFILES = 1000
+
+
 def reduce_sql(sel: Selection, keys: tuple[str, ...] = (), kept: str | None = None, side: bool = False,
-               signed: bool = True) -> str:
+               signed: bool = True, rollup: bool = False) -> str:
     """The query summing the selected samples by leaf callsite (+ ``keys``).
 
     ``kept``: a boolean SQL expression on ``s`` grouped as column ``kept``
     (samples a pushed-down filter keeps). Reads the registered table ``sel``;
     ``side``: group by its ``side`` column too (two cohorts in one scan);
-    ``signed``: values may be negative (else one plain sum, ``neg`` NULL).
+    ``signed``: values may be negative (else one plain sum, ``neg`` NULL);
+    ``rollup``: read the ``rollup`` view (samples already summed by profile,
+    stack and ts; see :mod:`polyprof.store.layout`), possible only without
+    ``keys`` and ``kept``.
     """
-    value = "s.value * p.scale" if sel.scaled else "s.value"
+    assert not (rollup and (keys or kept)), "the rollup has no labels, pids or threads"
+    scale = " * p.scale" if sel.scaled else ""
     group = ["s.callsite_id", *(f"s.{k}" for k in keys), *(["p.side"] if side else [])]
     cols = list(group) + ([f"({kept}) AS kept"] if kept else [])
     where = [f"s.sample_type = {_literal(_type_name(sel))}"]
@@ -186,15 +195,22 @@ def reduce_sql(sel: Selection, keys: tuple[str, ...] = (), kept: str | None = No
     if not sel.everything or sel.scaled:
         join = " JOIN sel p ON s.profile_id = p.profile_id"
         where.append(f"s.day IN ({', '.join(_literal(d) for d in sel.days)})")
+        if sel.rows.num_rows <= IN_LIST_PROFILES:  # filtered in the scan, before the join
+            where.append(f"s.profile_id IN ({', '.join(str(i) for i in sel.rows.column('profile_id').to_pylist())})")
     start, end = sel.cohort.window()
     if start is not None:
         where.append(f"COALESCE(s.ts, p.time_nanos) >= {start}")
     if end is not None:
         where.append(f"COALESCE(s.ts, p.time_nanos) < {end}")
     by = ", ".join(group + (["kept"] if kept else []))
-    sums = (f"SUM({value}) FILTER (WHERE s.value > 0) AS pos, SUM({value}) FILTER (WHERE s.value < 0) AS neg"
-            if signed else f"SUM({value}) AS pos, CAST(NULL AS BIGINT) AS neg")
-    return (f"SELECT {', '.join(cols)}, {sums} FROM samples s{join} "
+    if rollup:
+        sums = (f"SUM(s.pos{scale}) AS pos, SUM(s.neg{scale}) AS neg" if signed
+                else f"SUM(s.pos{scale}) AS pos, CAST(NULL AS BIGINT) AS neg")
+    else:
+        sums = (f"SUM(s.value{scale}) FILTER (WHERE s.value > 0) AS pos, "
+                f"SUM(s.value{scale}) FILTER (WHERE s.value < 0) AS neg"
+                if signed else f"SUM(s.value{scale}) AS pos, CAST(NULL AS BIGINT) AS neg")
+    return (f"SELECT {', '.join(cols)}, {sums} FROM {'rollup' if rollup else 'samples'} s{join} "
             f"WHERE {' AND '.join(where)} GROUP BY {by}")
 
 

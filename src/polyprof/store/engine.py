@@ -2,7 +2,8 @@
 
 Every query of the store is written once, in DuckDB's dialect. An engine
 offers four things: views over the manifest's Parquet files
-(:meth:`attach`), small in-memory tables (:meth:`register`), running a query
+(:meth:`attach`, the same for both: each engine only says how it views a
+list of files), small in-memory tables (:meth:`register`), running a query
 to an Arrow table (:meth:`query`) and :meth:`close`. The Spark engine
 translates each query with sqlglot (cached) before running it.
 
@@ -26,7 +27,7 @@ import os
 from typing import Any
 
 from polyprof.errors import MissingDependencyError, OptionsError, StoreError
-from polyprof.store.layout import TABLES, Manifest, schema
+from polyprof.store.layout import PARTITIONED, TABLES, Manifest, schema
 
 __all__ = ["ENGINES", "DuckDBEngine", "Engine", "SparkEngine", "open_engine"]
 
@@ -37,6 +38,17 @@ class Engine:
     name = ""
 
     def attach(self, manifest: Manifest) -> None:
+        """Views over the manifest's files: one per dataset, and ``rollup`` (see :data:`ROLLUP_SQL`)."""
+        for table in TABLES:
+            if table != "rollup":
+                self._view(table, manifest.paths(table), manifest.root)
+        rollups, raw = manifest.rollup_coverage()
+        self._view("rollup_files", rollups, manifest.root, "rollup")
+        self._view("rollup_raw", raw, manifest.root, "samples")
+        self.define("rollup", ROLLUP_SQL)
+
+    def _view(self, name: str, files: list[str], root: str, table: str | None = None) -> None:
+        """A view ``name`` over ``files`` of dataset ``table`` (default: ``name``), empty when none."""
         raise NotImplementedError
 
     def register(self, name: str, table: Any) -> None:
@@ -53,11 +65,20 @@ class Engine:
         pass
 
 
+#: The ``rollup`` view: the rollup files, and the samples files without one summed alike
+#: (row by row: equal sums, without a second GROUP BY).
+ROLLUP_SQL = """\
+SELECT sample_type, profile_id, callsite_id, ts, pos, neg, day FROM rollup_files
+UNION ALL
+SELECT sample_type, profile_id, callsite_id, ts, CASE WHEN value > 0 THEN value END AS pos,
+       CASE WHEN value < 0 THEN value END AS neg, day FROM rollup_raw"""
+
+
 def _empty(table: str) -> Any:
     import pyarrow as pa
 
     s = schema(table)
-    if table == "samples":
+    if table in PARTITIONED:
         s = s.append(pa.field("day", pa.string()))
     return s.empty_table()
 
@@ -80,15 +101,14 @@ class DuckDBEngine(Engine):
         self.con.execute("SET enable_external_access = false")
         self.con.execute("SET lock_configuration = true")
 
-    def attach(self, manifest: Manifest) -> None:
-        for table in TABLES:
-            files = [os.path.realpath(p) for p in manifest.paths(table)]
-            if not files:
-                self.register(table, _empty(table))
-                continue
-            listed = ", ".join(f"'{_quote(f)}'" for f in files)
-            hive = ", hive_partitioning = true, hive_types_autocast = false" if table == "samples" else ""
-            self.con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM read_parquet([{listed}]{hive})")
+    def _view(self, name: str, files: list[str], root: str, table: str | None = None) -> None:
+        table = table or name
+        if not files:
+            self.register(name, _empty(table))
+            return
+        listed = ", ".join(f"'{_quote(os.path.realpath(f))}'" for f in files)
+        hive = ", hive_partitioning = true, hive_types_autocast = false" if table in PARTITIONED else ""
+        self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM read_parquet([{listed}]{hive})")
 
     def register(self, name: str, table: Any) -> None:
         self.con.execute(f"DROP VIEW IF EXISTS {name}")
@@ -142,16 +162,15 @@ class SparkEngine(Engine):
         self.root = os.path.abspath(root)
         self.spark = spark_session(master or "local[2]")
 
-    def attach(self, manifest: Manifest) -> None:
-        for table in TABLES:
-            files = manifest.paths(table)
-            if not files:
-                self.register(table, _empty(table))
-                continue
-            reader = self.spark.read
-            if table == "samples":
-                reader = reader.option("basePath", os.path.join(manifest.root, "samples"))
-            reader.parquet(*files).createOrReplaceTempView(table)
+    def _view(self, name: str, files: list[str], root: str, table: str | None = None) -> None:
+        table = table or name
+        if not files:
+            self.register(name, _empty(table))
+            return
+        reader = self.spark.read
+        if table in PARTITIONED:
+            reader = reader.option("basePath", os.path.join(root, table))
+        reader.parquet(*files).createOrReplaceTempView(name)
 
     def register(self, name: str, table: Any) -> None:
         self.spark.createDataFrame(table).createOrReplaceTempView(name)

@@ -6,6 +6,7 @@ A store is a directory::
     profiles/part-*.parquet    one row per source profile x sample type
     samples/day=YYYY-MM-DD/part-*.parquet   one row per sample x sample type (value != 0)
     callsites/ frames/ functions/ mappings/ labelsets/   dictionaries keyed by content-hash ids
+    rollup/day=YYYY-MM-DD/part-*.parquet    samples summed by profile, stack and ts (see below)
     .staging/                  work in progress of running ingests (never read by queries)
     .lock                      serializes publishing (ingest, compact, rm, symbolize)
 
@@ -14,6 +15,18 @@ published by writing a new manifest beside the old one and renaming it over
 it: a crash or Ctrl-C before that rename leaves the store as it was (files
 written so far are unreferenced and removed by the next writer). Data files
 are immutable; a writer replaces files, it never edits one.
+
+The ``rollup`` dataset is derived, written by ``compact``: for a samples
+file ``samples/day=D/part-X.parquet`` the file ``rollup/day=D/part-X.parquet``
+holds its samples summed by (sample type, profile, leaf callsite, ts), the
+positive and negative values apart. Whole-stack reductions (top, flame, tree,
+diff without label or thread filters) read it instead of ``samples``: the
+same sums from about a third of the rows (a profile repeats its stacks; the
+labels, pids and tids that made samples distinct are summed away). A rollup
+file counts only while its samples file is live (:meth:`Manifest.publish`
+drops the others), and the samples files without one are read raw, so the
+rollup is an index: losing it loses speed, never an answer. Older polyprof
+ignores it (no schema change).
 
 Ids are described in :mod:`polyprof.store.ids`; 0 means none. Addresses and
 mapping bounds are uint64 in profiles but stored as int64 (same bits) since
@@ -36,17 +49,20 @@ from typing import Any
 from polyprof import __version__
 from polyprof.errors import StoreError
 
-__all__ = ["DICTIONARIES", "MANIFEST", "SCHEMA_VERSION", "TABLES", "Manifest", "schema", "staging_dir",
+__all__ = ["DICTIONARIES", "MANIFEST", "PARTITIONED", "SCHEMA_VERSION", "TABLES", "Manifest", "rollup_of",
+           "samples_of_rollup", "schema", "staging_dir",
            "negative_values_possible", "write_lock", "write_parquet"]
 
 MANIFEST = "polyprof-store.json"
 SCHEMA_VERSION = 1
 DICTIONARIES = ("functions", "mappings", "frames", "callsites", "labelsets")
-TABLES = ("profiles", "samples", *DICTIONARIES)
+TABLES = ("profiles", "samples", *DICTIONARIES, "rollup")
+#: Tables partitioned by day (``table/day=YYYY-MM-DD/part-*.parquet``).
+PARTITIONED = ("samples", "rollup")
 
 
 def schema(table: str):  # noqa: ANN201 - pyarrow is imported lazily
-    """The Arrow schema of ``table`` (samples without its ``day`` partition column)."""
+    """The Arrow schema of ``table`` (samples and rollup without their ``day`` partition column)."""
     import pyarrow as pa
 
     i64, s = pa.int64(), pa.string()
@@ -63,6 +79,8 @@ def schema(table: str):  # noqa: ANN201 - pyarrow is imported lazily
         "samples": [("sample_type", s), ("profile_id", i64), ("callsite_id", i64), ("value", i64),
                     ("labelset_id", i64), ("ts", i64), ("pid", i64), ("tid", i64), ("cpu", i64),
                     ("thread", s)],
+        "rollup": [("sample_type", s), ("profile_id", i64), ("callsite_id", i64), ("ts", i64),
+                   ("pos", i64), ("neg", i64)],
         "callsites": [("id", i64), ("parent", i64), ("frame", i64), ("depth", pa.int32())],
         "frames": [("id", i64), ("mapping", i64), ("address", i64), ("folded", pa.bool_()),
                    ("lines", pa.list_(line))],
@@ -170,8 +188,12 @@ class Manifest:
     # ---- writing -----------------------------------------------------------
 
     def publish(self) -> None:
-        """Write this manifest atomically (temp file, fsync, rename); bumps the generation."""
+        """Write this manifest atomically (temp file, fsync, rename); bumps the generation.
+
+        Rollup files whose samples file is no longer live are dropped first."""
         self.generation += 1
+        live = set(self.files["samples"])
+        self.files["rollup"] = [r for r in self.files["rollup"] if samples_of_rollup(r) in live]
         data = {"format": "polyprof-store", "schema_version": SCHEMA_VERSION, "generation": self.generation,
                 "created_by": self.created_by, "written_by": f"polyprof {__version__}",
                 "files": {t: sorted(self.files[t]) for t in TABLES}}
@@ -186,7 +208,13 @@ class Manifest:
     def new_file(self, table: str, day: str | None = None) -> str:
         """A fresh relative path for a data file of ``table`` (samples: in partition ``day``)."""
         name = f"part-{uuid.uuid4().hex}.parquet"
-        return os.path.join(table, f"day={day}", name) if table == "samples" else os.path.join(table, name)
+        return os.path.join(table, f"day={day}", name) if table in PARTITIONED else os.path.join(table, name)
+
+    def rollup_coverage(self) -> tuple[list[str], list[str]]:
+        """(live rollup files, samples files without one): together they hold every sample once."""
+        covered = {samples_of_rollup(r) for r in self.files["rollup"]}
+        return self.paths("rollup"), [os.path.join(self.root, f) for f in self.files["samples"] if f not in covered]
+
 
     def collect_garbage(self) -> int:
         """Remove data files no manifest references and abandoned staging areas.
@@ -208,6 +236,15 @@ class Manifest:
             if not _owner_alive(name):
                 shutil.rmtree(os.path.join(staging, name), ignore_errors=True)
         return removed
+
+
+def rollup_of(samples_rel: str) -> str:
+    """The rollup file of a samples file (relative paths: ``samples/day=D/X`` -> ``rollup/day=D/X``)."""
+    return os.path.join("rollup", os.path.relpath(samples_rel, "samples"))
+
+
+def samples_of_rollup(rollup_rel: str) -> str:
+    return os.path.join("samples", os.path.relpath(rollup_rel, "rollup"))
 
 
 def staging_dir(root: str) -> str:

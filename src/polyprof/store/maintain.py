@@ -1,7 +1,8 @@
 """Store maintenance: compact, rm, symbolize. Each publishes one new manifest under the lock.
 
 - :func:`compact` rewrites the samples of each day into one file per sample
-  type (sorted by profile and stack: better compression, fewer files), the
+  type (sorted by profile and stack: better compression, fewer files) and
+  its rollup (the samples summed by profile, stack and ts), the
   profiles into one file, and each dictionary into one file holding only
   rows still referenced (after ``rm``). Every answer stays identical:
   rows are moved, never changed.
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from polyprof.errors import OptionsError
-from polyprof.store.layout import DICTIONARIES, Manifest, write_lock, write_parquet
+from polyprof.store.layout import DICTIONARIES, Manifest, rollup_of, write_lock, write_parquet
 
 __all__ = ["CompactReport", "compact", "remove", "symbolize"]
 
@@ -69,6 +70,7 @@ def compact(root: str) -> CompactReport:
         dropped = {}
         new_files: dict[str, list[str]] = {t: [] for t in m.files}
         new_files["samples"] = _compact_samples(con, m)
+        new_files["rollup"] = [_write_rollup(con, m.root, rel) for rel in new_files["samples"]]
         if m.files["profiles"]:
             rel = m.new_file("profiles")
             write_parquet(pq.read_table(m.paths("profiles")).sort_by([("time_nanos", "ascending"),
@@ -113,6 +115,19 @@ def _compact_samples(con: Any, m: Manifest) -> list[str]:
                         f"TO '{dst}' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1048576)", [t])
             out.append(rel)
     return out
+
+
+def _write_rollup(con: Any, root: str, samples_rel: str) -> str:
+    """Write the rollup file of a samples file (see :mod:`polyprof.store.layout`); returns its path."""
+    rel = rollup_of(samples_rel)
+    dst = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    con.execute("COPY (SELECT sample_type, profile_id, callsite_id, ts, "
+                "CAST(SUM(value) FILTER (WHERE value > 0) AS BIGINT) AS pos, "
+                "CAST(SUM(value) FILTER (WHERE value < 0) AS BIGINT) AS neg "
+                f"FROM read_parquet({_files([os.path.join(root, samples_rel)])}) GROUP BY ALL ORDER BY profile_id, callsite_id, ts) "
+                f"TO {_files([dst])[1:-1]} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 1048576)")
+    return rel
 
 
 def _referenced(con: Any, m: Manifest) -> dict[str, np.ndarray]:

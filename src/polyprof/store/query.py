@@ -55,7 +55,8 @@ def load(engine: Any, dicts: Dictionaries, cohort: Cohort, options: Options | No
     o = dataclasses.replace(o, sample_index=None)  # the rebuilt profile has the one selected type
     keys = _keys(o) if keys is None else keys
     kept = _thread_predicate(engine, dicts, sel, o.thread) if o.thread else None
-    reduced = _reduce(engine, dicts, sel, reduce_sql(sel, keys, kept, signed=dicts.signed_values))
+    reduced = _reduce(engine, dicts, sel, reduce_sql(sel, keys, kept, signed=dicts.signed_values,
+                                                     rollup=not keys and not kept))
     cols = _columns(reduced, keys + (("kept",) if kept else ()))
     profile = build_profile(dicts, cols["callsite_id"], cols["value"], _meta(sel),
                             {k: cols[k] for k in keys if k in cols})
@@ -86,7 +87,7 @@ def prefetch_pair(engine: Any, dicts: Dictionaries, cohorts: tuple[Cohort, Cohor
     if _type_name(sels[0]) != _type_name(sels[1]) or sels[0].sample_type != sels[1].sample_type:
         return
     keys = _keys(o)
-    todo = [(sel, reduce_sql(sel, keys, signed=dicts.signed_values)) for sel in sels]
+    todo = [(sel, reduce_sql(sel, keys, signed=dicts.signed_values, rollup=not keys)) for sel in sels]
     todo = [(sel, sql) for sel, sql in todo if not dicts.has(("reduce", sql, _digest(sel)))]
     if len(todo) < 2:
         return
@@ -99,7 +100,7 @@ def prefetch_pair(engine: Any, dicts: Dictionaries, cohorts: tuple[Cohort, Cohor
     pair = dataclasses.replace(sels[0], rows=both, days=days, scaled=sels[0].scaled or sels[1].scaled,
                                everything=False)
     engine.register("sel", both)
-    reduced = engine.query(reduce_sql(pair, keys, side=True, signed=dicts.signed_values))
+    reduced = engine.query(reduce_sql(pair, keys, side=True, signed=dicts.signed_values, rollup=not keys))
     side = reduced.column("side")
     for i, (sel, sql) in enumerate(todo):
         part = reduced.filter(pc.equal(side, i))

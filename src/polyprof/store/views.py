@@ -2,7 +2,8 @@
 
 Views: ``profiles``, ``samples`` (with its ``day`` partition column),
 ``callsites``, ``frames``, ``functions``, ``mappings``, ``labelsets`` (one per
-dataset), and ``stacks``: one row per callsite with ``depth`` and
+dataset), ``rollup`` (samples summed by profile, stack and ts: ``pos`` and
+``neg`` sums, see :mod:`polyprof.store.layout`), and ``stacks``: one row per callsite with ``depth`` and
 ``frames``, the list of its frames' names, leaf first. A frame's name is
 its innermost function (inlined chains show their innermost function), or
 ``<mapping file>+0x<address>`` for an address-only frame. ``stacks`` walks

@@ -26,7 +26,7 @@ from polyprof.errors import MissingDependencyError, OptionsError
 __all__ = ["VIEWS", "check_query", "check_where"]
 
 #: Views ``store sql`` may name.
-VIEWS = ("profiles", "samples", "callsites", "frames", "functions", "mappings", "labelsets", "stacks")
+VIEWS = ("profiles", "samples", "callsites", "frames", "functions", "mappings", "labelsets", "stacks", "rollup")
 
 _FUNCTIONS = {"lower", "upper", "length", "coalesce", "regexp_matches", "regexplike", "list_contains",
               "arraycontains", "starts_with", "startswith", "ends_with", "endswith", "contains", "abs"}

@@ -95,6 +95,13 @@ def _output_flags(p: argparse.ArgumentParser, *, exact: bool = True) -> None:
                        help="print raw values in the sample type's own unit instead of human units")
 
 
+def add_table_output(p: argparse.ArgumentParser, *, limit: int) -> None:
+    """``--format table|csv|json`` and ``--limit N`` of the verbs printing rows (sql, ls)."""
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output (default table)")
+    p.add_argument("--limit", type=int, default=limit, metavar="N",
+                   help=f"table output: at most N rows (0 = all; default {limit})")
+
+
 def _add_reports(sub: argparse._SubParsersAction) -> None:
     for name, text in REPORTS.items():
         p = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
@@ -144,9 +151,8 @@ def _add_management(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sql", help="run one read-only SQL query (DuckDB dialect) over the store's views")
     add_store_arg(p)
     p.add_argument("query", metavar="QUERY", help="SELECT over profiles, samples, callsites, frames, functions, "
-                                                  "mappings, labelsets, stacks")
-    p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output (default table)")
-    p.add_argument("--limit", type=int, default=1000, metavar="N", help="table output: at most N rows (0 = all)")
+                                                  "mappings, labelsets, stacks, rollup")
+    add_table_output(p, limit=1000)
     add_engine_flags(p)
     p = sub.add_parser("info", help="counts, size, time span, formats, sample types and top labels")
     add_store_arg(p)
@@ -155,8 +161,7 @@ def _add_management(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("ls", help="list the profiles of a selection, newest first")
     add_store_arg(p)
     add_cohort_flags(p)
-    p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output (default table)")
-    p.add_argument("--limit", type=int, default=100, metavar="N", help="table output: at most N rows (0 = all)")
+    add_table_output(p, limit=100)
     add_engine_flags(p)
     p = sub.add_parser("compact", help="merge small files and drop unused dictionary rows (answers unchanged)")
     add_store_arg(p)
