@@ -60,3 +60,91 @@ def test_a_size_zero_symbol_covers_up_to_the_next_symbol_but_not_past_its_sectio
     assert syms.lookup(0x1120) is None  # past work's size
     assert syms.lookup(0x3008) is None  # past __FRAME_END__'s section
     assert syms.lookup_many([0x1010, 0x1030, 0x3008]) == [("_init", ""), None, None]
+
+
+def test_output_parsed_in_pieces_is_the_output_parsed_at_once():
+    from polyprof.symbolize.llvm import _Parser
+
+    answers = [b"_Z5innerv\n/src/a.h:3:7\n_Z5outerv\n/src/a.cc:10:0\n\n", b"??\n??:0:0\n\n", b"main\n/src/m.c:4:1\n\n",
+               b"_Z5outerv\n/src/b.cc:1:2\n\n", b"\xff\xfebad\n/src/\xc3\xa9.c:7:0\n\n", b"main\n??:0:0\n\n"]
+    addresses = np.arange(1, len(answers) + 1, dtype=np.uint64)
+    whole = parse_output(b"".join(answers), addresses)
+    assert whole.frames(4) == [Frame("\ufffd\ufffdbad", "/src/\u00e9.c", 7, 0)]
+    for cuts in ([1], [2, 4], [1, 2, 3, 4, 5], [5]):
+        parser = _Parser(addresses)
+        for a, b in zip([0, *cuts], [*cuts, len(answers)]):
+            parser.feed(b"".join(answers[a:b]))
+        pieces = parser.answers()
+        assert pieces.strings == whole.strings, cuts  # the same table, in the same order
+        assert pieces.to_dict() == whole.to_dict() and pieces.function.tolist() == whole.function.tolist()
+    parser = _Parser(addresses[:2])
+    with pytest.raises(LlvmSymbolizerError):
+        parser.feed(b"".join(answers[:3]))  # more answers than addresses
+
+
+def test_llvm_symbolizer_read_in_small_pieces_answers_the_same(monkeypatch):  # noqa: ANN001
+    from native_programs import program
+
+    from polyprof.symbolize import llvm
+    from polyprof.symbolize.elf import ElfFile
+
+    exe = llvm.find_llvm_symbolizer()
+    if exe is None:
+        pytest.skip("llvm-symbolizer not installed (Debian llvm; bash .ci/run installs it)")
+    debug = ElfFile(str(program("cpp").debug))
+    text = debug.section(".text")
+    addresses = np.arange(text.addr, text.addr + text.size, 3, dtype=np.uint64)
+    with llvm.LlvmSymbolizer(exe) as one:
+        whole = parse_output(one.raw(debug.path, addresses), addresses)
+        monkeypatch.setattr(llvm, "PIECE", 256)  # many pieces, cut wherever a read ends
+        pieces = one.answers(debug.path, addresses)
+    assert pieces.strings == whole.strings and pieces.to_dict() == whole.to_dict() and len(whole.to_dict()) > 100
+
+
+@pytest.mark.parametrize("engine", ["llvm", "python"])
+def test_names_demangled_ahead_of_the_fill_give_the_same_profile(engine, tmp_path, monkeypatch):  # noqa: ANN001
+    from native_programs import program
+
+    import polyprof
+    from polyprof.model.builder import ProfileBuilder
+    from polyprof.symbolize import Sources, apply, symbolize
+    from polyprof.symbolize.elf import ElfFile
+
+    if engine == "llvm" and not __import__("shutil").which("llvm-symbolizer"):
+        pytest.skip("llvm-symbolizer not installed (Debian llvm; bash .ci/run installs it)")
+    prog = program("cpp")
+    text = ElfFile(str(prog.debug)).section(".text")
+    b = ProfileBuilder("pprof")
+    b.set_sample_types([("samples", "count")])
+    m = b.mapping(0, 0, 0, str(prog.bin), prog.build_id)
+    b.add_sample(b.stack([b.location(m, a) for a in range(text.addr, text.addr + text.size, 5)]), [1])
+    raw = b.finish()
+    monkeypatch.setenv("POLYPROF_CACHE_DIR", str(tmp_path))
+    src = Sources(paths=(str(prog.debug.parent),), engine=engine, use_env=False, system_dirs=(), cache=False)
+
+    def names(p: polyprof.Profile) -> list[tuple[str, str]]:
+        return [(p.function_name(int(f)), p.strings[p.functions.system_name[int(f)]]) for f in p.lines.function]
+
+    later = names(symbolize(raw, src)[0])
+    monkeypatch.setattr(apply, "AHEAD", 1)  # every mapping's names go to c++filt before the fill
+    assert names(symbolize(raw, src)[0]) == later
+    assert sum(n != s for n, s in later) > 10  # C++ names were demangled
+
+
+@pytest.mark.parametrize("script,problem", [
+    ("read a; printf 'f\\n/x.c:1:0\\n\\n'; read b; exit 3\n", "exited while symbolizing"),
+    ("while read a; do printf 'f\\n\\n'; done\n", "not pairs"),  # an answer of one line
+])
+def test_a_failing_llvm_symbolizer_is_an_error_in_every_shard_never_a_hang(script, problem, tmp_path):  # noqa: ANN001
+    from polyprof.symbolize.llvm import LlvmPool
+
+    exe = tmp_path / "llvm-symbolizer"
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+    pool = LlvmPool(str(exe), jobs=2, min_shard=1)
+    try:
+        with pytest.raises(LlvmSymbolizerError, match=problem):
+            pool.lookup("/no/such.debug", range(0x1000, 0x1000 + 40))
+        assert len(pool.procs) == 2
+    finally:
+        pool.close()

@@ -148,3 +148,55 @@ def test_names_demangled_once_are_kept_in_the_symbol_cache(tmp_path):  # noqa: A
     assert demangle.demangle_names(names, "full", second)["_ZN2ns3fooIiEEvT_"] == "void ns::foo<int>(int)"
     second.close()
     demangle._DONE.clear()
+
+
+TRICKY = ["bool operator<<(std::ostream&, ns::A<int> const&)", "ns::B<int>::operator()(int) const",
+          "void std::sort<{lambda(int, int)#1}>(int*, int*, {lambda(int, int)#1})",
+          "(anonymous namespace)::f<(anonymous namespace)::T>(int) &&", "unbalanced<int(", "a\0b(int)",
+          "operator new(unsigned long)", "ns::f(int)::{lambda()#2}::operator()() const", "plain"]
+
+
+def test_the_batched_regex_path_is_the_careful_path_name_by_name():
+    from polyprof.symbolize import cxxnames as c
+    from polyprof.symbolize.demangle import _scheme
+
+    fulls = [r[1] for r in ROWS if _scheme(r[0]) == "itanium"] + TRICKY
+    batch = c._simple_fast(fulls)
+    assert batch == [c._simple_fast([f])[0] for f in fulls]  # a name's neighbours in the batch never matter
+    assert sum(b is not None for b in batch) >= len(fulls) - 3  # the fast path takes nearly all of them
+    assert all(b == c._simplify_careful(f, False) for f, b in zip(fulls, batch) if b is not None)
+    assert c.simplify_all(fulls, keep_templates=False) == [c._simplify_careful(f, False) for f in fulls]
+    assert c.simplify_all(["x\ny<int>(int)"], keep_templates=False) == [c._simplify_careful("x\ny<int>(int)", False)]
+
+
+def test_demangling_started_ahead_gives_the_same_profile(monkeypatch):  # noqa: ANN001
+    from polyprof.symbolize import demangle as d
+
+    p = _profile([(r[0], r[0]) for r in ROWS] + [("kept as the profile says", FOLD), ("a::b<c>(d)", "a::b<c>(d)")])
+    for mode, force in (("simple", False), ("simple", True), ("templates", True), ("full", True), ("none", True)):
+        monkeypatch.setattr(d, "_DONE", {})
+        plain = _names(d.demangle_profile(p, mode, force=force))
+        monkeypatch.setattr(d, "_DONE", {})
+        ahead = [d.Demangling([r[0] for r in ROWS[: len(ROWS) // 2]], mode)]  # half of them ahead, the rest later
+        assert _names(d.demangle_profile(p, mode, force=force, ahead=ahead)) == plain, mode
+
+
+def test_name_batches_are_written_in_the_background_and_folded(tmp_path, monkeypatch):  # noqa: ANN001
+    import sqlite3
+
+    from polyprof.symbolize import cache as c
+
+    monkeypatch.setattr(c, "MAX_BATCHES", 3)
+    for run in range(5):  # one process after another: each adds a batch, some overwrite older names
+        memo = c.ResultCache(tmp_path)
+        assert memo.names("simple:1", ["_Zshared", f"_Zrun{run - 1}"]) == (
+            {"_Zshared": f"shared {run - 1}", f"_Zrun{run - 1}": f"run {run - 1}"} if run else {})
+        memo.put_names("simple:1", {"_Zshared": f"shared {run}", f"_Zrun{run}": f"run {run}"})
+        assert memo.names("simple:1", ["_Zshared"]) == {"_Zshared": f"shared {run}"}  # at once, before the write
+        memo.close()  # waits for the background write
+    with sqlite3.connect(tmp_path / "symbols.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM demangled").fetchone()[0] <= 3
+    last = c.ResultCache(tmp_path)
+    assert last.names("simple:1", [f"_Zrun{i}" for i in range(5)]) == {f"_Zrun{i}": f"run {i}" for i in range(5)}
+    assert last.names("full:1", ["_Zshared"]) == {}
+    last.close()

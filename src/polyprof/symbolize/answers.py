@@ -89,8 +89,11 @@ class Answers:
         if not parts:
             return cls.empty()
         codes: dict[str, int] = {"": 0}
-        remaps = [np.fromiter((codes.setdefault(s, len(codes)) for s in p.strings), dtype=np.int32,
-                              count=len(p.strings)) for p in parts]
+        remaps = []
+        for p in parts:  # each table's new strings interned in bulk, in order
+            fresh = [s for s in dict.fromkeys(p.strings) if s not in codes]
+            codes.update(zip(fresh, range(len(codes), len(codes) + len(fresh))))
+            remaps.append(np.fromiter(map(codes.__getitem__, p.strings), dtype=np.int32, count=len(p.strings)))
         counts = np.concatenate([np.diff(p.starts) for p in parts])
         starts = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
@@ -163,7 +166,7 @@ class Answers:
         """
         codes = {s: i for i, s in enumerate(self.strings)}
         strings = list(self.strings)
-        for s in set(names) | set(files):
+        for s in dict.fromkeys([*names, *files]):  # in order (a set's order changes from run to run)
             if s not in codes:
                 codes[s] = len(strings)
                 strings.append(s)
@@ -187,6 +190,19 @@ class Answers:
         fn[last] = name_code
         fl[last] = np.where(fl[last] == 0, file_code, fl[last])
         return Answers(self.addresses, starts, fn, fl, cols[2], cols[3], strings)
+
+    def in_first_use_order(self) -> Answers:
+        """The same answers, the string table in first-use order: function names in the order
+        frames use them, then file names; what one pass over all the output gives however it
+        was split (pieces, processes), so function rows come out the same on every run."""
+        codes, first = np.unique(np.concatenate([self.function, self.file]), return_index=True)
+        order = codes[np.argsort(first, kind="stable")]
+        order = np.concatenate([np.zeros(1, dtype=order.dtype), order[order != 0]])  # "" stays code 0
+        remap = np.zeros(len(self.strings), dtype=np.int32)
+        remap[order] = np.arange(len(order), dtype=np.int32)
+        strings = [self.strings[i] for i in order.tolist()]
+        return Answers(self.addresses, self.starts, remap[self.function], remap[self.file], self.line, self.column,
+                       strings)
 
     def drop_unknown(self) -> Answers:
         """Without frames that have neither a function nor a file name."""

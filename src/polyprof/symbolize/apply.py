@@ -21,6 +21,7 @@ from, or which files were looked for.
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from polyprof.model.profile import Label, Profile
 from polyprof.symbolize.answers import Answers
 from polyprof.symbolize.bias import ADDRESS_KINDS, to_vaddr
 from polyprof.symbolize.cache import ResultCache, cache_dir
+from polyprof.symbolize.demangle import Demangling, demangle_profile
 from polyprof.symbolize.elf import BadElfError
 from polyprof.symbolize.fill import Interner, NewLine, fill_lines, replace_lines
 from polyprof.symbolize.frames import Frame
@@ -40,6 +42,9 @@ from polyprof.symbolize.resolve import BadDebugInfoError, Resolver
 from polyprof.symbolize.sources import Sources
 
 __all__ = ["MappingReport", "SymbolizeReport", "Symbolizer", "coverage", "mapping_coverage", "symbolize"]
+
+#: A mapping with this many new names has them demangled (c++filt) while the rest goes on.
+AHEAD = 2000
 
 
 def coverage(p: Profile) -> tuple[int, int]:
@@ -137,16 +142,31 @@ class Symbolizer:
 
     def run(self, profile: Profile) -> tuple[Profile, SymbolizeReport]:
         """``profile`` symbolized (a copy sharing untouched tables) and the report."""
+        # A big batch makes about a million short-lived strings, tuples and list slots and no
+        # reference cycles: the cycle collector, triggered by the allocations, would walk the
+        # young ones again and again (a quarter of the parsing time). It is paused meanwhile.
+        was_on = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run(profile)
+        finally:
+            if was_on:
+                gc.enable()
+
+    def _run(self, profile: Profile) -> tuple[Profile, SymbolizeReport]:
         report = SymbolizeReport()
         before = mapping_coverage(profile)
         todo = _unsymbolized(profile)
         parts: list[tuple[np.ndarray, Answers, bool]] = []
         renamed: dict[int, str] = {}
+        ahead: list[Demangling] = []
         for m in sorted(before):
             if m in todo:
                 part = self._mapping(profile, m, todo[m], report, renamed)
                 if part is not None:
                     parts.append(part)
+                    if len(part[1].strings) >= AHEAD:  # c++filt starts on them at once, beside the rest
+                        ahead.append(Demangling(part[1].strings, self.demangle, self._memo()))
             else:  # nothing left to do: reported, not searched
                 report.mappings.append(MappingReport(profile.mapping_file(m) or "?",
                                                      profile.strings[profile.mappings.build_id[m]], 0, 0))
@@ -158,11 +178,13 @@ class Symbolizer:
                 _rename(out, interner, renamed)
         out = self._deobfuscate(out, report)
         out = self._async_backtraces(out)
-        from polyprof.symbolize.demangle import demangle_profile
-
-        cache = self.resolver.cache  # names are kept only beside symbols resolved this run (no disk otherwise)
-        out = demangle_profile(out, self.demangle, force=self.force_demangle, memo=cache if cache.opened else None)
+        out = demangle_profile(out, self.demangle, force=self.force_demangle, memo=self._memo(), ahead=ahead)
         return self._finish(profile, out, before, todo, report), report
+
+    def _memo(self) -> ResultCache | None:
+        """Where demangled names are kept: beside symbols resolved this run (no disk otherwise)."""
+        cache = self.resolver.cache
+        return cache if cache.opened else None
 
     def _mapping(self, p: Profile, m: int, rows: np.ndarray, report: SymbolizeReport,
                  renamed: dict[int, str]) -> tuple[np.ndarray, Answers, bool] | None:
@@ -200,7 +222,7 @@ class Symbolizer:
         module = found.module
         kind = ADDRESS_KINDS.get(p.source_format, "runtime")
         filename = p.strings[ms.filename[m]]
-        vaddrs = to_vaddr(kind, module.elf, start, limit, offset, addresses.tolist(), apk_offset=found.apk_offset,
+        vaddrs = to_vaddr(kind, module.elf, start, limit, offset, addresses, apk_offset=found.apk_offset,
                           in_apk=".apk" in filename and "!" not in filename,
                           load_bias=_perfetto_load_bias(p, filename, start))
         return self.resolver.resolve_columns(module, vaddrs), True
@@ -252,7 +274,7 @@ class Symbolizer:
                 store, path, _ = found.breakpad
                 return [(f[0], "", f[1], f[2], 0) for f in (store.load(path, [address]).lookup(address) or [])]
             if found.module is not None:
-                vaddr = to_vaddr("module", found.module.elf, 0, 0, 0, [address])[0]
+                vaddr = int(to_vaddr("module", found.module.elf, 0, 0, 0, [address])[0])
                 return [_line(f) for f in self.resolver.resolve(found.module, [vaddr]).get(vaddr, [])]
         except (BadElfError, BadDebugInfoError):
             return []

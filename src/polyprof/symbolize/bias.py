@@ -23,9 +23,15 @@ subtracted; otherwise the mapping is assumed to map the executable segment.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from polyprof.symbolize.elf import ET_DYN, ET_EXEC, ET_REL, ElfFile, Segment
 
 __all__ = ["ADDRESS_KINDS", "to_vaddr"]
+
+_MASK = (1 << 64) - 1
 
 ADDRESS_KINDS = {"simpleperf": "file", "perfetto": "file", "chromium": "module"}
 _PAGE = 0x1000
@@ -58,24 +64,23 @@ def runtime_base(elf: ElfFile, start: int, limit: int, offset: int) -> int:
     return 0
 
 
-def to_vaddr(kind: str, elf: ElfFile, start: int, limit: int, offset: int, addresses: list[int], *,
-             apk_offset: int | None = None, in_apk: bool = False, load_bias: int | None = None) -> list[int]:
-    """ELF virtual addresses of ``addresses`` of one mapping (see the module docstring)."""
+def to_vaddr(kind: str, elf: ElfFile, start: int, limit: int, offset: int, addresses: Sequence[int] | np.ndarray,
+             *, apk_offset: int | None = None, in_apk: bool = False, load_bias: int | None = None) -> np.ndarray:
+    """ELF virtual addresses (uint64, wrapping as the address space does) of ``addresses`` of one
+    mapping (see the module docstring); vectorized."""
+    a = addresses.astype(np.uint64) if isinstance(addresses, np.ndarray) else \
+        np.fromiter((x & _MASK for x in addresses), dtype=np.uint64, count=len(addresses))
     if kind == "file":
         fix = elf.exec_load_bias() - load_bias if load_bias is not None and elf.exec_load_bias() > load_bias else 0
-        return [a + fix for a in addresses]
+        return a + np.uint64(fix & _MASK)
     if kind == "module":
-        base = elf.loading_address()
-        return [a + base for a in addresses]
+        return a + np.uint64(elf.loading_address() & _MASK)
     if in_apk:
         if apk_offset is not None:
             offset -= apk_offset
         else:
             code = next((s for s in elf.segments if s.executable), None)
             offset = (code.offset & ~(_PAGE - 1)) if code is not None else 0
-    base = runtime_base(elf, start, limit, offset)
-    out = []
-    for a in addresses:
-        outside = start and (a < start or (limit > start and a >= limit))
-        out.append(a if outside else (a - base) & ((1 << 64) - 1))
-    return out
+    base = np.uint64(runtime_base(elf, start, limit, offset) & _MASK)
+    inside = np.ones(len(a), dtype=bool) if not start else (a >= start) & ((a < limit) if limit > start else True)
+    return np.where(inside, a - base, a)  # addresses outside the mapping are taken as they are

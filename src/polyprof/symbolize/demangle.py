@@ -28,16 +28,18 @@ The tests check both give the stored c++filt references.
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol
 
-__all__ = ["MODES", "demangle_name", "demangle_names", "demangle_profile", "looks_mangled"]
+from polyprof.symbolize.cxxnames import simplify_all
+
+__all__ = ["MODES", "Demangling", "demangle_name", "demangle_names", "demangle_profile", "looks_mangled"]
 
 MODES = ("simple", "templates", "full", "none")
 _PREFIXES = ("_Z", "__Z", "_R", "$s", "$S", "_$s", "_$S", "_T0", "$e")
 _CLONE = re.compile(r"(?:\s*\[clone [^\]]*\])+$")
-_OPERATOR = re.compile(r"operator(?:\(\)|\[\]|<=>|<<=|>>=|->\*|<<|>>|<=|>=|->|<|>|\s[^(<]+?(?=\(|$))")
-_QUALIFIERS = re.compile(r"^(?:\s*(?:const|volatile|&&|&|noexcept|throw\(\)))*$")
 
 
 def looks_mangled(name: str) -> bool:
@@ -47,12 +49,18 @@ def looks_mangled(name: str) -> bool:
 _RUST_HASH = re.compile(r"17h[0-9a-f]{16}E(?:$|\.)")
 
 
+_SWIFT = ("$s", "$S", "_$s", "_$S", "_T0", "$e")
+
+
 def _scheme(name: str) -> str:
-    if name.startswith(("_R", "__R")) or ("17h" in name and _RUST_HASH.search(name)):
-        return "rust"
-    if name.startswith(("$s", "$S", "_$s", "_$S", "_T0", "$e")):
-        return "swift"
-    return "itanium"
+    return _schemes([name])[name]
+
+
+def _schemes(names: list[str]) -> dict[str, str]:
+    """Name -> "rust", "swift" or "itanium"; one comprehension, no call per name."""
+    rust = _RUST_HASH.search
+    return {n: "rust" if n.startswith(("_R", "__R")) or ("17h" in n and rust(n)) else
+            "swift" if n.startswith(_SWIFT) else "itanium" for n in names}
 
 
 @lru_cache(maxsize=1 << 16)
@@ -67,20 +75,29 @@ def demangle_name(mangled: str, mode: str = "simple") -> str:
         from demangle.schemes.swift import SIMPLIFIED_OPTIONS
 
         return demangle.demangle(mangled, style=demangle.style("llvm", swift=SIMPLIFIED_OPTIONS))
-    return _in_mode(mangled, demangle.demangle(mangled, style="gnu"), mode)
+    return _in_mode({mangled: demangle.demangle(mangled, style="gnu")}, mode, {mangled: scheme})[mangled]
 
 
-def _in_mode(mangled: str, full: str, mode: str) -> str:
-    """The mode's form of ``full``, the GNU spelling of ``mangled``."""
-    scheme = _scheme(mangled)
-    if full == mangled:
-        return full
-    if scheme == "rust":  # simple drops generic arguments (foo::<T>), as pprof's demangler does
-        return _drop_turbofish(full) if mode == "simple" else full
-    if scheme != "itanium":
-        return full
-    full = _CLONE.sub("", full) if "[clone " in full else full  # the guard: an anchored regex scans every position
-    return full if mode == "full" else simplify(full, keep_templates=mode == "templates")
+def _in_mode(fulls: dict[str, str], mode: str, schemes: dict[str, str]) -> dict[str, str]:
+    """The mode's form of each ``fulls[mangled]`` (the GNU spelling of ``mangled``, whose
+    :func:`_scheme` is ``schemes[mangled]``); C++ names are simplified in one batch."""
+    out: dict[str, str] = {}
+    cxx: dict[str, str] = {}
+    for mangled, full in fulls.items():
+        scheme = schemes[mangled]
+        if full == mangled or scheme == "swift":
+            out[mangled] = full
+        elif scheme == "rust":  # simple drops generic arguments (foo::<T>), as pprof's demangler does
+            out[mangled] = _drop_turbofish(full) if mode == "simple" else full
+        elif "[clone " in full:  # the guard: an anchored regex scans every position
+            cxx[mangled] = _CLONE.sub("", full)
+        else:
+            cxx[mangled] = full
+    if mode == "full":
+        out.update(cxx)
+    else:
+        out.update(zip(cxx, simplify_all(list(cxx.values()), keep_templates=mode == "templates")))
+    return out
 
 
 class NameMemo(Protocol):
@@ -100,30 +117,55 @@ def demangle_names(names: list[str], mode: str, memo: NameMemo | None = None) ->
     installed (the pure-Python demangler takes milliseconds per template-heavy name; c++filt
     microseconds, with the same spelling), the rest through :func:`demangle_name`. With a
     ``memo``, names demangled by an earlier run are taken from it and new ones added."""
-    wanted = sorted({n for n in names if looks_mangled(n)})
-    out = {n: _DONE[(n, mode)] for n in wanted if (n, mode) in _DONE}
-    todo = [n for n in wanted if n not in out]
-    key = f"{mode}:{RULES}"
-    if memo is not None and todo and mode != "none":
-        kept = memo.names(key, todo)
-        out.update(kept)
-        todo = [n for n in todo if n not in kept]
-    system = _cxxfilt([n for n in todo if _scheme(n) != "swift"]) if mode != "none" else {}
-    for n in todo:
-        full = system.get(n)
-        out[n] = _DONE[(n, mode)] = _in_mode(n, full, mode) if full is not None and full != n \
-            else demangle_name(n, mode)
-    if len(_DONE) > 1 << 18:  # a long-lived process (the store, the web view) stays bounded
-        _DONE.clear()
-    if memo is not None and todo and mode != "none":
-        memo.put_names(key, {n: out[n] for n in todo})
-    return out
+    return Demangling(names, mode, memo).result()
+
+
+class Demangling:
+    """:func:`demangle_names` started ahead: ``c++filt`` works in the background from the
+    constructor on (the symbolizer fills the profile meanwhile); :meth:`result` collects."""
+
+    def __init__(self, names: list[str], mode: str, memo: NameMemo | None = None) -> None:
+        wanted = sorted({n for n in names if n.startswith(_PREFIXES)})  # looks_mangled, inlined
+        self.mode, self.memo, self.key = mode, memo, f"{mode}:{RULES}"
+        self.out = {n: _DONE[(n, mode)] for n in wanted if (n, mode) in _DONE}
+        self.todo = [n for n in wanted if n not in self.out]
+        if memo is not None and self.todo and mode != "none":
+            kept = memo.names(self.key, self.todo)
+            self.out.update(kept)
+            self.todo = [n for n in self.todo if n not in kept]
+        self.schemes = _schemes(self.todo)  # classified once: the regex scan is not free
+        self._system: dict[str, str] = {}
+        self._filter: threading.Thread | None = None
+        system = [n for n in self.todo if self.schemes[n] != "swift"] if mode != "none" else []
+        if system:
+            self._filter = threading.Thread(target=lambda: self._system.update(_cxxfilt(system, self.schemes)),
+                                            name="polyprof-c++filt", daemon=True)
+            self._filter.start()
+
+    def result(self) -> dict[str, str]:
+        """Mangled name -> demangled, for every mangled name given."""
+        if self._filter is not None:
+            self._filter.join()
+            self._filter = None
+        elif not self.todo:
+            return self.out
+        fulls = {n: full for n, full in self._system.items() if full != n}
+        fresh = _in_mode(fulls, self.mode, self.schemes)
+        fresh.update((n, demangle_name(n, self.mode)) for n in self.todo if n not in fulls)
+        self.out.update(fresh)
+        _DONE.update(((n, self.mode), name) for n, name in fresh.items())
+        if len(_DONE) > 1 << 18:  # a long-lived process (the store, the web view) stays bounded
+            _DONE.clear()
+        if self.memo is not None and self.mode != "none":
+            self.memo.put_names(self.key, fresh)
+        self.todo = []
+        return self.out
 
 
 _DONE: dict[tuple[str, str], str] = {}
 
 
-def _cxxfilt(names: list[str]) -> dict[str, str]:
+def _cxxfilt(names: list[str], schemes: dict[str, str]) -> dict[str, str]:
     """GNU spellings from c++filt (``$POLYPROF_CXXFILT`` names another, "" none); {} without it."""
     import os
     import shutil
@@ -143,7 +185,7 @@ def _cxxfilt(names: list[str]) -> dict[str, str]:
         return {}
     out = {}
     for n, full in zip(names, lines):
-        if _scheme(n) == "rust":  # rustfilt's spelling: no legacy hash, no v0 crate disambiguators
+        if schemes[n] == "rust":  # rustfilt's spelling: no legacy hash, no v0 crate disambiguators
             full = re.sub(r"::h[0-9a-f]{16}\b", "", full) if n.startswith("_Z") else re.sub(r"\[[0-9a-f]+\]", "", full)
         out[n] = full
     return out
@@ -167,136 +209,16 @@ def _drop_turbofish(name: str) -> str:
     return "".join(out)
 
 
-_TOKENS = re.compile(r"operator|[()<>\[\]{}]")
-
-
-def _groups(text: str) -> list[tuple[int, int, str, int]]:
-    """Bracket groups as (start, end, opener, depth), operator names skipped; one regex scan."""
-    out: list[tuple[int, int, str, int]] = []
-    stack: list[tuple[int, str]] = []
-    pairs = {"(": ")", "<": ">", "[": "]", "{": "}"}
-    skip_to = 0
-    for m in _TOKENS.finditer(text):
-        i = m.start()
-        if i < skip_to:
-            continue
-        c = m.group()
-        if c == "operator":
-            if i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"):
-                op = _OPERATOR.match(text, i)
-                skip_to = op.end() if op else i
-            continue
-        if c in pairs:
-            stack.append((i, c))
-        elif stack and c == pairs[stack[-1][1]]:
-            start, opener = stack.pop()
-            out.append((start, i + 1, opener, len(stack)))
-    return out
-
-
-_BRACKET = re.compile(r"[<>(){}]")
-_INNERMOST_ANGLES = re.compile(r"<[^<>]*>")
-_INNERMOST_PARENS = re.compile(r"\([^()]*\)")
-_TRAILING_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))+$")
-_QUALIFIER_ENDS = ("const", "volatile", "&", "noexcept")  # any match ends so: a cheap guard
-
-
-# Every branch starts with a literal (the word check on "operator" comes after it), so the
-# regex engine skips ahead to the next "(", "{" or "o" instead of trying each position.
-_PROTECTED = re.compile(r"\(anonymous namespace\)|\{[^{}]*\}|operator(?<!\woperator)(?:\(\)|\[\]|<=>|<<=|>>=|->\*|<<|>>|<=|>=|->|<|>|\s[^(<]+?(?=\(|$))")
-
-
-def _simple_fast(full: str) -> str | None:
-    """``simplify(full, keep_templates=False)`` by regular expressions (C speed): operator names,
-    lambda braces and ``(anonymous namespace)`` are set aside, then innermost <...> and (...)
-    groups are stripped until none are left, then trailing qualifiers and the return type before
-    the last space. None when the name does not fit (the careful path takes it)."""
-    if "\0" in full:
-        return None
-    kept: list[str] = []
-
-    def keep(m: re.Match) -> str:
-        kept.append(m.group())
-        return f"\0{len(kept) - 1}\0"
-
-    text = _PROTECTED.sub(keep, full) if ("{" in full or "operator" in full or "(anon" in full) else full
-    for pattern, opener in ((_INNERMOST_ANGLES, "<"), (_INNERMOST_PARENS, "(")):
-        while opener in text:  # no opener left: no pass needed to find nothing
-            text, count = pattern.subn("", text)
-            if not count:
-                break
-    if _BRACKET.search(text):
-        return None  # unbalanced or unusual: leave it to the careful path
-    if text.endswith(_QUALIFIER_ENDS):
-        text = _TRAILING_QUALIFIERS.sub("", text)
-    text = text.rsplit(" ", 1)[-1]
-    return re.sub("\0(\\d+)\0", lambda m: kept[int(m.group(1))], text) if kept else text
-
-
-def simplify(full: str, *, keep_templates: bool) -> str:
-    """pprof's simplified C++ name: drop the parameter list, return type, enclosing
-    functions' parameters and (unless ``keep_templates``) template arguments."""
-    fast = None if keep_templates else _simple_fast(full)
-    if fast is not None:
-        return fast
-    text = _drop_params(full, _groups(full))
-    text = _drop_return_type(text, _groups(text))
-    cut = []
-    groups = _groups(text)
-    for start, end, opener, _ in groups:
-        if opener == "(" and text[start:end] != "(anonymous namespace)" and not _inside(groups, start, "<{"):
-            cut.append((start, end))  # an enclosing function's parameters: f(int)::g
-        elif opener == "<" and not keep_templates and not _inside(groups, start, "{"):
-            cut.append((start, end))
-    return _remove(text, cut)
-
-
-def _inside(groups: list[tuple[int, int, str, int]], at: int, openers: str) -> bool:
-    """Whether position ``at`` lies inside a group opened by one of ``openers`` (lambda braces,
-    template arguments: ``std::function<void ()>`` keeps its ``()``)."""
-    return any(opener in openers and start < at < end for start, end, opener, _ in groups)
-
-
-def _drop_params(text: str, groups: list[tuple[int, int, str, int]]) -> str:
-    """Cut the outermost trailing parameter list (and cv/ref qualifiers after it)."""
-    for start, end, opener, depth in sorted(groups, key=lambda g: -g[0]):
-        if opener == "(" and depth == 0 and _QUALIFIERS.match(text[end:]):
-            return text[:start]
-    return text
-
-
-def _drop_return_type(text: str, groups: list[tuple[int, int, str, int]]) -> str:
-    """Cut a return type: everything up to the last depth-0 space before the name (spaces of an
-    operator name such as ``operator new`` excepted)."""
-    inner = bytearray(len(text) + 1)
-    for start, end, _, _ in groups:
-        inner[start + 1:end - 1] = b"\1" * (end - start - 2)
-    op = text.rfind("operator")
-    limit = op if op >= 0 and not inner[op] else len(text)
-    for pos in range(limit - 1, -1, -1):
-        if text[pos] == " " and not inner[pos]:
-            return text[pos + 1:]
-    return text
-
-
-def _remove(text: str, spans: list[tuple[int, int]]) -> str:
-    out, last = [], 0
-    for start, end in sorted(spans):
-        if start < last:
-            continue  # nested in a span already removed
-        out.append(text[last:start])
-        last = end
-    out.append(text[last:])
-    return "".join(out)
-
-
 def demangle_profile(profile, mode: str = "simple", *, force: bool = False,  # noqa: ANN001, ANN201
-                     memo: NameMemo | None = None):
+                     memo: NameMemo | None = None, ahead: Sequence[Demangling] = ()):
     """``profile`` with demangled function names (a copy; only the function table changes).
 
     Returns the profile itself when nothing changes. ``memo`` keeps names
-    between runs (see :func:`demangle_names`).
+    between runs (see :func:`demangle_names`); ``ahead`` are batches of them
+    already started in ``mode`` (the rest are demangled here).
     """
+    import numpy as np
+
     from polyprof.symbolize.fill import shallow_copy
 
     s, f = profile.strings, profile.functions
@@ -304,7 +226,12 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False,  # n
         return profile  # the usual case (Go, Java, already demangled): one pass over the names
     names, systems = f.name.tolist(), f.system_name.tolist()
     sources = {i: _source(s[n], s[sy], force, mode) for i, (n, sy) in enumerate(zip(names, systems))}
-    batch = demangle_names([x for x in sources.values() if x], mode, memo)
+    batch: dict[str, str] = {}
+    for job in ahead:
+        batch.update(job.result())
+    missing = [x for x in sources.values() if x and x not in batch]
+    if missing or not ahead:
+        batch.update(demangle_names(missing, mode, memo))
     changes: dict[int, tuple[str, str]] = {}
     for i, source in sources.items():
         if source is None:
@@ -318,16 +245,14 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False,  # n
     out = shallow_copy(profile)
     strings = list(s)
     index = {text: i for i, text in enumerate(strings)}
-
-    def sid(text: str) -> int:
-        if text not in index:
-            index[text] = len(strings)
-            strings.append(text)
-        return index[text]
-
+    texts = [text for pair in changes.values() for text in pair]  # name, source, name, source...
+    fresh = [text for text in dict.fromkeys(texts) if text not in index]  # interned in bulk, in order
+    index.update(zip(fresh, range(len(strings), len(strings) + len(fresh))))
+    strings.extend(fresh)
+    codes = np.fromiter(map(index.__getitem__, texts), dtype=np.int64, count=len(texts))
+    rows = np.fromiter(changes, dtype=np.int64, count=len(changes))
     name_col, system_col = f.name.copy(), f.system_name.copy()
-    for i, (new, source) in changes.items():
-        name_col[i], system_col[i] = sid(new), sid(source)
+    name_col[rows], system_col[rows] = codes[0::2], codes[1::2]
     from polyprof.model.profile import FunctionTable
 
     out.strings = strings
@@ -347,10 +272,10 @@ def _any_mangled(strings: list[str], functions) -> bool:  # noqa: ANN001
 def _source(name: str, system: str, force: bool, mode: str) -> str | None:
     """The name to demangle from, or None to leave the function alone."""
     if mode == "none":  # only an explicit "none" undoes demangling, back to the mangled name
-        return system if force and looks_mangled(system) and name != system else None
-    if looks_mangled(system):
+        return system if force and system.startswith(_PREFIXES) and name != system else None
+    if system.startswith(_PREFIXES):  # looks_mangled, inlined: one call per function of the profile
         return system if force or not name or name == system else None
-    if looks_mangled(name) and (not system or system == name):
+    if name.startswith(_PREFIXES) and (not system or system == name):
         return name
     if force and name == system and name and _reads_like_cpp(name):
         return name

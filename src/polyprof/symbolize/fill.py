@@ -79,16 +79,29 @@ class Interner:
 
     def _key(self, key: tuple[int, int, int, int]) -> int:
         """The function row of (name, system name, file name) string rows and start line."""
+        return self._keys([key])[0]
+
+    def _keys(self, keys: list[tuple[int, int, int, int]]) -> list[int]:
+        """:meth:`_key` of each of ``keys``, the new rows added in bulk (no Python call per key)."""
         if self._fid is None:
             self._fid = {}
             for i, old in enumerate(zip(*self.cols)):
                 self._fid.setdefault(old, i)
-        fid = self._fid.get(key)
-        if fid is None:
-            fid = self._fid[key] = len(self.cols[0])
-            for col, value in zip(self.cols, key):
-                col.append(value)
-        return fid
+        fid = self._fid
+        fresh = [k for k in dict.fromkeys(keys) if k not in fid]
+        if fresh:
+            fid.update(zip(fresh, range(len(self.cols[0]), len(self.cols[0]) + len(fresh))))
+            for col, values in zip(self.cols, zip(*fresh)):
+                col.extend(values)
+        return list(map(fid.__getitem__, keys))
+
+    def strings_of(self, texts: list[str]) -> np.ndarray:
+        """The row of each of ``texts``, the new strings added in bulk."""
+        sid = self._sid
+        fresh = [t for t in dict.fromkeys(texts) if t not in sid]
+        sid.update(zip(fresh, range(len(self.strings), len(self.strings) + len(fresh))))
+        self.strings.extend(fresh)
+        return np.fromiter(map(sid.__getitem__, texts), dtype=np.int64, count=len(texts))
 
     def apply(self, p: Profile) -> None:
         """Store the strings and functions into ``p`` (a copy)."""
@@ -105,11 +118,10 @@ class Interner:
             return np.zeros(0, dtype=np.int64)
         width = np.int64(len(answers.strings) + 1)
         pairs, inverse = np.unique(answers.function.astype(np.int64) * width + answers.file, return_inverse=True)
-        sid = np.fromiter(map(self.string, answers.strings), dtype=np.int64, count=len(answers.strings))
+        sid = self.strings_of(answers.strings)
         names, files = sid[pairs // width].tolist(), sid[pairs % width].tolist()
         systems = names if system_names else [self.string("")] * len(names)
-        fids = np.fromiter(map(self._key, zip(names, systems, files, [0] * len(names))), dtype=np.int64,
-                           count=len(pairs))
+        fids = np.asarray(self._keys(list(zip(names, systems, files, [0] * len(names)))), dtype=np.int64)
         return fids[inverse.reshape(-1)]
 
 

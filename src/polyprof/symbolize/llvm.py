@@ -19,11 +19,12 @@ raised and the caller falls back to the pure-Python reader.
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -31,6 +32,9 @@ from polyprof.errors import PolyprofError
 from polyprof.symbolize.answers import Answers
 
 __all__ = ["LlvmPool", "LlvmSymbolizer", "LlvmSymbolizerError", "find_llvm_symbolizer", "parse_output"]
+
+#: Output parsed as it comes, in pieces of about this many bytes (tens of them for 100k addresses).
+PIECE = 4 << 20
 
 #: Versioned names Debian and others install when the plain name is absent.
 _NAMES = ("llvm-symbolizer",) + tuple(f"llvm-symbolizer-{v}" for v in range(20, 10, -1))
@@ -60,38 +64,76 @@ def parse_output(data: bytes, addresses: np.ndarray) -> Answers:
     distinct names and distinct locations are decoded and parsed in Python
     (a per-frame parse costs more than llvm-symbolizer itself).
     """
-    n = len(addresses)
-    lines = data.split(b"\n")[:-1]  # the output ends with "\n\n": one trailing empty piece
-    lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
-    blank = lengths == 0
-    ends = np.flatnonzero(blank)
-    if len(ends) != n:
-        raise LlvmSymbolizerError(f"llvm-symbolizer gave {len(ends)} answers for {n} addresses")
-    first = np.zeros(n, dtype=np.int64)
-    first[1:] = ends[:-1] + 1
-    sizes = ends - first
-    if np.any(sizes % 2):
-        raise LlvmSymbolizerError("llvm-symbolizer's answer is not pairs of function and location lines")
-    starts = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes // 2, out=starts[1:])
-    filled = list(filter(None, lines))  # without the blank lines, names and places alternate
-    strings: dict[str, int] = {"": 0}
-    fn = _codes(filled[0::2], strings, _name)
-    where = filled[1::2]
-    places = {raw: i for i, raw in enumerate(dict.fromkeys(where))}
-    parsed = np.array([_place(raw, strings) for raw in places], dtype=np.int64).reshape(-1, 3)
-    loc = parsed[np.fromiter(map(places.__getitem__, where), dtype=np.int64, count=len(where))]
-    return Answers(addresses, starts, fn, loc[:, 0], loc[:, 1], loc[:, 2], list(strings)).drop_unknown()
+    parser = _Parser(addresses)
+    parser.feed(data)
+    return parser.answers()
 
 
-def _codes(values: list[bytes], strings: dict[str, int], decode) -> np.ndarray:  # noqa: ANN001
-    """String-table codes of byte strings, decoding each distinct value once."""
-    code = {raw: strings.setdefault(decode(raw), len(strings)) for raw in dict.fromkeys(values)}
-    return np.fromiter(map(code.__getitem__, values), dtype=np.int32, count=len(values))
+class _Parser:
+    """:func:`parse_output` piece by piece (whole answers each), so the output of a big batch is
+    parsed while llvm-symbolizer is still writing the rest; one string table for all pieces."""
+
+    def __init__(self, addresses: np.ndarray) -> None:
+        self.addresses = addresses
+        self.done = 0
+        self.strings: dict[str, int] = {"": 0}
+        self.columns: list[tuple[np.ndarray, ...]] = []  # (frames per answer, function, file, line, column)
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data``, the next whole answers."""
+        if not data:
+            return
+        n = data.count(b"\n\n")
+        if self.done + n > len(self.addresses):
+            raise LlvmSymbolizerError(f"llvm-symbolizer gave {self.done + n} answers for {len(self.addresses)} "
+                                      f"addresses")
+        lines = data.split(b"\n")[:-1]  # the output ends with "\n\n": one trailing empty piece
+        ends_at = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)  # line lengths, no call per line
+        ends = np.flatnonzero(np.diff(ends_at, prepend=-1) == 1)
+        if len(ends) != n:
+            raise LlvmSymbolizerError("llvm-symbolizer's answers are not separated by single blank lines")
+        first = np.zeros(n, dtype=np.int64)
+        first[1:] = ends[:-1] + 1
+        sizes = ends - first
+        if np.any(sizes % 2):
+            raise LlvmSymbolizerError("llvm-symbolizer's answer is not pairs of function and location lines")
+        filled = list(filter(None, lines))  # without the blank lines, names and places alternate
+        names = filled[0::2]
+        distinct = list(dict.fromkeys(names))
+        fn_code = dict(zip(distinct, _intern(_decode_lines(distinct), self.strings)))
+        fn = np.fromiter(map(fn_code.__getitem__, names), dtype=np.int32, count=len(names))
+        where = filled[1::2]
+        places = {raw: i for i, raw in enumerate(dict.fromkeys(where))}
+        parsed = np.array([_place(raw, self.strings) for raw in places], dtype=np.int64).reshape(-1, 3)
+        loc = parsed[np.fromiter(map(places.__getitem__, where), dtype=np.int64, count=len(where))]
+        self.columns.append((sizes // 2, fn, loc[:, 0], loc[:, 1], loc[:, 2]))
+        self.done += n
+
+    def answers(self, *, ordered: bool = True) -> Answers:
+        """Every answer fed, without frames that name nothing; the string table in first-use
+        order unless not ``ordered`` (the caller joins several and orders them once)."""
+        if self.done != len(self.addresses):
+            raise LlvmSymbolizerError(f"llvm-symbolizer gave {self.done} answers for {len(self.addresses)} addresses")
+        if not self.columns:
+            return Answers.empty(self.addresses)
+        counts, fn, file, line, column = (np.concatenate(c) for c in zip(*self.columns))
+        starts = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        out = Answers(self.addresses, starts, fn, file, line, column, list(self.strings)).drop_unknown()
+        return out.in_first_use_order() if ordered and len(self.columns) > 1 else out  # as one piece would give
 
 
-def _name(raw: bytes) -> str:
-    return "" if raw == b"??" else raw.decode("utf-8", "replace")
+def _decode_lines(raws: list[bytes]) -> list[str]:
+    """Each of ``raws`` (lines, no newline in them) decoded, in one call; ``??`` (unknown) is ""."""
+    texts = b"\n".join(raws).decode("utf-8", "replace").split("\n") if raws else []
+    return ["" if t == "??" else t for t in texts]
+
+
+def _intern(texts: list[str], strings: dict[str, int]) -> list[int]:
+    """String-table codes of ``texts``, new ones appended in order."""
+    fresh = [t for t in dict.fromkeys(texts) if t not in strings]
+    strings.update(zip(fresh, range(len(strings), len(strings) + len(fresh))))
+    return list(map(strings.__getitem__, texts))
 
 
 def _place(raw: bytes, strings: dict[str, int]) -> tuple[int, int, int]:
@@ -117,6 +159,16 @@ class LlvmSymbolizer:
 
     def raw(self, path: str, addresses: np.ndarray) -> bytes:
         """The output for ``addresses`` (ELF virtual addresses) in ``path``, unparsed."""
+        pieces: list[bytes] = []
+        self._read(path, addresses, pieces.append)
+        return b"".join(pieces)
+
+    def answers(self, path: str, addresses: np.ndarray) -> Answers:
+        """:meth:`lookup` of an array, the output parsed piece by piece while more is written."""
+        return _answers_of([self], path, [addresses])
+
+    def _read(self, path: str, addresses: np.ndarray, sink: Callable[[bytes], None]) -> None:
+        """Ask for ``addresses`` in ``path``; give ``sink`` the output in pieces of whole answers."""
         if '"' in path or "\n" in path:
             raise LlvmSymbolizerError(f"cannot pass the file name {path!r} to llvm-symbolizer")
         prefix = f'"{path}" '
@@ -134,7 +186,7 @@ class LlvmSymbolizer:
         writer = threading.Thread(target=feed, daemon=True)
         writer.start()
         assert self.proc.stdout is not None
-        fd, chunks, seen, tail = self.proc.stdout.fileno(), [], 0, b""
+        fd, chunks, held, seen, tail = self.proc.stdout.fileno(), [], 0, 0, b""
         try:
             # Big reads, counting the blank lines that end answers (across chunk borders too).
             # llvm-symbolizer flushes every answer: reading each as it comes costs a Python
@@ -146,7 +198,13 @@ class LlvmSymbolizer:
                 seen += (tail + chunk).count(b"\n\n") - tail.count(b"\n\n")
                 tail = chunk[-1:]
                 chunks.append(chunk)
-                if len(chunk) < 1 << 15 and seen < len(addresses):
+                held += len(chunk)
+                if held >= PIECE and seen < len(addresses):  # parsed now, while the tool writes on
+                    data = b"".join(chunks)
+                    cut = data.rfind(b"\n\n") + 2
+                    sink(data[:cut])
+                    chunks, held = [data[cut:]], len(data) - cut
+                elif len(chunk) < 1 << 15 and seen < len(addresses):
                     time.sleep(0.002)
         except LlvmSymbolizerError:
             self.close()
@@ -155,12 +213,12 @@ class LlvmSymbolizer:
             writer.join(timeout=5)
         if failure:
             raise LlvmSymbolizerError(f"cannot talk to {self.exe}: {failure[0]}")
-        return b"".join(chunks)
+        sink(b"".join(chunks))
 
     def lookup(self, path: str, addresses: Iterable[int]) -> Answers:
         """Frames (innermost first) for each of ``addresses`` (ELF virtual addresses) in ``path``."""
         addrs = np.asarray(list(addresses), dtype=np.uint64)
-        return parse_output(self.raw(path, addrs), addrs) if len(addrs) else Answers.empty()
+        return self.answers(path, addrs) if len(addrs) else Answers.empty()
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -203,32 +261,52 @@ class LlvmPool:
         shards = min(self.jobs, max(1, len(addrs) // self.min_shard))
         while len(self.procs) < shards:
             self.procs.append(LlvmSymbolizer(self.exe))
-        if shards == 1:
-            return parse_output(self.procs[0].raw(path, addrs), addrs)
-        parts = np.array_split(addrs, shards)
-        outputs: list[bytes | BaseException] = [b""] * shards
-
-        def run(i: int) -> None:
-            try:
-                outputs[i] = self.procs[i].raw(path, parts[i])
-            except LlvmSymbolizerError as exc:
-                outputs[i] = exc
-
-        threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(1, shards)]
-        for t in threads:
-            t.start()
-        run(0)
-        for t in threads:
-            t.join()
-        for out in outputs:
-            if isinstance(out, BaseException):
-                raise out
-        return parse_output(b"".join(outputs), addrs)  # type: ignore[arg-type]
+        return _answers_of(self.procs[:shards], path, np.array_split(addrs, shards))
 
     def close(self) -> None:
         for proc in self.procs:
             proc.close()
         self.procs = []
+
+
+def _answers_of(procs: list[LlvmSymbolizer], path: str, parts: list[np.ndarray]) -> Answers:
+    """The answers for ``parts[i]`` asked of ``procs[i]``, concurrently, joined in order.
+
+    A thread per process only reads (so its pipe is drained at once and the
+    tool never waits on it); this thread parses the pieces as they come.
+    """
+    pieces: queue.SimpleQueue[tuple[int, bytes | BaseException | None]] = queue.SimpleQueue()
+
+    def read(i: int) -> None:
+        try:
+            procs[i]._read(path, parts[i], lambda piece: pieces.put((i, piece)))
+            pieces.put((i, None))
+        except LlvmSymbolizerError as exc:
+            pieces.put((i, exc))
+
+    readers = [threading.Thread(target=read, args=(i,), daemon=True) for i in range(len(parts))]
+    for t in readers:
+        t.start()
+    parsers = [_Parser(part) for part in parts]
+    failures: list[BaseException] = []
+    running = len(parts)
+    while running:
+        i, item = pieces.get()
+        if item is None or isinstance(item, BaseException):
+            running -= 1
+            failures.extend([item] if item is not None else [])
+        elif not failures:  # after a failure the rest is drained, not parsed
+            try:
+                parsers[i].feed(item)
+            except LlvmSymbolizerError as exc:
+                failures.append(exc)
+    for t in readers:
+        t.join()
+    if failures:
+        raise failures[0]
+    if len(parsers) == 1:
+        return parsers[0].answers()
+    return Answers.concat([p.answers(ordered=False) for p in parsers]).in_first_use_order()
 
 
 def _grow_pipe(stream: object) -> None:
