@@ -109,6 +109,59 @@ def test_level_interning_twins_agree(pairs, first_id):
     _same(_numpy_only(tree.intern_level, parent, label, 6, first_id), compiled.intern_level(parent, label, 6, first_id))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(49, 3000), st.sampled_from([3, 200, 70_000, 1 << 40]), st.integers(1, 4), st.integers(0, 2**32))
+def test_level_interning_of_long_runs_agrees(n, n_labels, parents, seed):
+    """Runs of one parent longer than the insertion sort takes (the callers of a hot function:
+    millions), with labels spanning little (one counting pass) or much (16-bit radix passes)."""
+    rng = np.random.default_rng(seed)
+    parent = rng.integers(-1, parents - 1, n, endpoint=True)
+    label = rng.integers(0, n_labels, n)
+    _same(_numpy_only(tree.intern_level, parent, label, n_labels, 7), compiled.intern_level(parent, label, n_labels, 7))
+
+
+def _flame_of(sides, n_names: int, prune: tuple[float, int], mode: str) -> list:
+    """Every column of the flame graph of ``sides`` built with the ``mode`` kernels."""
+    from polyprof.analysis import flame
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POLYPROF_KERNELS", mode)
+        mp.setattr(tree, "_compiled", compiled if mode == "compiled" else False)
+        laid = flame._layout(sides, n_names)
+    assert laid.preordered == (mode == "compiled")
+    names = [f"f{i}" for i in range(n_names)]
+    g = flame._finish((names, laid.name), laid.parent, laid.depth, laid.selfs, laid.totals, laid.width,
+                      laid.start, laid.order, sides[0].sample_type, *prune, preordered=laid.preordered)
+    return [g.names, g.parent, g.depth, g.self, g.total, g.start, g.width, g.subtree_size, g.name_ids,
+            g.base_self, g.base_total, g.dropped, g.min_width, g.base_only]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(forests(), min_size=1, max_size=2), st.sampled_from([(0.0, 0), (0.1, 0), (0.0, 3), (0.02, 5)]),
+       st.integers(0, 2**32))
+def test_flame_walk_gives_the_level_wise_flame_graph(forests_, prune, seed):
+    """The compiled depth-first build of a flame graph (nodes made in pre-order) against the
+    numpy level-wise build, pruned or not, one profile or a diff's two."""
+    from polyprof.analysis.flame import _Side
+    from polyprof.model.profile import ValueType
+
+    rng = np.random.default_rng(seed)
+    n_names = max(f[3] for f in forests_)
+    sides = []
+    for parent, count, label, _ in forests_:
+        count = np.maximum(count, 1)  # a flame forest: every callsite has a frame
+        frames = rng.integers(0, n_names, int(count.sum()))
+        leaf = rng.integers(-3, 10, parent.size) * (rng.random(parent.size) < 0.7)
+        sides.append(_Side(parent, count, frames, leaf, int(rng.integers(0, 5)), ValueType("samples", "count")))
+    want = _flame_of(sides, n_names, prune, "numpy")
+    got = _flame_of(sides, n_names, prune, "compiled")
+    for x, y in zip(want, got):
+        if isinstance(x, np.ndarray):
+            assert np.array_equal(x, y)
+        else:
+            assert x == y
+
+
 def test_twins_decline_what_they_cannot_answer():
     assert compiled.path_sums(np.array([1, 0]), np.ones(2, dtype=np.int64)) is None  # a cycle
     assert compiled.path_sums(np.array([5]), np.ones(1, dtype=np.int64)) is None
@@ -133,6 +186,7 @@ for f in sys.argv[1:]:
             print(f, len(g), "\\n".join(g.lines()))
         if len(g) > 1:
             print(sandwich(FlameIndex(g), g.names[1]).callers.lines())
+            print(sandwich(FlameIndex(g), g.names[-1], min_fraction=0.01).callers.lines())
 """
 
 

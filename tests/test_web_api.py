@@ -183,6 +183,13 @@ def test_timeline_adds_up_and_its_windows_are_time_ranges(cli):
     assert t["has_time"] and t["untimed"] == 0
     assert sum(map(sum, t["counts"])) == sum(th["weight"] for th in t["threads"]) == top["total"]
     assert [sum(row) for row in t["counts"]] == [th["weight"] for th in t["threads"]]
+    from polyprof.analysis.timeline import timeline  # the page bins the server's cached samples as this does
+    assert timeline(polyprof.read(path), bins=50).counts.tolist() == t["counts"]
+    n = len(t["counts"][0])
+    for b in (0, n - 1):  # the first and last bins (edges of the binary searches) are time_range windows too
+        lo, hi = t["start"] + b * t["bin_nanos"], t["start"] + (b + 1) * t["bin_nanos"]
+        window = get(a, f"/api/top?nodecount=0&nodefraction=0&time_range={lo}%3A{hi}")
+        assert sum(r["flat"] for r in window["rows"]) == sum(row[b] for row in t["counts"])
     # the weight of bins 10..19 is what time_range selects for that window
     lo, hi = t["start"] + 10 * t["bin_nanos"], t["start"] + 20 * t["bin_nanos"]
     window = get(a, f"/api/top?nodecount=0&nodefraction=0&time_range={lo}%3A{hi}")
@@ -193,6 +200,23 @@ def test_timeline_adds_up_and_its_windows_are_time_ranges(cli):
     assert drawn["window"] == [lo, hi] and drawn["start"] == t["start"]
     by_process = get(a, "/api/timeline?group=process")
     assert sum(p["weight"] for p in by_process["threads"]) == top["total"]
+
+
+def test_timeline_bins_do_not_depend_on_sample_order():
+    """Samples are grouped and sorted by time once; shuffled samples (a thread's out of time
+    order) bin exactly as the original order does."""
+    from polyprof.analysis.timeline import timeline
+    from polyprof.analysis.stacks import with_samples
+    from polyprof.model.profile import SampleTable
+
+    p = polyprof.read(input_path("simpleperf", None))
+    s, idx = p.samples, np.random.default_rng(1).permutation(len(p.samples))
+    optional = {k: None if getattr(s, k) is None else getattr(s, k)[idx] for k in s.OPTIONAL_COLUMNS}
+    shuffled = with_samples(p, SampleTable(stack=s.stack[idx], values=s.values[idx], labelset=s.labelset[idx],
+                                           **optional))
+    for bins in (1, 37, 400):
+        want, got = timeline(p, bins=bins), timeline(shuffled, bins=bins)
+        assert got.counts.tolist() == want.counts.tolist() and got.counts.sum() == want.total
 
 
 def test_download_is_the_filtered_profile(tmp_path):

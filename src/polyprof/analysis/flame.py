@@ -28,8 +28,9 @@ code that vanished entirely is not drawn (its base weight is in
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, overload
 
 import numpy as np
 
@@ -42,11 +43,49 @@ from polyprof.analysis.result import NodeFields, Result, node_fields
 from polyprof.model import tree
 from polyprof.model.profile import Profile, ValueType
 
-__all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MIN_FRACTION", "FlameTree", "flame_tree"]
+__all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MIN_FRACTION", "FlameTree", "NameColumn", "flame_tree"]
 
 DEFAULT_MIN_FRACTION = 1e-5
 DEFAULT_MAX_NODES = 30_000
 ROOT_NAME = "root"
+
+
+class NameColumn(Sequence[str]):
+    """Every node's name, looked up in a table of distinct names on access: a graph of
+    millions of nodes does not hold (nor build) a list of millions of references."""
+
+    __slots__ = ("ids", "table")
+
+    def __init__(self, table: list[str], ids: np.ndarray) -> None:
+        self.table, self.ids = table, ids
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self.table[k] for k in self.ids[i].tolist()]
+        return self.table[int(self.ids[i])]
+
+    def __iter__(self) -> Iterator[str]:
+        table = self.table
+        return (table[k] for k in self.ids.tolist())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return f"NameColumn({list(self[:5])}{'...' if len(self) > 5 else ''})"
+
+    def distinct(self) -> set[str]:
+        """The names that occur."""
+        used = np.bincount(self.ids, minlength=len(self.table)) > 0 if self.ids.size else np.zeros(0, bool)
+        return {self.table[k] for k in np.flatnonzero(used).tolist()}
 
 
 @dataclass(repr=False)
@@ -61,7 +100,7 @@ class FlameTree(Result):
 
     TABLES: ClassVar[tuple[str, ...]] = ("nodes",)
 
-    names: list[str]
+    names: Sequence[str]    # a NameColumn from flame_tree
     parent: np.ndarray      # int64, -1 for the root
     depth: np.ndarray       # root = 0
     self: np.ndarray        # weight of samples whose stack ends here ("flat")
@@ -89,7 +128,7 @@ class FlameTree(Result):
         return len(self.names)
 
     def _columns(self, table: str) -> dict[str, Any]:
-        cols: dict[str, Any] = {"name": self.names, "parent": self.parent, "depth": self.depth,
+        cols: dict[str, Any] = {"name": list(self.names), "parent": self.parent, "depth": self.depth,
                                 "self": self.self, "total": self.total, "start": self.start, "width": self.width}
         if self.base_self is not None and self.base_total is not None:
             cols.update(base_self=self.base_self, base_total=self.base_total)
@@ -158,8 +197,11 @@ def _side(p: Profile, o: Options) -> tuple[_Side, NodeMap, np.ndarray]:
     return side, nodes, local
 
 
-def _merge_sides(sides: list[_Side]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One callsite forest of all sides: parent, count, frames (CSR), side of each callsite."""
+def _merge_sides(sides: list[_Side]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """One callsite forest of all sides: parent, count, frames (CSR), side of each callsite
+    (None for one side: all its own)."""
+    if len(sides) == 1:
+        return sides[0].parent, sides[0].count, sides[0].frames, None
     parents, counts, frames, owner = [], [], [], []
     offset = 0
     for k, s in enumerate(sides):
@@ -190,6 +232,59 @@ def _build(parent: np.ndarray, count: np.ndarray, frames: np.ndarray,
     return node_parent, np.concatenate(([-1], node_name)), node_of[pair_start + count - 1] + 1, levels
 
 
+@dataclass
+class _Layout:
+    """The name tree of all sides: per node its parent, name id (-1: the root), self and total
+    weight per side, width, left edge, depth; ``order`` is every node's (pre-order entry, last
+    descendant's entry), and ``preordered`` says the nodes are in pre-order already."""
+
+    parent: np.ndarray
+    name: np.ndarray
+    selfs: list[np.ndarray]
+    totals: list[np.ndarray]
+    width: np.ndarray
+    start: np.ndarray
+    depth: np.ndarray
+    order: tuple[np.ndarray, np.ndarray]
+    preordered: bool = False
+
+
+def _layout(sides: list[_Side], n_names: int) -> _Layout:
+    """The name tree of the sides' callsites: one compiled depth-first walk making the nodes in
+    pre-order (large trees, numba installed), else numpy level by level (:func:`_build`). The
+    two give the same tree (tests/test_tree_compiled.py compares them)."""
+    parent, count, frames, owner = _merge_sides(sides)
+    fast = tree.compiled(frames.size)
+    made = None
+    if fast is not None:
+        leaves = [sides[0].leaf] if len(sides) == 1 else [  # each side's weights on the merged forest
+            np.concatenate([s.leaf if i == k else np.zeros(s.leaf.size, np.int64) for i, s in enumerate(sides)])
+            for k in range(len(sides))]
+        made = fast.merge_paths(parent, count, frames, leaves)
+    if fast is not None and made is not None:
+        del parent, count, frames, owner
+        node_parent, node_name, selfs = made
+        for s, side in zip(selfs, sides):
+            s[0] += side.empty
+        totals, width, start, depth, size = fast.preorder_layout(node_parent, selfs)
+        pre = np.arange(node_parent.size, dtype=np.int64)
+        return _Layout(node_parent, node_name, selfs, totals, width, start, depth, (pre, pre + size - 1), True)
+    node_parent, node_name, leaf_node, levels = _build(parent, count, frames, n_names)
+    selfs = []
+    for k, side in enumerate(sides):
+        s = np.zeros(node_parent.size, dtype=np.int64)
+        np.add.at(s, leaf_node if owner is None else leaf_node[owner == k], side.leaf)
+        s[0] += side.empty
+        selfs.append(s)
+    del leaf_node, owner, parent, count, frames  # room for the graph's nodes
+    totals = [tree.subtree_sums(s, levels) for s in selfs]
+    width = tree.subtree_sums(np.maximum(selfs[0], 0), levels)
+    order = tree.euler(levels, node_parent.size)
+    start = tree.place_children(width, levels, 0)
+    depth = tree.segment_owner(np.array([lv.parent.size for lv in levels]))
+    return _Layout(node_parent, node_name, selfs, totals, width, start, depth, order)
+
+
 def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
                base: Profile | FilterResult | None = None, *, min_fraction: float = DEFAULT_MIN_FRACTION,
                max_nodes: int = DEFAULT_MAX_NODES, inverted: bool = False, **overrides: Any) -> FlameTree:
@@ -215,29 +310,18 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     del results, local, lookup
     if inverted:
         sides = [_inverted(side) for side in sides]
-    parent, count, frames, owner = _merge_sides(sides)
-    node_parent, node_name, leaf_node, levels = _build(parent, count, frames, max(len(names), 1))
-    selfs = []
-    for k, side in enumerate(sides):
-        s = np.zeros(node_parent.size, dtype=np.int64)
-        mine = owner == k
-        np.add.at(s, leaf_node[mine], side.leaf)
-        s[0] += side.empty
-        selfs.append(s)
-    totals = [tree.subtree_sums(s, levels) for s in selfs]
-    width = tree.subtree_sums(np.maximum(selfs[0], 0), levels)
-    order = tree.euler(levels, node_parent.size)
-    start = tree.place_children(width, levels, 0)
-    depth = tree.segment_owner(np.array([lv.parent.size for lv in levels]))
+    laid = _layout(sides, max(len(names), 1))
+    node_name, selfs, totals = laid.name, laid.selfs, laid.totals
     hint = "" if inverted else _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
     vt = sides[0].sample_type
-    del levels, leaf_node, owner, parent, count, frames, sides, mine, s  # room for the graph's nodes
-    flame = _finish((names, node_name), node_parent, depth, selfs, totals, width, start, order, vt,
-                    min_fraction, max_nodes)
+    del sides  # room for the graph's nodes
+    flame = _finish((names, node_name), laid.parent, laid.depth, selfs, totals, laid.width, laid.start,
+                    laid.order, vt, min_fraction, max_nodes, preordered=laid.preordered)
     flame.active_filters = tuple(new.active)
     flame.inverted = inverted
     flame.hint = hint
-    flame.identity = _identity(set(flame.names), [(prep.profile, m) for prep, m in
+    wanted = flame.names.distinct() if isinstance(flame.names, NameColumn) else set(flame.names)
+    flame.identity = _identity(wanted, [(prep.profile, m) for prep, m in
                                                    zip([new] + ([old] if old is not None else []), maps)])
     return flame
 
@@ -315,7 +399,7 @@ def _leaf_hint(names: list[str], node_name: np.ndarray, self_weight: np.ndarray,
             "an inverted graph (--inverted, or 'callers' in the page) shows it as one frame")
 
 
-def _in_preorder(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
+def _by_entry(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
     """``nodes`` ordered by their pre-order positions ``pre`` (distinct, below ``len(pre) + 1``):
     a counting sort, linear where a comparison sort of millions of nodes takes a second."""
     slot = np.full(int(pre.max(initial=0)) + 1, -1, dtype=np.int64)
@@ -323,12 +407,39 @@ def _in_preorder(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
     return slot[slot >= 0]
 
 
-def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noqa: ANN001, PLR0913
-            min_fraction: float, max_nodes: int) -> FlameTree:
-    """Prune, put in pre-order and wrap. ``label`` is (names, name id of every node, -1 for
-    the root); ``order`` is every node's (pre-order entry, last descendant's entry). The
-    node arrays are the caller's temporaries: they may be reordered in place."""
+def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: tuple[np.ndarray, np.ndarray],
+              preordered: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The kept nodes (``kept``: their ids in pre-order; closed under ancestors) as a tree of
+    their own: (parent, subtree size). Nodes already in pre-order take one compiled walk."""
+    fast = tree.compiled(parent.size) if preordered else None
+    compact = fast.preorder_keep(parent, keep) if fast is not None else None
+    if compact is not None:
+        return compact
     pre, post = order
+    new_id = np.full(parent.size, -1, dtype=np.int64)
+    new_id[kept] = np.arange(kept.size)
+    new_parent = np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1)
+    del new_id
+    if preordered and kept.size == parent.size:
+        return new_parent, post - pre + 1
+    # a subtree is the kept nodes of its Euler interval
+    seen = np.zeros(int(post.max(initial=0)) + 2, dtype=np.int64)
+    seen[pre[kept] + 1] = 1
+    np.cumsum(seen, out=seen)
+    return new_parent, seen[post[kept] + 1] - seen[pre[kept]]
+
+
+def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noqa: ANN001, PLR0913
+            min_fraction: float, max_nodes: int, *, preordered: bool = False) -> FlameTree:
+    """Prune, put in pre-order and wrap. ``label`` is (names, name id of every node, -1 for
+    the root); ``order`` is every node's (pre-order entry, last descendant's entry);
+    ``preordered``: the nodes are in pre-order already. The node arrays are the caller's
+    temporaries: they may be reordered in place."""
+    pre, post = order
+
+    def _in_preorder(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
+        return nodes if preordered else _by_entry(nodes, pre)
+
     threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if width.size else 1
     keep = width >= threshold
     keep[0] = True
@@ -341,26 +452,23 @@ def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noq
             keep[ranked[max_nodes:]] = False
             keep[parent[keep][parent[keep] >= 0]] = True
     kept = _in_preorder(np.nonzero(keep)[0], pre)
-    dropped = int(np.count_nonzero(~keep & (width > 0)))
+    dropped = int(np.count_nonzero(width > 0)) - int(np.count_nonzero(keep & (width > 0)))
     base_only = 0
     if len(selfs) > 1:
         gone = (width == 0) & (totals[1] != 0) & (parent >= 0) & (width[np.maximum(parent, 0)] > 0)
         base_only = int(totals[1][gone].sum())
-    new_id = np.full(parent.size, -1, dtype=np.int64)
-    new_id[kept] = np.arange(kept.size)
-    new_parent = np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1)
-    del new_id
-    # kept nodes are closed under ancestors: a subtree is the kept nodes of its Euler interval
-    seen = np.zeros(int(post.max(initial=0)) + 2, dtype=np.int64)
-    seen[pre[kept] + 1] = 1
-    np.cumsum(seen, out=seen)
-    size = seen[post[kept] + 1] - seen[pre[kept]]
-    del seen
     whole = kept.size == width.size
+    new_parent, size = _renumber(parent, keep, kept, order, preordered)
+    fast = tree.compiled(parent.size) if preordered else None
 
     def take(x: np.ndarray) -> np.ndarray:
         """The kept rows in pre-order; in place when all are kept (the arrays are the caller's
         temporaries), so a graph of millions of nodes is not held twice."""
+        if whole and preordered:
+            return x
+        moved = fast.compact(x, keep) if fast is not None else None
+        if moved is not None:
+            return moved
         if whole:
             x[:] = x[kept]
             return x
@@ -374,7 +482,7 @@ def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noq
     ids = take(label[1])
     ids[ids < 0] = root_id
     flame = FlameTree(
-        names=np.array(table, dtype=object)[ids].tolist(),
+        names=NameColumn(table, ids),
         name_ids=ids, name_table=table, subtree_size=size, parent=new_parent,
         depth=take(depth), self=take(selfs[0]), total=take(totals[0]),
         start=take(start), width=take(width), sample_type=vt, dropped=dropped, min_width=threshold)

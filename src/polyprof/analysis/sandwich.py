@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 # The flame graph's own wrapping; layout by the tree kernels the flame graph uses.
-from polyprof.analysis.flame import FlameTree, _finish
+from polyprof.analysis.flame import FlameTree, NameColumn, _finish
 from polyprof.analysis.flameview import FlameIndex, _outermost
 from polyprof.analysis.result import Result
 from polyprof.errors import OptionsError
@@ -203,6 +203,12 @@ def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, threshold
     """Reversed paths from ``nodes`` to the root, each carrying its ``weight``, merged."""
     t = index.tree
     cur, w = nodes[weight != 0], weight[weight != 0]
+    # at a view's resolution (a threshold) a level has few distinct nodes: one compiled pass per
+    # level hashing (parent, name) beats sorting the items; without one, the sorts do
+    fast = tree.compiled(cur.size) if threshold else None
+    got = fast.reversed_paths(t.parent, index.name_id, cur, w, threshold) if fast is not None else None
+    if got is not None:
+        return _Merged(*got)
     merge = _Merge(len(index.distinct), int(w.sum()), threshold)
     up = np.zeros(cur.size, dtype=np.int64)
     ends = []
@@ -228,5 +234,6 @@ def _tree(m: _Merged, index: FlameIndex) -> FlameTree:
     out = _finish((index.distinct, m.name), m.parent, depth, [m.self], [m.total], width, start, order,
                    t.sample_type, 0.0, 0)
     out.active_filters = t.active_filters
-    out.identity = {n: t.identity[n] for n in set(out.names) if n in t.identity}
+    used = out.names.distinct() if isinstance(out.names, NameColumn) else set(out.names)
+    out.identity = {n: t.identity[n] for n in used if n in t.identity}
     return out

@@ -48,7 +48,10 @@ def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) 
 
 def path_any(cs: CallsiteTable, flag: np.ndarray, *, strict: bool = False) -> np.ndarray:
     """Per callsite: ``flag`` holds on it or an ancestor (only ancestors if ``strict``)."""
-    out = tree.any_above(flag, cs.parent, cs.levels())
+    if tree.compiled(len(cs)) is not None:  # one compiled walk, no levels needed (a first filter's cost)
+        out = tree.path_sums(cs.parent, flag.astype(np.int64)) > 0
+    else:
+        out = tree.any_above(flag, cs.parent, cs.levels())
     if not strict:
         return out
     res = np.zeros(len(cs), dtype=bool)

@@ -24,13 +24,14 @@ import numpy as np
 
 from polyprof.analysis import filters, tags
 from polyprof.analysis.filters import FilterResult
+from polyprof.analysis.graph import sum_by
 from polyprof.analysis.options import Options, resolve
 from polyprof.analysis.result import Result, percent
 from polyprof.errors import OptionsError
-from polyprof.model.threads import sample_threads
+from polyprof.model.threads import ThreadInfo, sample_threads
 from polyprof.model.profile import Profile, ValueType
 
-__all__ = ["GROUPS", "ThreadRow", "TimelineResult", "timeline"]
+__all__ = ["GROUPS", "ThreadRow", "TimedSamples", "TimelineResult", "timed_samples", "timeline"]
 
 GROUPS = ("thread", "process")
 
@@ -95,52 +96,103 @@ class TimelineResult(Result):
         return f"{self.sample_type}, {len(self.threads)} {self.group}s{axis}"
 
 
-def timeline(src: Profile | FilterResult, options: Options | None = None, *, bins: int = 300,
-             group: str = "thread", **overrides: Any) -> TimelineResult:
-    """Weight per ``group`` (thread or process) over ``bins`` time bins, filters of
-    ``options`` applied (pass ``time_range=None`` for the whole axis with a window
-    drawn over it). Keywords override fields of ``options``."""
+@dataclass
+class TimedSamples:
+    """One filtered profile's samples as every binning of its timeline needs them: the group
+    table, and the timed samples sorted by (group, time) with their running weight, so a
+    binning is a binary search per group and bin edge (a server answers any ``bins`` at once)."""
+
+    sample_type: ValueType
+    group: str
+    total: int
+    threads: list[ThreadRow]   # by weight, largest first
+    untimed: int = 0
+    origin: int = 0            # absolute ns of relative time 0
+    times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # relative ns, by (group, time)
+    running: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # weight before each, and all
+    starts: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # each group's first, and the end
+
+    def binned(self, bins: int) -> TimelineResult:
+        """The timeline in ``bins`` equal bins from the first to the last timed sample."""
+        result = TimelineResult(self.sample_type, self.group, self.total, list(self.threads))
+        if not self.times.size:
+            return result
+        first, last = int(self.times.min()), int(self.times.max())
+        width = max(-(-(last - first + 1) // bins), 1)
+        n_bins = (last - first) // width + 1
+        edges = first + width * np.arange(n_bins + 1, dtype=np.int64)  # bin b: [edges[b], edges[b + 1])
+        counts = np.zeros((len(self.threads), n_bins), dtype=np.int64)
+        for g in range(len(self.threads)):
+            lo, hi = int(self.starts[g]), int(self.starts[g + 1])
+            if hi > lo:
+                counts[g] = np.diff(self.running[lo + np.searchsorted(self.times[lo:hi], edges)])
+        result.has_time, result.origin, result.start, result.bin_nanos = True, self.origin, first, width
+        result.counts, result.untimed = counts, self.untimed
+        return result
+
+
+def timed_samples(src: Profile | FilterResult, options: Options | None = None, *, group: str = "thread",
+                  threads: tuple[np.ndarray, list[ThreadInfo]] | None = None, **overrides: Any) -> TimedSamples:
+    """The samples of ``src`` (filters of ``options`` applied) grouped by ``group`` and sorted
+    by time: what :func:`timeline` bins. ``threads`` is
+    :func:`~polyprof.model.threads.sample_threads` of the filtered profile when the caller has
+    it already."""
     if group not in GROUPS:
         raise OptionsError(f"unknown timeline group {{group}}={group!r}; choose from {', '.join(GROUPS)}",
                            options=("group",))
-    if not 1 <= bins <= 100_000:
-        raise OptionsError(f"{{bins}}={bins}: choose between 1 and 100000", options=("bins",))
     o = resolve(options, **overrides)
     fr = filters.prepare(src, o)
     p = fr.profile
     _, values, vt, total = fr.column(o.sample_index)
     values = values.astype(np.int64)
-    of, rows = _groups(p, group)
+    of, rows = _groups(threads or sample_threads(p), group)
     samples = np.bincount(of, minlength=len(rows)) if of.size else np.zeros(len(rows), np.int64)
-    weight = np.bincount(of, weights=values, minlength=len(rows)).astype(np.int64) if of.size else samples
+    weight = sum_by(of, values, len(rows))
     order = sorted(range(len(rows)), key=lambda i: (-abs(int(weight[i])), -int(samples[i]), i))
     rank = np.empty(len(rows), dtype=np.int64)
     rank[order] = np.arange(len(rows))
     table = [ThreadRow(*rows[i], samples=int(samples[i]), weight=int(weight[i]),
                        percent=percent(int(weight[i]), total)) for i in order]
-    result = TimelineResult(vt, group, total, table)
+    out = TimedSamples(vt, group, total, table, starts=np.zeros(len(rows) + 1, np.int64))
     times, present = tags.sample_numbers(p, "time")
     if times is None or present is None or not present.any():
-        return result
+        return out
     origin_times, origin_present = tags.sample_numbers(fr.original, "time")
     assert origin_times is not None and origin_present is not None  # the original has every sample
-    origin = filters.time_origin(fr.original, origin_times[origin_present])
-    rel = times[present] - origin
-    first, last = int(rel.min()), int(rel.max())
-    width = max(-(-(last - first + 1) // bins), 1)
-    col = (rel - first) // width
-    n_bins = int(col.max()) + 1
-    counts = np.zeros((len(rows), n_bins), dtype=np.int64)
-    np.add.at(counts, (rank[of[present]], col), values[present])
-    result.has_time, result.origin, result.start, result.bin_nanos = True, origin, first, width
-    result.counts = counts
-    result.untimed = int(values[~present].sum())
-    return result
+    out.origin = filters.time_origin(fr.original, origin_times[origin_present])
+    rel = times[present] - out.origin
+    grp = rank[of[present]]
+    by_group = np.argsort(grp.astype(np.int16) if len(rows) < 2**15 else grp, kind="stable")  # a radix sort
+    out.starts = np.concatenate(([0], np.cumsum(np.bincount(grp, minlength=len(rows)))))
+    out.times = rel[by_group]
+    falls = np.flatnonzero(out.times[1:] < out.times[:-1]) + 1
+    if not np.isin(falls, out.starts).all():  # a thread's samples out of time order: sort by time too
+        by_group = np.lexsort((rel, grp))
+        out.times = rel[by_group]
+    out.running = np.concatenate(([0], np.cumsum(values[present][by_group])))
+    out.untimed = int(values[~present].sum())
+    return out
 
 
-def _groups(p: Profile, group: str) -> tuple[np.ndarray, list[tuple[int | None, int | None, str | None, str | None]]]:
-    """(group of every sample, (pid, tid, thread name, process name) of every group)."""
-    of, threads = sample_threads(p)
+def timeline(src: Profile | FilterResult, options: Options | None = None, *, bins: int = 300,
+             group: str = "thread", threads: tuple[np.ndarray, list[ThreadInfo]] | None = None,
+             samples: TimedSamples | None = None, **overrides: Any) -> TimelineResult:
+    """Weight per ``group`` (thread or process) over ``bins`` time bins, filters of
+    ``options`` applied (pass ``time_range=None`` for the whole axis with a window
+    drawn over it). Keywords override fields of ``options``. ``samples`` is
+    :func:`timed_samples` of the same arguments when the caller keeps it (a server binning
+    one profile several ways); ``threads`` as for it."""
+    if not 1 <= bins <= 100_000:
+        raise OptionsError(f"{{bins}}={bins}: choose between 1 and 100000", options=("bins",))
+    found = samples or timed_samples(src, options, group=group, threads=threads, **overrides)
+    return found.binned(bins)
+
+
+def _groups(found: tuple[np.ndarray, list[ThreadInfo]],
+            group: str) -> tuple[np.ndarray, list[tuple[int | None, int | None, str | None, str | None]]]:
+    """(group of every sample, (pid, tid, thread name, process name) of every group), from the
+    samples' threads ``found``."""
+    of, threads = found
     if group == "thread":
         return of, [(t.pid, t.tid, t.name, t.process_name) for t in threads]
     keys: dict[int | None, int] = {}

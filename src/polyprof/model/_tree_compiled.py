@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["add_subtree_sums", "expand_chains", "intern_level", "intern_paths", "path_sums", "place_children"]
+__all__ = ["add_subtree_sums", "compact", "expand_chains", "intern_level", "intern_paths", "merge_paths",
+           "path_sums", "place_children", "preorder_keep", "preorder_layout", "reversed_paths"]
 
 
 @njit(cache=True, nogil=True)
@@ -86,20 +87,45 @@ def expand_chains(parent: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, ..
 
 
 @njit(cache=True, nogil=True)
-def _by_label(keys, labels, lo, hi, out):  # noqa: ANN001, ANN202
-    """Sort ``out[lo:hi]`` (positions) by ``labels``: insertion sort, these runs are mostly tiny."""
-    if hi - lo > 48:
-        run = out[lo:hi].copy()
-        out[lo:hi] = run[np.argsort(labels[run])]  # equal labels: any order (one id)
+def _radix(labels, out, lo, hi):  # noqa: ANN001, ANN202
+    """Stable sort of ``out[lo:hi]`` by ``labels`` (>= 0): nothing when they are all equal, one
+    counting pass when they span little more than the run, else least-significant-digit passes
+    of as many bits as the run is long (8 to 16: a tally as long as the run)."""
+    n = hi - lo
+    least, most = labels[out[lo]], labels[out[lo]]
+    for a in range(lo, hi):
+        v = labels[out[a]]
+        least = min(least, v)
+        most = max(most, v)
+    span = most - least + 1
+    if span == 1:
         return
-    for a in range(lo + 1, hi):
-        k = out[a]
-        lab = labels[k]
-        b = a - 1
-        while b >= lo and labels[out[b]] > lab:
-            out[b + 1] = out[b]
-            b -= 1
-        out[b + 1] = k
+    bits = 8
+    while bits < 16 and (1 << bits) < n:
+        bits += 1
+    one_pass = span <= 4 * n + 1024
+    size = span if one_pass else 1 << bits
+    mask = size - 1
+    shift = 0
+    src = out[lo:hi].copy()
+    dst = np.empty(n, np.int64)
+    tally = np.empty(size + 1, np.int64)
+    while True:
+        tally[:] = 0
+        for k in range(n):
+            d = labels[src[k]] - least if one_pass else ((labels[src[k]] - least) >> shift) & mask
+            tally[d + 1] += 1
+        for v in range(size):
+            tally[v + 1] += tally[v]
+        for k in range(n):
+            d = labels[src[k]] - least if one_pass else ((labels[src[k]] - least) >> shift) & mask
+            dst[tally[d]] = src[k]
+            tally[d] += 1
+        src, dst = dst, src
+        shift += bits
+        if one_pass or (span - 1) >> shift == 0:
+            break
+    out[lo:hi] = src
 
 
 @njit(cache=True, nogil=True)
@@ -120,33 +146,43 @@ def _number(pk, lab, ids, parents, labels, made):  # noqa: ANN001, ANN202
     span = hi - lo + 1
     if span > 4 * n + 1024:  # parents scattered (never for a real tree): numpy sorts
         return -1
-    tally = np.zeros(span + 1, np.int64)
-    for k in range(n):
-        tally[pk[k] - lo + 1] += 1
-    for v in range(span):
-        tally[v + 1] += tally[v]
-    out = np.empty(n, np.int64)
-    for k in range(n):
-        slot = pk[k] - lo
-        out[tally[slot]] = k
-        tally[slot] += 1
+    ordered = True
+    for k in range(1, n):
+        if pk[k] < pk[k - 1]:
+            ordered = False
+            break
+    if ordered:  # already by parent (a level of pre-order or level-ordered parents)
+        out = np.arange(n)
+    else:
+        tally = np.zeros(span + 1, np.int64)
+        for k in range(n):
+            tally[pk[k] - lo + 1] += 1
+        for v in range(span):
+            tally[v + 1] += tally[v]
+        out = np.empty(n, np.int64)
+        for k in range(n):
+            slot = pk[k] - lo
+            out[tally[slot]] = k
+            tally[slot] += 1
+    sp, sl = pk[out], lab[out]  # gathered once: the runs are then sorted in contiguous memory
+    scratch = np.empty(n, np.int64)
     a = 0
     while a < n:  # each parent's run, by label
         b = a + 1
-        while b < n and pk[out[b]] == pk[out[a]]:
+        while b < n and sp[b] == sp[a]:
             b += 1
         if b - a > 1:
-            _by_label(pk, lab, a, b, out)
+            _sort_by_key(sl, out, out, a, b, scratch)
         a = b
     prev_p, prev_l = np.int64(-2), np.int64(-1)
-    for k in out:
-        p, lb = pk[k], lab[k]
+    for k in range(n):
+        p, lb = sp[k], sl[k]
         if p != prev_p or lb != prev_l:
             parents[made] = p
             labels[made] = lb
             made += 1
             prev_p, prev_l = p, lb
-        ids[k] = made - 1
+        ids[out[k]] = made - 1
     return made
 
 
@@ -275,3 +311,314 @@ def place_children(extent: np.ndarray, levels: list, step: int, pos: np.ndarray,
         _place(pos, extent, nodes, lo, np.ascontiguousarray(lv.parent, dtype=np.int64),
                np.ascontiguousarray(lv.starts, dtype=np.int64), step, out, record)
     return True
+
+
+@njit(cache=True, nogil=True)
+def _sort_by_key(key, bc, bj, lo, hi, scratch):  # noqa: ANN001, ANN202
+    """Sort the parallel ``bc``/``bj`` entries ``lo:hi`` by ``key[lo:hi]`` (equal keys: any order)."""
+    n = hi - lo
+    if n <= 32:
+        for a in range(lo + 1, hi):
+            k, c, j = key[a], bc[a], bj[a]
+            b = a - 1
+            while b >= lo and key[b] > k:
+                key[b + 1], bc[b + 1], bj[b + 1] = key[b], bc[b], bj[b]
+                b -= 1
+            key[b + 1], bc[b + 1], bj[b + 1] = k, c, j
+        return
+    order = scratch[:n]
+    for k in range(n):
+        order[k] = lo + k
+    _radix(key, order, 0, n)
+    moved_c, moved_j, moved_k = bc[order], bj[order], key[order]
+    bc[lo:hi], bj[lo:hi], key[lo:hi] = moved_c, moved_j, moved_k
+
+
+@njit(cache=True, nogil=True)
+def _merge_paths(parent, count, first, frames, leaf0, leaf1, out_parent, out_name, self0, self1):  # noqa: ANN001, ANN202, PLR0913
+    """The name tree of a callsite forest in pre-order, children by name: a depth-first walk
+    that groups the next frames of one node's items by name. Returns the number of nodes."""
+    n = parent.size
+    kid_start = np.zeros(n + 2, np.int64)  # callsites by parent (roots under slot 0)
+    for c in range(n):
+        kid_start[parent[c] + 2] += 1
+    for c in range(n + 1):
+        kid_start[c + 1] += kid_start[c]
+    kids = np.empty(n, np.int64)
+    for c in range(n):
+        kids[kid_start[parent[c] + 1]] = c
+        kid_start[parent[c] + 1] += 1
+    for g in range(n + 1, 0, -1):  # each slot held its group's end: shift to starts
+        kid_start[g] = kid_start[g - 1]
+    kid_start[0] = 0
+    # p's children (p = -1: the roots) are kids[kid_start[p + 1]:kid_start[p + 2]]
+    cap = frames.size + 1
+    bc, bj, key = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+    scratch = np.empty(cap, np.int64)
+    st_node, st_cur, st_hi = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+    top = 0
+    reached = kid_start[1] - kid_start[0]
+    for k in range(kid_start[0], kid_start[1]):
+        c = kids[k]
+        bc[top], bj[top], key[top] = c, 0, frames[first[c]]
+        top += 1
+    _sort_by_key(key, bc, bj, 0, top, scratch)
+    out_parent[0], out_name[0] = -1, -1
+    made, depth = 1, 0
+    st_node[0], st_cur[0], st_hi[0] = 0, 0, top
+    while depth >= 0:
+        cur, hi = st_cur[depth], st_hi[depth]
+        if cur >= hi:
+            depth -= 1  # this node's children are done: their segment is let go
+            if depth >= 0:
+                top = st_hi[depth]
+            continue
+        name = key[cur]
+        end = cur + 1
+        while end < hi and key[end] == name:
+            end += 1
+        st_cur[depth] = end
+        node = made
+        made += 1
+        out_parent[node], out_name[node] = st_node[depth], name
+        lo = top
+        for e in range(cur, end):
+            c, j = bc[e], bj[e]
+            if j + 1 < count[c]:
+                bc[top], bj[top], key[top] = c, j + 1, frames[first[c] + j + 1]
+                top += 1
+                continue
+            self0[node] += leaf0[c]
+            if leaf1.size:
+                self1[node] += leaf1[c]
+            reached += kid_start[c + 2] - kid_start[c + 1]
+            for k in range(kid_start[c + 1], kid_start[c + 2]):
+                d = kids[k]
+                bc[top], bj[top], key[top] = d, 0, frames[first[d]]
+                top += 1
+        if top > lo:
+            if top - lo > 1:
+                _sort_by_key(key, bc, bj, lo, top, scratch)
+            depth += 1
+            st_node[depth], st_cur[depth], st_hi[depth] = node, lo, top
+    return made if reached == n else -1  # callsites on a parent cycle were never reached
+
+
+def merge_paths(parent: np.ndarray, count: np.ndarray, frames: np.ndarray,
+                leaves: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]] | None:
+    """The flame graph's name tree of a callsite forest (``count`` frames per callsite, ``frames``
+    their name ids, CSR, outermost first), in pre-order with children by name id: (parent, name
+    (-1 for the root), self weight per side from ``leaves`` (one or two per-callsite weights)).
+    None (declined) for a callsite without frames, a parent out of range or on a cycle.
+
+    The numpy twin is the level-wise build of :func:`polyprof.analysis.flame._build` (a sort per
+    level, then Euler numbers and a reordering into pre-order); this walk makes the nodes in
+    pre-order directly."""
+    parent = np.ascontiguousarray(parent, dtype=np.int64)
+    count = np.ascontiguousarray(count, dtype=np.int64)
+    frames = np.ascontiguousarray(frames, dtype=np.int64)
+    n = parent.size
+    if n and (int(count.min()) < 1 or int(parent.max()) >= n or int(parent.min()) < -1):
+        return None
+    if frames.size != int(count.sum()) or (frames.size and int(frames.min()) < 0):
+        return None
+    first = np.cumsum(count) - count
+    cap = frames.size + 1
+    out_parent, out_name = np.empty(cap, np.int64), np.empty(cap, np.int64)
+    selfs = [np.zeros(cap, np.int64) for _ in leaves]
+    leaf0 = np.ascontiguousarray(leaves[0], dtype=np.int64)
+    leaf1 = np.ascontiguousarray(leaves[1], dtype=np.int64) if len(leaves) > 1 else _NONE
+    made = _merge_paths(parent, count, first, frames, leaf0, leaf1, out_parent, out_name, selfs[0],
+                        selfs[-1] if len(leaves) > 1 else _NONE)
+    if made < 0:
+        return None
+    cut = (lambda x: x[:made]) if 2 * made >= cap else (lambda x: x[:made].copy())  # noqa: E731 - little unused room
+    return cut(out_parent), cut(out_name), [cut(s) for s in selfs]
+
+
+@njit(cache=True, nogil=True)
+def _preorder_layout(parent, selfs, totals, width, start, depth, size):  # noqa: ANN001, ANN202, PLR0913
+    n = parent.size
+    sides = selfs.shape[0]
+    for i in range(n):
+        for k in range(sides):
+            totals[k, i] = selfs[k, i]
+        width[i] = max(selfs[0, i], 0)
+        size[i] = 1
+    for i in range(n - 1, 0, -1):  # children after their parents: sums bottom-up in one pass
+        p = parent[i]
+        for k in range(sides):
+            totals[k, p] += totals[k, i]
+        width[p] += width[i]
+        size[p] += size[i]
+    if not n:
+        return
+    # where the next child starts, per depth: in pre-order a node's children come right after
+    # it and before its next sibling, so one slot per depth serves every parent in turn
+    edge = np.zeros(64, np.int64)
+    start[0], depth[0] = 0, 0
+    for i in range(1, n):
+        d = depth[parent[i]] + 1
+        depth[i] = d
+        if d + 1 >= edge.size:
+            grown = np.zeros(2 * edge.size, np.int64)
+            grown[:edge.size] = edge
+            edge = grown
+        if parent[i] == i - 1:  # the first child: start at the parent's edge
+            edge[d] = start[i - 1]
+        start[i] = edge[d]
+        edge[d] += width[i]
+
+
+def preorder_layout(parent: np.ndarray, selfs: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray,
+                                                                            np.ndarray, np.ndarray]:
+    """For a tree in pre-order (``parent[i] < i``) with self weights per side: (totals per side,
+    width = subtree sums of the first side's positive self, left edges (children side by side
+    from their parent's edge, in id order), depth, subtree size). The numpy twin is
+    :func:`polyprof.model.tree.subtree_sums`, ``place_children`` and ``euler`` on its levels."""
+    n = parent.size
+    stacked = np.ascontiguousarray(selfs[0], dtype=np.int64).reshape(1, n) if len(selfs) == 1 else \
+        np.ascontiguousarray(np.stack(selfs), dtype=np.int64)
+    totals = np.empty_like(stacked)
+    width, start, depth, size = (np.empty(n, np.int64) for _ in range(4))
+    _preorder_layout(np.ascontiguousarray(parent, dtype=np.int64), stacked, totals, width, start, depth, size)
+    return list(totals), width, start, depth, size
+
+
+@njit(cache=True, nogil=True)
+def _keep(parent, keep, new_parent, size):  # noqa: ANN001, ANN202
+    n = parent.size
+    new_id = np.empty(n, np.int64)
+    k = 0
+    for i in range(n):
+        if keep[i]:
+            p = parent[i]
+            if p >= 0 and not keep[p]:
+                return -1
+            new_id[i] = k
+            new_parent[k] = new_id[p] if p >= 0 else -1
+            k += 1
+    for j in range(k):
+        size[j] = 1
+    for j in range(k - 1, 0, -1):
+        if new_parent[j] >= 0:
+            size[new_parent[j]] += size[j]
+    return k
+
+
+def preorder_keep(parent: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The kept nodes of a tree in pre-order (``keep`` closed under ancestors) as a tree of their
+    own: (parent, subtree size) renumbered in the same order; None when an ancestor is not kept."""
+    n = int(np.count_nonzero(keep))
+    new_parent, size = np.empty(n, np.int64), np.empty(n, np.int64)
+    if _keep(np.ascontiguousarray(parent, dtype=np.int64), np.ascontiguousarray(keep, dtype=np.bool_),
+             new_parent, size) < 0:
+        return None
+    return new_parent, size
+
+
+@njit(cache=True, nogil=True)
+def _compact(x, keep):  # noqa: ANN001, ANN202
+    k = 0
+    for i in range(x.size):
+        if keep[i]:
+            x[k] = x[i]
+            k += 1
+    return k
+
+
+def compact(x: np.ndarray, keep: np.ndarray) -> np.ndarray | None:
+    """``x[keep]`` written over the front of ``x`` (int64, 1-D), returned as a view of it: no
+    second array of millions of rows. None when ``x`` is not such an array."""
+    if x.dtype != np.int64 or x.ndim != 1 or not x.flags.c_contiguous or keep.dtype != np.bool_:
+        return None
+    return x[:_compact(x, keep)]
+
+
+@njit(cache=True, nogil=True)
+def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name, m_total, m_self, bounds):  # noqa: ANN001, ANN202, PLR0913
+    """Merge the paths from ``cur`` up to (not including) node 0 of a tree, one level per step:
+    items with equal (merged parent, name) become one node, nodes lighter than ``threshold``
+    stop their items. Returns (nodes made, levels), or (-1, 0) when the output arrays are full."""
+    n = cur.size
+    up = np.zeros(n, np.int64)
+    cap = m_parent.size
+    m_parent[0], m_name[0], m_total[0] = -1, -1, 0
+    for i in range(n):
+        m_total[0] += w[i]
+    made, levels = 1, 1
+    bounds[0], bounds[1] = 0, 1
+    while n:
+        size = 16
+        while size < 2 * n:
+            size *= 2
+        slot = np.full(size, -1, np.int64)
+        ku, kn, kt = np.empty(n, np.int64), np.empty(n, np.int64), np.zeros(n, np.int64)
+        prov = np.empty(n, np.int64)
+        found = 0
+        for i in range(n):  # provisional ids by (parent, name): a hash table, no sort of the items
+            nm = name_of[cur[i]]
+            h = (up[i] * np.int64(1000003) + nm * np.int64(7919)) & (size - 1)
+            while slot[h] >= 0 and (ku[slot[h]] != up[i] or kn[slot[h]] != nm):
+                h = (h + 1) & (size - 1)
+            if slot[h] < 0:
+                slot[h] = found
+                ku[found], kn[found] = up[i], nm
+                found += 1
+            prov[i] = slot[h]
+            kt[slot[h]] += w[i]
+        key = np.empty(found, np.int64)
+        for d in range(found):
+            key[d] = ku[d] * width + kn[d]
+        order = np.arange(found)
+        if found > 1:
+            _radix(key, order, 0, found)
+        final = np.full(found, -1, np.int64)
+        if made + found > cap:
+            return -1, 0
+        for r in range(found):  # ids in (parent, name) order, the light ones left out
+            d = order[r]
+            if threshold == 0 or abs(kt[d]) >= threshold:
+                final[d] = made
+                m_parent[made], m_name[made], m_total[made] = ku[d], kn[d], kt[d]
+                made += 1
+        if made > bounds[levels]:
+            levels += 1
+            bounds[levels] = made
+        k = 0
+        for i in range(n):
+            mid = final[prov[i]]
+            nxt = parent[cur[i]]
+            if nxt <= 0:  # the graph's root (node 0) is no caller
+                if mid >= 0:
+                    m_self[mid] += w[i]
+                continue
+            if mid < 0:
+                continue
+            cur[k], w[k], up[k] = nxt, w[i], mid
+            k += 1
+        n = k
+    return made, levels
+
+
+def reversed_paths(parent: np.ndarray, name_of: np.ndarray, nodes: np.ndarray, weight: np.ndarray,
+                   threshold: int | None) -> tuple[np.ndarray, ...] | None:
+    """The callers tree of :func:`polyprof.analysis.sandwich._callers` (its numpy twin, an
+    interned level per step): (parent, name, self, total, level bounds) of the merged reversed
+    paths from ``nodes`` (each carrying its ``weight``, not 0) towards the root."""
+    cur = np.ascontiguousarray(nodes, dtype=np.int64).copy()
+    w = np.ascontiguousarray(weight, dtype=np.int64).copy()
+    name_of = np.ascontiguousarray(name_of, dtype=np.int64)
+    if name_of.size and int(name_of.min()) < 0:
+        return None
+    width = int(name_of.max(initial=0)) + 1
+    cap = 16 * cur.size + 64  # pages are touched only as nodes are made
+    while True:
+        m_parent, m_name, m_total = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
+        m_self, bounds = np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
+        made, levels = _reversed_paths(np.ascontiguousarray(parent, dtype=np.int64), name_of, cur.copy(), w.copy(),
+                                       threshold or 0, width, m_parent, m_name, m_total, m_self, bounds)
+        if made >= 0:
+            return (m_parent[:made].copy(), m_name[:made].copy(), m_self[:made].copy(), m_total[:made].copy(),
+                    bounds[:levels + 1].copy())
+        cap *= 4

@@ -80,6 +80,12 @@ def _kernels(size: int) -> ModuleType | None:
     return _compiled if isinstance(_compiled, ModuleType) else None
 
 
+def compiled(size: int) -> ModuleType | None:
+    """The compiled kernel module for work of ``size`` items (the rule above), or None: for
+    callers whose numpy twin is a composition of these kernels (the flame graph's build)."""
+    return _kernels(size)
+
+
 # ---------------------------------------------------------------- segments
 
 def segment_positions(counts: np.ndarray) -> np.ndarray:

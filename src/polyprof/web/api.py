@@ -272,7 +272,8 @@ def timeline(s: Session, q: Query) -> dict[str, Any]:
     o = dataclasses.replace(q.options, time_range=None)
     p = _p(s, q)
     r = s.result("timeline", p, o, lambda: timeline_analysis(s.filtered(p, o), o, bins=q.get("bins"),
-                                                               group=q.get("group")), q.get("bins"), q.get("group"))
+                                                               samples=s.timed(p, o, q.get("group"))),
+                 q.get("bins"), q.get("group"))
     unit = r.sample_type.unit
     shown = r.counts if q.get("rows") <= 0 else r.counts[:q.get("rows")]
     return {"sample_type": r.sample_type.type, "unit": unit, "group": r.group, "total": r.total,

@@ -32,9 +32,11 @@ from polyprof.analysis.flame import flame_tree
 from polyprof.analysis.flameview import FlameIndex
 from polyprof.analysis.options import Options
 from polyprof.analysis.sandwich import SandwichResult, sandwich
+from polyprof.analysis.timeline import TimedSamples, timed_samples
 from polyprof.errors import OptionsError
 from polyprof.model.merge import align_sample_types
 from polyprof.model.profile import Profile
+from polyprof.model.threads import sample_threads
 from polyprof.web import memory
 
 __all__ = ["Input", "Session"]
@@ -237,6 +239,20 @@ class Session:
             return found, FlameIndex(found.callers), FlameIndex(found.callees)
 
         return self._results.get(("sandwich", index, _view_key(o), name, min_fraction), make)
+
+    def threads(self, index: int, o: Options) -> tuple[Any, list[Any]]:
+        """The thread of every sample of input ``index`` filtered by ``o``, and the threads
+        (:func:`~polyprof.model.threads.sample_threads`; cached: every binning of the timeline
+        and its thread/process grouping start from it)."""
+        return self._results.get(("threads", index, _filter_key(o), repr(o.sample_index)),
+                                 lambda: sample_threads(self.filtered(index, o).profile))
+
+    def timed(self, index: int, o: Options, group: str) -> TimedSamples:
+        """Input ``index``'s samples filtered by ``o``, grouped by ``group`` and sorted by time
+        (cached: the timeline of any number of bins is then a binary search per group)."""
+        return self._results.get(("timed", index, _filter_key(o), repr(o.sample_index), group),
+                                 lambda: timed_samples(self.filtered(index, o), o, group=group,
+                                                       threads=self.threads(index, o)))
 
     def result(self, kind: str, index: int, o: Options, make: Callable[[], T], *extra: Hashable) -> T:
         """An analysis result of input ``index`` for ``o`` (cached: results are plain data)."""

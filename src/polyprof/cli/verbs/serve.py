@@ -174,7 +174,7 @@ def _defaults(args: argparse.Namespace) -> dict[str, str]:
 
 def _warm(session) -> None:  # noqa: ANN001
     """Compute what the landing page asks first (the flame graph, kept for good, and the top
-    table), so it opens at once."""
+    table), and the timeline's thread of every sample, so they open at once."""
     from polyprof.web.params import Query
 
     from polyprof.errors import PolyprofError
@@ -193,6 +193,9 @@ def _warm(session) -> None:  # noqa: ANN001
         top = ENDPOINTS["top"]  # as the page asks for it (api.js tableParams): every node
         table = {"nodecount": ["0"], "nodefraction": ["0"], **raw}
         top.run(session, Query({**table, **cohort}, {**top.params, **(COHORT if session.store else {})}))
+        if session.store is None:  # the threads of every sample: the timeline tab then bins at once
+            line = ENDPOINTS["timeline"]  # as view_timeline.js asks for it
+            line.run(session, Query({**raw, "bins": ["400"]}, line.params))
     except PolyprofError:  # a bad starting filter: the page shows the message
         pass
 
