@@ -169,6 +169,18 @@ def test_twins_decline_what_they_cannot_answer():
     assert compiled.intern_paths(np.array([-1]), np.array([3]), np.array([0]), np.array([0, 1]), 2) is None
 
 
+def test_compiled_kernels_take_mid_sized_trees_once_loaded(monkeypatch):  # noqa: ANN001
+    """Below COMPILED_FROM a tree stays numpy while numba is not loaded (its load would cost more),
+    and goes compiled from COMPILED_WHEN_LOADED once an earlier large tree has paid the load."""
+    monkeypatch.delenv("POLYPROF_KERNELS", raising=False)
+    mid = (tree.COMPILED_WHEN_LOADED + tree.COMPILED_FROM) // 2
+    monkeypatch.setattr(tree, "_compiled", None)
+    assert tree.compiled(mid) is None and tree._compiled is None  # not even imported
+    assert tree.compiled(tree.COMPILED_FROM) is compiled
+    assert tree.compiled(mid) is compiled
+    assert tree.compiled(tree.COMPILED_WHEN_LOADED - 1) is None
+
+
 _VIEWS = """
 import sys, hashlib
 import numpy as np
