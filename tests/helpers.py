@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from polyprof.model.profile import Profile
@@ -45,6 +45,18 @@ def peer_id(path: Path) -> str:
 
 class GoldenMissing(AssertionError):
     """A golden file the test compares with does not exist."""
+
+
+def numpy_only(owner: object, kernel: Any, *args: Any) -> Any:  # noqa: ANN401
+    """``kernel(*args)`` with the compiled twins of ``owner`` (a kernel module such as
+    ``wire.vector`` or ``model.tree``, which keeps its loaded twins in ``_compiled``) switched
+    off: the numpy answer a differential test compares the compiled one with."""
+    saved = owner._compiled  # type: ignore[attr-defined]
+    owner._compiled = False  # type: ignore[attr-defined]
+    try:
+        return kernel(*args)
+    finally:
+        owner._compiled = saved  # type: ignore[attr-defined]
 
 
 def check_golden(folder: Path, name: str, text: str, *, update: bool) -> None:

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from helpers import PEER, REPO
+from helpers import PEER, REPO, numpy_only
 from polyprof.errors import MalformedInputError
 from polyprof.wire import vector as V
 
@@ -79,7 +79,7 @@ def _same(a, b) -> None:  # noqa: ANN001
 def test_field_walker_twins_agree(msgs, damage):
     buf, starts, ends = _spans([_encode(m) for m in msgs], damage)
     try:
-        expected = _numpy_only(V.walk_fields, buf, starts, ends)
+        expected = numpy_only(V, V.walk_fields, buf, starts, ends)
     except MalformedInputError as exc:
         expected = exc
     got = compiled.walk_fields(buf, starts, ends)
@@ -110,7 +110,7 @@ def test_scalar_twins_agree(msgs, numbers):
     want = _numpy_scalars(buf, sub.start, sub.start + sub.length, numbers)
     _same((np.bincount(sub.msg, minlength=starts.size), *want), got[:3])
     for span in (-1, numbers[0]):  # with the span of a LEN field of every sub-message
-        _same(_numpy_only(V.nested_fields, buf, starts, ends, 3, numbers, span),
+        _same(numpy_only(V, V.nested_fields, buf, starts, ends, 3, numbers, span),
               compiled.nested_scalars(buf, starts, ends, 3, numbers, span))
 
 
@@ -165,12 +165,12 @@ def test_record_framing_twins_agree(bodies, cut):
     packets = b"".join(b"\x0a" + _varint(len(b)) + b for b in bodies)
     buf = np.frombuffer(packets[:len(packets) - cut], dtype=np.uint8)
     starts, ends, stop = compiled.frame_packets(buf, 0, buf.size, 1 << 28)
-    want_s, want_e, want_stop = _numpy_only(V.tagged_records, buf, 0, buf.size, 1 << 28)
+    want_s, want_e, want_stop = numpy_only(V, V.tagged_records, buf, 0, buf.size, 1 << 28)
     _same((want_s, want_e, want_stop), (starts, ends, stop))
     sized = b"".join(len(b"\x0a" + b).to_bytes(4, "little") + b"\x0a" + b for b in bodies) + b"\0\0\0\0"
     buf = np.frombuffer(sized, dtype=np.uint8)
     got = compiled.le32_records(buf, 0, buf.size)
-    want = _numpy_only(V.le32_records, buf, 0, buf.size, b"\x0a")
+    want = numpy_only(V, V.le32_records, buf, 0, buf.size, b"\x0a")
     _same(want, got)
 
 
@@ -188,8 +188,8 @@ def test_hash_factorize_twins_agree(cols, in_order):
     """The compiled hash table numbers rows exactly as the numpy sort does, in both orders."""
     from polyprof.model.columns import factorize_rows, unique_inverse
     cols = [np.asarray(c) for c in cols]
-    want = _numpy_only(lambda: factorize_rows(cols, in_order=in_order))
-    want_u = _numpy_only(unique_inverse, cols[0])
+    want = numpy_only(V, lambda: factorize_rows(cols, in_order=in_order))
+    want_u = numpy_only(V, unique_inverse, cols[0])
     saved = V._compiled, V.HASH_FACTORIZE_AFTER
     V._compiled, V.HASH_FACTORIZE_AFTER = compiled, 1
     try:
@@ -221,9 +221,9 @@ def test_span_factorize_twins_agree(runs, dtype):
     values = np.array([v for r in runs for v in r], dtype=dtype)
     lengths = np.array([len(r) for r in runs], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)])
-    want = _numpy_only(factorize_runs, values, offsets)
+    want = numpy_only(V, factorize_runs, values, offsets)
     starts = offsets[:-1][::-1].copy()  # the same spans listed backwards: a second, overlapping view
-    want_back = _numpy_only(factorize_spans, values, starts, lengths[::-1].copy())
+    want_back = numpy_only(V, factorize_spans, values, starts, lengths[::-1].copy())
     saved = V._compiled, V.HASH_FACTORIZE_AFTER
     V._compiled, V.HASH_FACTORIZE_AFTER = compiled, 1
     try:
@@ -268,8 +268,8 @@ def test_grouped_nested_rows_twins_agree(payloads):
                        for entry in payload]) for payload in payloads]
     buf, starts, ends = _spans(bodies)
     numbers = (1, 2, 3, 4)
-    counts, values, _ = _numpy_only(V.nested_scalars, buf, starts, ends, 3, numbers)
-    ids, first = _numpy_only(lambda: factorize_rows([values[:, j].view(np.int64) for j in range(4)],
+    counts, values, _ = numpy_only(V, V.nested_scalars, buf, starts, ends, 3, numbers)
+    ids, first = numpy_only(V, lambda: factorize_rows([values[:, j].view(np.int64) for j in range(4)],
                                                     in_order=True))
     saved = V._compiled
     V._compiled = compiled
@@ -279,15 +279,6 @@ def test_grouped_nested_rows_twins_agree(payloads):
         V._compiled = saved
     assert got is not None
     _same((counts, ids, values[first], first), got)
-
-
-def _numpy_only(kernel, *args):  # noqa: ANN001, ANN202
-    saved = V._compiled
-    V._compiled = False
-    try:
-        return kernel(*args)
-    finally:
-        V._compiled = saved
 
 
 _DUMP = """

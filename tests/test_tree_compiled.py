@@ -18,19 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import REPO
+from helpers import REPO, numpy_only
 from polyprof.model import tree
 
 compiled = pytest.importorskip("polyprof.model._tree_compiled", reason="numba is not installed: no compiled kernels")
-
-
-def _numpy_only(kernel, *args):  # noqa: ANN001, ANN202
-    saved = tree._compiled
-    tree._compiled = False
-    try:
-        return kernel(*args)
-    finally:
-        tree._compiled = saved
 
 
 @st.composite
@@ -64,13 +55,13 @@ def _same(a: tuple, b: tuple) -> None:
 @given(forests())
 def test_chain_and_path_twins_agree(forest):
     parent, count, label, n_labels = forest
-    chains = _numpy_only(tree.expand_chains, parent, count)
+    chains = numpy_only(tree, tree.expand_chains, parent, count)
     _same(chains, compiled.expand_chains(parent, count))
-    sums = _numpy_only(tree.path_sums, parent, count)
+    sums = numpy_only(tree, tree.path_sums, parent, count)
     _same((sums,), (compiled.path_sums(parent, count),))
     owner, within, up, _ = chains
     order, bounds = tree.group_by_depth((sums - count)[owner] + within)
-    want = _numpy_only(tree.intern_paths, up, label, order, bounds, n_labels)
+    want = numpy_only(tree, tree.intern_paths, up, label, order, bounds, n_labels)
     got = compiled.intern_paths(up, label, order, bounds, n_labels)
     if got is None:  # declined (empty chains make items hang under unrelated items): numpy answers
         assert (count == 0).any()
@@ -78,7 +69,7 @@ def test_chain_and_path_twins_agree(forest):
     _same(want, got)
     if (count > 0).all():  # a real flame forest: the compiled kernels never decline it
         kept = order[: bounds[-2]] if bounds.size > 2 else order[:0]  # a subset of the items too
-        _same(_numpy_only(tree.intern_paths, up, label, kept, bounds[:-1], n_labels),
+        _same(numpy_only(tree, tree.intern_paths, up, label, kept, bounds[:-1], n_labels),
               compiled.intern_paths(up, label, kept, bounds[:-1], n_labels))
 
 
@@ -87,13 +78,13 @@ def test_chain_and_path_twins_agree(forest):
 def test_level_twins_agree(forest, step):
     parent, count, _, _ = forest
     n = parent.size
-    levels = tree.tree_levels(parent, _numpy_only(tree.path_sums, parent, np.ones(n, dtype=np.int64)) - 1)
+    levels = tree.tree_levels(parent, numpy_only(tree, tree.path_sums, parent, np.ones(n, dtype=np.int64)) - 1)
     values = count * 7 - 5  # negative values too
-    want = _numpy_only(tree.subtree_sums, values, levels)
+    want = numpy_only(tree, tree.subtree_sums, values, levels)
     got = compiled.add_subtree_sums(values.copy(), levels)
     _same((want,), (got,))
     want_above = np.zeros(n, dtype=np.int64)
-    want_pos = _numpy_only(tree.place_children, want, levels, step, want_above)
+    want_pos = numpy_only(tree, tree.place_children, want, levels, step, want_above)
     pos, above = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
     roots = levels[0].nodes  # the twin places the levels below the roots
     pos[roots], above[roots] = want_pos[roots], -1
@@ -106,7 +97,8 @@ def test_level_twins_agree(forest, step):
 def test_level_interning_twins_agree(pairs, first_id):
     parent = np.array([p for p, _ in pairs], dtype=np.int64)
     label = np.array([lab for _, lab in pairs], dtype=np.int64)
-    _same(_numpy_only(tree.intern_level, parent, label, 6, first_id), compiled.intern_level(parent, label, 6, first_id))
+    _same(numpy_only(tree, tree.intern_level, parent, label, 6, first_id),
+          compiled.intern_level(parent, label, 6, first_id))
 
 
 @settings(max_examples=60, deadline=None)
@@ -117,7 +109,8 @@ def test_level_interning_of_long_runs_agrees(n, n_labels, parents, seed):
     rng = np.random.default_rng(seed)
     parent = rng.integers(-1, parents - 1, n, endpoint=True)
     label = rng.integers(0, n_labels, n)
-    _same(_numpy_only(tree.intern_level, parent, label, n_labels, 7), compiled.intern_level(parent, label, n_labels, 7))
+    _same(numpy_only(tree, tree.intern_level, parent, label, n_labels, 7),
+          compiled.intern_level(parent, label, n_labels, 7))
 
 
 def _flame_of(sides, n_names: int, prune: tuple[float, int], mode: str) -> list:
