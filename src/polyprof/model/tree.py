@@ -66,8 +66,9 @@ __all__ = [
 #: size the numpy kernels take less than that (measured: pprof's ``large.cpu``, 426k callsites,
 #: took 1.5 s of CPU for ``top`` with them against 0.75 s without).
 COMPILED_FROM = 1 << 21
-#: ... and from this size once they are loaded (an earlier large tree or input paid the load, as in
-#: a long-lived ``polyprof serve``): the 200k-2M trees are then 2-3x faster compiled.
+#: ... and from this size once they are loaded (an earlier tree of COMPILED_FROM items paid the
+#: load, as the landing flame graph of a long-lived ``polyprof serve`` does): 200k-2M trees are then
+#: 2-3x faster compiled.
 COMPILED_WHEN_LOADED = 200_000
 _compiled: ModuleType | None | bool = None  # the module once loaded; False: numba not available
 

@@ -289,8 +289,8 @@ class ElfFile:
 
     @cached_property
     def symbols(self) -> Symbols:
-        """Function and data symbols: ``.symtab``; without it, ``.dynsym`` and MiniDebugInfo's
-        ``.symtab`` together (a stripped Android or Fedora binary keeps both)."""
+        """Code symbols: ``.symtab``; without it, ``.dynsym`` and MiniDebugInfo's ``.symtab``
+        together (a stripped Android or Fedora binary keeps both); and ``@plt`` over PLT stubs."""
         symtab = next((s for s in self.sections if s.type == SHT_SYMTAB), None)
         dynsym = next((s for s in self.sections if s.type == SHT_DYNSYM), None)
         plt = self._plt_symbols()
