@@ -26,17 +26,23 @@ no callsites yet. It walks all stacks together, one depth at a time:
 
 Keys are int32 when (callsites x locations) fits: sorts and gathers are
 cheaper; narrow location ids (uint8/uint16) stay narrow for the same reason.
+
+Large inputs take a compiled road to the same numbering
+(:mod:`polyprof.model._stacks_compiled`: sort the stacks by content, then
+one walk), with the tree kernels' rule for when numba is worth loading.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import NamedTuple
 
 import numpy as np
 
 from polyprof.model import tree
-from polyprof.wire.vector import gather_runs, hash_factorize_spans
+from polyprof.wire import vector
+from polyprof.wire.vector import compiled_wanted, gather_runs, hash_factorize_spans, import_compiled
 
 __all__ = ["InternedStacks", "intern_stacks"]
 
@@ -113,8 +119,27 @@ def intern_stacks(flat: np.ndarray, offsets: np.ndarray, leaf_first: bool, disti
 _REPEATS_WORTH = 0.8
 
 
+_compiled: ModuleType | None | bool = None  # polyprof.model._stacks_compiled once loaded; False: no numba
+
+
+def _kernels(frames: int) -> ModuleType | None:
+    """The compiled stack kernels for ``frames`` frames of work, or None: the tree kernels' sizes
+    (numba's load pays from ``COMPILED_FROM`` frames, from ``COMPILED_WHEN_LOADED`` once a read
+    already loaded the compiled decoders)."""
+    global _compiled
+    loaded = isinstance(_compiled, ModuleType) or vector.compiled()
+    if not compiled_wanted(frames, tree.COMPILED_WHEN_LOADED if loaded else tree.COMPILED_FROM):
+        return None
+    if _compiled is None:
+        _compiled = import_compiled("polyprof.model._stacks_compiled")
+    return _compiled if isinstance(_compiled, ModuleType) else None
+
+
 def _intern(flat: np.ndarray, offsets: np.ndarray, leaf_first: bool) -> InternedStacks:
     """:func:`intern_stacks` of every stack given, repeated or not."""
+    fast = _kernels(len(flat))
+    if fast is not None:
+        return InternedStacks(*fast.intern_stacks(flat, offsets, leaf_first))
     n_loc = int(flat.max()) + 2
     wide = (len(flat) + 1) * n_loc >= 2**31
     dtype = np.int64 if wide else np.int32
