@@ -10,6 +10,8 @@ side is skipped, visibly.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -63,3 +65,37 @@ def test_sorted_intern_of_many_random_stacks():
         got = fast.intern_stacks(flat.astype(np.uint8), offsets, leaf_first)
         for name, column in zip(("leaf", "parent", "location", "depth", "size"), got, strict=True):
             assert np.array_equal(column, getattr(want, name)), name
+
+
+@settings(max_examples=100, deadline=None)
+@given(_PREFIXES, _PICKS, st.lists(st.integers(-3, 5), min_size=1, max_size=40),
+       st.sampled_from(["functions", "files", "addresses"]))
+def test_outermost_sums_give_node_weights_cum(prefixes, picks, values, granularity):
+    """pprof's cum column (recursion counted once per stack), compiled walk against the numpy sort."""
+    from polyprof.analysis import graph
+    from polyprof.analysis.nodes import node_map
+    from polyprof.model.builder import ProfileBuilder
+
+    flat, offsets = _stacks(prefixes, picks, 1)
+    b = ProfileBuilder()
+    funcs = [b.function(f"f{i % 3}", filename=f"file{i % 2}.go") for i in range(6)]
+    locs = [b.location(address=0x1000 + i, lines=[(funcs[i], i, 0), (funcs[(i * 5) % 6], 1, 0)][:1 + i % 2])
+            for i in range(6)]
+    leaves = b.stacks_from_csr(np.array(locs)[flat] if flat.size else flat, offsets, leaf_first=True)
+    b.set_sample_types([("alloc", "count")])
+    b.add_samples_bulk(leaves, np.array([values[i % len(values)] for i in range(leaves.size)])[:, None])
+    p = b.finish()
+    nodes = node_map(p, granularity)
+    w = graph.callsite_weights(p, p.samples.values[:, 0])
+    want = numpy_only(bulk_stacks, graph.node_weights, p, nodes, w)
+    saved = bulk_stacks._compiled, os.environ.get("POLYPROF_KERNELS")
+    bulk_stacks._compiled, os.environ["POLYPROF_KERNELS"] = fast, "compiled"
+    try:
+        got = graph.node_weights(p, nodes, w)
+    finally:
+        bulk_stacks._compiled = saved[0]
+        if saved[1] is None:
+            del os.environ["POLYPROF_KERNELS"]
+        else:
+            os.environ["POLYPROF_KERNELS"] = saved[1]
+    assert np.array_equal(want[0], got[0]) and np.array_equal(want[1], got[1])

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from polyprof.analysis.nodes import GRANULARITIES, NodeInfo, NodeMap, display_name, node_map
+from polyprof.model.bulk_stacks import stack_kernels
 from polyprof.model.profile import Profile
 from polyprof.model.tree import outermost, segment_positions
 
@@ -93,6 +94,11 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
     first_node = nodes.loc_nodes[nodes.loc_start[leaf_loc]]  # the innermost line's node
     has_line = np.diff(nodes.loc_start)[leaf_loc] > 0
     flat = sum_by(first_node[has_line], w.leaf[leafy[has_line]], nn)
+    size = cs.preorder_size()
+    fast = stack_kernels(len(cs)) if size is not None else None
+    if fast is not None:  # one walk in pre-order, no (callsite, node) pairs to sort
+        start, uniq = nodes.distinct_lines()
+        return flat, fast.outermost_sums(loc_of, size, w.nonzero > 0, start, uniq, w.subtree, nn)
     tin, tout = cs.euler()
     # Callsites in pre-order, skipping those no non-zero sample passes (nothing to count there).
     if cs.preorder_size() is not None:

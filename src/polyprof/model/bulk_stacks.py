@@ -44,7 +44,7 @@ from polyprof.model import tree
 from polyprof.wire import vector
 from polyprof.wire.vector import compiled_wanted, gather_runs, hash_factorize_spans, import_compiled
 
-__all__ = ["InternedStacks", "intern_stacks"]
+__all__ = ["InternedStacks", "intern_stacks", "stack_kernels"]
 
 
 @dataclass
@@ -122,7 +122,7 @@ _REPEATS_WORTH = 0.8
 _compiled: ModuleType | None | bool = None  # polyprof.model._stacks_compiled once loaded; False: no numba
 
 
-def _kernels(frames: int) -> ModuleType | None:
+def stack_kernels(frames: int) -> ModuleType | None:
     """The compiled stack kernels for ``frames`` frames of work, or None: the tree kernels' sizes
     (numba's load pays from ``COMPILED_FROM`` frames, from ``COMPILED_WHEN_LOADED`` once a read
     already loaded the compiled decoders)."""
@@ -137,7 +137,7 @@ def _kernels(frames: int) -> ModuleType | None:
 
 def _intern(flat: np.ndarray, offsets: np.ndarray, leaf_first: bool) -> InternedStacks:
     """:func:`intern_stacks` of every stack given, repeated or not."""
-    fast = _kernels(len(flat))
+    fast = stack_kernels(len(flat))
     if fast is not None:
         return InternedStacks(*fast.intern_stacks(flat, offsets, leaf_first))
     n_loc = int(flat.max()) + 2

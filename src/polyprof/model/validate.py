@@ -47,7 +47,7 @@ def check(p: Profile) -> None:
     _in_range("line function", p.lines.function, len(f), allow_none=True)
     cs = p.callsites
     _in_range("callsite location", cs.location, len(loc))
-    if len(cs) and np.any(cs.parent >= np.arange(len(cs))):
+    if len(cs) and np.any(cs.parent >= np.arange(len(cs), dtype=np.int32 if len(cs) < 2**31 else np.int64)):
         raise MalformedInputError("invalid profile: a callsite's parent does not precede it (cycle?)")
     _in_range("callsite parent", cs.parent, len(cs), allow_none=True)
     s = p.samples

@@ -7,6 +7,9 @@ verdict from ``read`` as from any verb; errors name the field and value.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import NamedTuple
+
 import numpy as np
 from google.protobuf.message import DecodeError
 
@@ -142,7 +145,7 @@ def read(source: Source, options: ReadOptions) -> list[Profile]:
         msg.ParseFromString(data)
     except DecodeError as exc:
         raise _locate(data, exc) from None
-    return [_build(msg, source.name)]
+    return [_build(msg, data, source.name)]
 
 
 def _locate(data: bytes, exc: DecodeError) -> MalformedInputError:
@@ -153,7 +156,7 @@ def _locate(data: bytes, exc: DecodeError) -> MalformedInputError:
     return MalformedInputError(f"not a valid profile.proto message ({exc})")
 
 
-def _build(msg, name: str) -> Profile:  # noqa: ANN001 - a run-time message class
+def _build(msg, data: bytes | memoryview, name: str) -> Profile:  # noqa: ANN001 - a run-time message class
     b = ProfileBuilder("pprof")
     p = b.meta
     strings = _Strings(msg.string_table, b)
@@ -178,7 +181,7 @@ def _build(msg, name: str) -> Profile:  # noqa: ANN001 - a run-time message clas
     fmodel = _functions(b, list(msg.function), strings)
     mmodel = _mappings(b, list(msg.mapping), strings)
     loc_ids = _locations(b, list(msg.location), fmodel, mmodel)
-    _samples(b, msg.sample, loc_ids, strings, len(p.sample_types), name)
+    _samples(b, _sample_chunks(msg.sample, data), loc_ids, strings, len(p.sample_types), name)
     strings.warn(p.warnings)
     return b.finish(check=False)
 
@@ -237,22 +240,44 @@ def _locations(b: ProfileBuilder, raw: list[bytes], functions: _Ids, mappings: _
 _CHUNK = 1 << 17  # samples decoded at a time: bounds the decoder's working memory
 
 
-def _samples(b: ProfileBuilder, samples, locations: _Ids, strings: _Strings, width: int,  # noqa: ANN001
+class _Chunks(NamedTuple):
+    """The samples' bytes, ``_CHUNK`` samples at a time: (first sample, buffer, starts, ends)."""
+
+    total: int
+    chunks: Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]
+
+
+def _sample_chunks(samples, data: bytes | memoryview) -> _Chunks:  # noqa: ANN001 - upb repeated bytes
+    """With the compiled walker loaded (a large input), the samples are spans of the file's own
+    bytes, found by walking the top-level message once; otherwise upb's copies, joined per chunk
+    (the numpy walker steps through one message's fields one at a time: far too slow for that)."""
+    n = len(samples)
+    if not V.compiled() or not n:
+        def joined() -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+            for lo in range(0, n, _CHUNK):
+                yield (lo, *_join(list(samples[lo:lo + _CHUNK])))
+        return _Chunks(n, joined())
+    buf = V.as_buffer(data)
+    spans = V.walk_fields(buf, np.zeros(1, np.int64), np.full(1, buf.size, np.int64)).select(2, V.LEN)
+    if len(spans) != n:  # upb accepted the message, so this cannot happen; but never read wrong samples
+        raise AssertionError(f"top-level walk found {len(spans)} samples, upb {n}")
+    starts, ends = spans.start, spans.start + spans.length
+    return _Chunks(n, ((lo, buf, starts[lo:lo + _CHUNK], ends[lo:lo + _CHUNK]) for lo in range(0, n, _CHUNK)))
+
+
+def _samples(b: ProfileBuilder, samples: _Chunks, locations: _Ids, strings: _Strings, width: int,
              name: str) -> None:
     """Decode every sample chunk by chunk, then intern all stacks at once.
 
     Labels are decoded and checked here; their label sets are built on
     first use (queries such as ``top`` never need them)."""
-    n = len(samples)
+    n = samples.total
     if n and width == 0:
         raise MalformedInputError("profile has samples but no sample types")
     locs, counts, values, labels = [], [], [], []
     # Location rows in the narrowest type: the stack interning gathers them level by level.
     loc_dtype = np.min_scalar_type(max(locations.first + len(locations.sorted) - 1, 0))
-    for lo in range(0, n, _CHUNK):
-        raw = list(samples[lo:lo + _CHUNK])
-        buf, starts, ends = _join(raw)
-        del raw
+    for lo, buf, starts, ends in samples.chunks:
         m = len(starts)
         f = V.walk_fields(buf, starts, ends)
         loc_ids, loc_counts = V.repeated_varints(buf, f.select(1), m)
