@@ -46,14 +46,25 @@ def test_sorted_intern_numbers_callsites_as_the_level_walk_does(prefixes, picks,
         return
     flat = flat.astype(width)
     want = numpy_only(bulk_stacks, bulk_stacks._intern, flat, offsets, leaf_first)
-    got = fast.intern_stacks(flat, offsets, leaf_first)
-    for name, column in zip(("leaf", "parent", "location", "depth", "size"), got, strict=True):
-        expected = getattr(want, name)
-        assert column.dtype == expected.dtype and np.array_equal(column, expected), name
+    for keys in (1, fast._KEYS):  # words carried in the sort: 1 makes deep words come from the stacks
+        got = _with_keys(keys, fast.intern_stacks, flat, offsets, leaf_first)
+        for name, column in zip(("leaf", "parent", "location", "depth", "size"), got, strict=True):
+            expected = getattr(want, name)
+            assert column.dtype == expected.dtype and np.array_equal(column, expected), name
 
 
-def test_sorted_intern_of_many_random_stacks():
-    """Large enough to exercise the partitioning (not only the insertion sort), with long shared prefixes."""
+def _with_keys(keys: int, kernel, *args):  # noqa: ANN001, ANN202
+    saved, fast._KEYS = fast._KEYS, keys
+    try:
+        return kernel(*args)
+    finally:
+        fast._KEYS = saved
+
+
+@pytest.mark.parametrize("keys", [1, 4])
+def test_sorted_intern_of_many_random_stacks(keys):
+    """Large enough to exercise the partitioning (not only the insertion sort), with long shared
+    prefixes; with one word carried in the sort, partitions deeper down read the stacks."""
     rng = np.random.default_rng(5)
     n = 20_000
     lengths = rng.integers(0, 30, n)
@@ -62,7 +73,7 @@ def test_sorted_intern_of_many_random_stacks():
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     for leaf_first in (True, False):
         want = numpy_only(bulk_stacks, bulk_stacks._intern, flat.astype(np.uint8), offsets, leaf_first)
-        got = fast.intern_stacks(flat.astype(np.uint8), offsets, leaf_first)
+        got = _with_keys(keys, fast.intern_stacks, flat.astype(np.uint8), offsets, leaf_first)
         for name, column in zip(("leaf", "parent", "location", "depth", "size"), got, strict=True):
             assert np.array_equal(column, getattr(want, name)), name
 

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, TypeAlias, Union
 
 from polyprof.errors import InputError, MalformedInputError
 from polyprof.formats.limits import DEFAULT_MAX_INFLATE, LIMITS, Limits
-from polyprof.wire.vector import expect
+from polyprof.wire.vector import expect, prefetch
 
 __all__ = ["DEFAULT_MAX_INFLATE", "GZIP_MAGIC", "GunzipReader", "Input", "Source", "inflate"]
 
@@ -202,6 +202,7 @@ class Source:
             raw = self._raw()
             if raw.startswith(GZIP_MAGIC):
                 self.gzipped = True
+                prefetch(len(raw))  # a large input loads the compiled kernels while it inflates
                 try:
                     self._data = inflate(raw, self.max_inflate, self.limits)
                 except InputError as exc:

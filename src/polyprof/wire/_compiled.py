@@ -549,3 +549,10 @@ def nested_ids(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int
             return counts, ids, rows[:, :groups].T.copy(), first[:groups].copy()
         cap *= 8
     return None
+
+
+def warm() -> None:
+    """Load the field walker's machine code (and numba's code generator with it, the first
+    load's ~0.5 s) now: :func:`polyprof.wire.vector.prefetch` runs this on a thread while a
+    large input is still being inflated."""
+    walk_fields(np.frombuffer(b"\x08\x01", dtype=np.uint8), np.zeros(1, np.int64), np.full(1, 2, np.int64))

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+import threading
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from types import ModuleType
@@ -31,7 +33,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "hash_factorize_spans", "hash_nested_scalars", "import_compiled", "nested_fields", "packed_varints",
+__all__ = ["Fields", "as_buffer", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "hash_factorize_spans", "hash_nested_scalars", "import_compiled", "nested_fields", "packed_varints", "prefetch",
            "ranges", "read_varints", "repeated_varints", "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 
@@ -42,6 +44,36 @@ VARINT, I64, LEN, I32 = 0, 1, 2, 5
 COMPILED_AFTER = 24 << 20
 _compiled: ModuleType | None | bool = None  # the module once loaded; False: not available or disabled
 _work = 0
+
+
+_prefetch: threading.Thread | None = None  # loading the compiled kernels while an input inflates
+
+
+def prefetch(nbytes: int) -> None:
+    """A compressed input of ``nbytes`` is about to be inflated: when it will use the compiled
+    kernels whatever it inflates to (``COMPILED_FOR_INPUT`` already compressed), import them and
+    load their first machine code on a thread meanwhile (zlib releases the GIL while it inflates;
+    importing numba costs about half a second, which then overlaps the inflating)."""
+    global _prefetch
+    if _compiled is None and _prefetch is None and compiled_wanted(nbytes, COMPILED_FOR_INPUT):
+        _prefetch = threading.Thread(target=_warm, args=(sys.getswitchinterval(),), name="polyprof-load-kernels",
+                                     daemon=True)
+        # The inflating thread needs the GIL back after every chunk: hand it over sooner than the
+        # default 5 ms, or it waits longer than it inflates.
+        sys.setswitchinterval(_SWITCH)
+        _prefetch.start()
+
+
+_SWITCH = 0.0005
+
+
+def _warm(interval: float) -> None:
+    try:
+        module = import_compiled("polyprof.wire._compiled")
+        if isinstance(module, ModuleType):
+            module.warm()
+    finally:
+        sys.setswitchinterval(interval)
 
 
 def compiled() -> bool:
@@ -56,6 +88,8 @@ def _kernels(work: int) -> ModuleType | None:
         _work += work
         if not compiled_wanted(_work, COMPILED_AFTER):
             return None
+        if _prefetch is not None:
+            _prefetch.join()  # the import under way (a second import would only wait for it)
         _compiled = import_compiled("polyprof.wire._compiled")
     return _compiled if isinstance(_compiled, ModuleType) else None
 
