@@ -54,11 +54,14 @@ def test_sorted_intern_numbers_callsites_as_the_level_walk_does(prefixes, picks,
 
 
 def _with_keys(keys: int, kernel, *args):  # noqa: ANN001, ANN202
-    saved, fast._KEYS = fast._KEYS, keys
+    """``kernel(*args)`` with ``keys`` words carried in the sort (and no more for small inputs):
+    1 sends deeper partitions and the sorted copy to the stacks themselves."""
+    saved = fast._KEYS, fast._KEYS_BYTES
+    fast._KEYS, fast._KEYS_BYTES = keys, (fast._KEYS_BYTES if keys > 1 else 0)
     try:
         return kernel(*args)
     finally:
-        fast._KEYS = saved
+        fast._KEYS, fast._KEYS_BYTES = saved
 
 
 @pytest.mark.parametrize("keys", [1, 4])

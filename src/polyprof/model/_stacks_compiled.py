@@ -33,6 +33,7 @@ __all__ = ["intern_stacks", "outermost_sums"]
 _SMALL = 12
 #: Words of each stack carried along in the sort (the rest are read from the stacks when needed).
 _KEYS = 4
+_KEYS_BYTES = 64 << 20
 
 
 @njit(inline="always", cache=True, nogil=True)
@@ -168,6 +169,32 @@ def _gather(flat, start, length, step, idx, out, lcp):  # noqa: ANN001, ANN202 -
 
 
 @njit(cache=True, nogil=True)
+def _gather_keys(keys, length, idx, bits, per, out, lcp):  # noqa: ANN001, ANN202 - numba
+    """:func:`_gather` when ``keys`` hold whole stacks: the frames come from the sorted rows,
+    read in order, instead of from the stacks themselves."""
+    mask = (np.int64(1) << bits) - 1
+    p = prev = prev_len = total = 0
+    for k in range(idx.size):
+        n_i = length[idx[k]]
+        d = 0
+        for t in range(keys.shape[1]):  # digits word by word: no division per frame
+            shift = bits * (per - 1)
+            while d < n_i and shift >= 0:
+                out[p + d] = ((keys[k, t] >> shift) & mask) - 1
+                d += 1
+                shift -= bits
+        n = 0
+        m = min(n_i, prev_len)
+        while n < m and out[p + n] == out[prev + n]:
+            n += 1
+        lcp[k] = n
+        total += n_i - n
+        prev, prev_len = p, n_i
+        p += n_i
+    return total
+
+
+@njit(cache=True, nogil=True)
 def _number(out, length, idx, lcp, path, leaf, parent, location, depth, size):  # noqa: ANN001, ANN202
     """New callsites in pre-order: each sorted stack adds the frames it does not share."""
     nid = p = 0
@@ -198,14 +225,20 @@ def intern_stacks(flat: np.ndarray, offsets: np.ndarray,
     idx = np.arange(length.size, dtype=np.int64)
     bits = max(int(flat.max(initial=0)) + 1, 1).bit_length()
     per = max(63 // bits, 1)
-    # The first words of every stack ride along in the sort (up to _KEYS of them: 8 bytes each per stack).
-    keys = np.empty((length.size, max(min(-(-int(length.max(initial=0)) // per), _KEYS), 1)), dtype=np.int64)
+    # The first words of every stack ride along in the sort: all of them when they fit in
+    # _KEYS_BYTES (then the sorted stacks are read back from them), else _KEYS of them.
+    words = -(-int(length.max(initial=0)) // per)
+    n_keys = max(min(words, max(_KEYS, _KEYS_BYTES // (8 * max(length.size, 1)))), 1)
+    keys = np.empty((length.size, n_keys), dtype=np.int64)
     _first_words(flat, start, length, step, bits, per, keys)
     _sort(flat, start, length, step, idx, keys, bits, per)
-    del keys
     lcp = np.empty(length.size, dtype=np.int32)
     out = np.empty(int(length.sum()), dtype=flat.dtype)
-    total = int(_gather(flat, start, length, step, idx, out, lcp))
+    if n_keys >= words:
+        total = int(_gather_keys(keys, length, idx, bits, per, out, lcp))
+    else:
+        total = int(_gather(flat, start, length, step, idx, out, lcp))
+    del keys
     leaf = np.empty(length.size, dtype=np.int32)
     parent, location, depth = (np.empty(total, dtype=np.int32) for _ in range(3))
     size = np.zeros(total, dtype=np.int64)

@@ -182,19 +182,22 @@ def gather_spans(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np
     total = int(lengths.sum())
     if total == 0:
         return np.zeros(0, dtype=np.uint8)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    fast = _kernels(0)
+    if fast is not None and buf.ndim == 1 and int(starts.min()) >= 0 and int((starts + lengths).max()) <= buf.size:
+        return fast.gather_runs(buf, starts, np.ascontiguousarray(lengths))
     if starts.size > 1 and (starts[1:] < starts[:-1] + lengths[:-1]).any():
         return buf[ranges(starts, lengths)]  # unordered spans: explicit positions
-    # Ordered spans cut the buffer into gap, span, gap, span, ..., gap: a mask
-    # of the span bytes is one repeat of an alternating pattern.
+    # Ordered spans cut the part of the buffer they cover into span, gap, span, ..., span:
+    # a mask of the span bytes is one repeat of an alternating pattern.
     n = starts.size
-    runs = np.empty(2 * n + 1, dtype=np.int64)
-    runs[0] = starts[0]
-    runs[1:-1:2] = lengths
-    runs[2:-1:2] = starts[1:] - (starts[:-1] + lengths[:-1])
-    runs[-1] = buf.size - (starts[-1] + lengths[-1])
-    pattern = np.zeros(2 * n + 1, dtype=bool)
-    pattern[1::2] = True
-    return buf[np.repeat(pattern, runs)]
+    lo = int(starts[0])
+    runs = np.empty(2 * n - 1, dtype=np.int64)
+    runs[0::2] = lengths
+    runs[1::2] = starts[1:] - (starts[:-1] + lengths[:-1])
+    pattern = np.zeros(2 * n - 1, dtype=bool)
+    pattern[0::2] = True
+    return buf[lo:lo + int(runs.sum())][np.repeat(pattern, runs)]
 
 
 def packed_varints(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
