@@ -365,3 +365,44 @@ def test_pprof_samples_from_file_spans_match_upb_copies(peer, monkeypatch):
         assert V.compiled() == (mode == "compiled")
     assert sum("ERROR" not in d for d in dumps["numpy"]) >= 5
     assert dumps["numpy"] == dumps["compiled"]
+
+
+def _read_both_ways(monkeypatch, path: Path) -> dict[str, str]:
+    """polyprof's dump of ``path`` (or its error) read with numpy kernels and with compiled ones."""
+    import polyprof
+    from polyprof.model.dump import dump
+
+    got = {}
+    for mode in ("numpy", "compiled"):
+        monkeypatch.setenv("POLYPROF_KERNELS", mode)
+        monkeypatch.setattr(V, "_compiled", None)
+        try:
+            got[mode] = dump(polyprof.read(path))
+        except polyprof.PolyprofError as exc:
+            got[mode] = f"ERROR {exc}"
+    return got
+
+
+def test_pprof_split_declines_exactly(monkeypatch, tmp_path):
+    """A sample record whose length is not in its shortest varint form, and a cut file: the
+    split read declines, and both reads agree (profile, or error wording and offset)."""
+    import gzip
+
+    from polyprof.formats.pprof._split import split_samples
+
+    data = gzip.decompress((REPO / "examples" / "demo.pb.gz").read_bytes())
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(V, "_compiled", None)
+    found = split_samples(data)
+    assert found is not None and found[1].size > 3 and len(found[0]) < len(data)
+    start, end = int(found[1][2]), int(found[2][2])
+    size = end - start
+    assert size < 128  # one length byte in the file; padded to two here
+    padded = data[:start - 2] + bytes([0x12, 0x80 | size, 0x00]) + data[start:]
+    assert split_samples(padded) is None
+    (tmp_path / "padded.pb").write_bytes(padded)
+    (tmp_path / "cut.pb").write_bytes(data[: len(data) // 2])
+    for name in ("padded.pb", "cut.pb"):
+        got = _read_both_ways(monkeypatch, tmp_path / name)
+        assert got["numpy"] == got["compiled"]
+    assert got["numpy"].startswith("ERROR")

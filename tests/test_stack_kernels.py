@@ -84,8 +84,9 @@ def test_sorted_intern_of_many_random_stacks(keys):
 @settings(max_examples=100, deadline=None)
 @given(_PREFIXES, _PICKS, st.lists(st.integers(-3, 5), min_size=1, max_size=40),
        st.sampled_from(["functions", "files", "addresses"]))
-def test_outermost_sums_give_node_weights_cum(prefixes, picks, values, granularity):
-    """pprof's cum column (recursion counted once per stack), compiled walk against the numpy sort."""
+def test_outermost_and_subtree_sums_give_the_numpy_answers(prefixes, picks, values, granularity):
+    """pprof's cum column (recursion counted once per stack) and subtree sums: compiled walks
+    against the numpy sort and running sums."""
     from polyprof.analysis import graph
     from polyprof.analysis.nodes import node_map
     from polyprof.model.builder import ProfileBuilder
@@ -102,10 +103,13 @@ def test_outermost_sums_give_node_weights_cum(prefixes, picks, values, granulari
     nodes = node_map(p, granularity)
     w = graph.callsite_weights(p, p.samples.values[:, 0])
     want = numpy_only(bulk_stacks, graph.node_weights, p, nodes, w)
+    leaf = w.leaf - 2 * (w.leaf % 3)  # some negative values too
+    want_sums = numpy_only(bulk_stacks, p.callsites.subtree_sums, leaf)
     saved = bulk_stacks._compiled, os.environ.get("POLYPROF_KERNELS")
     bulk_stacks._compiled, os.environ["POLYPROF_KERNELS"] = fast, "compiled"
     try:
         got = graph.node_weights(p, nodes, w)
+        assert np.array_equal(want_sums, p.callsites.subtree_sums(leaf))
     finally:
         bulk_stacks._compiled = saved[0]
         if saved[1] is None:

@@ -34,6 +34,10 @@ def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     """
     if not keys.size:
         return np.zeros(size, dtype=np.int64)
+    if keys.size < size:  # a sparse scatter (samples into callsites): no float64 array of ``size``
+        out = np.zeros(size, dtype=np.int64)
+        np.add.at(out, keys, values.astype(np.int64, copy=False))
+        return out
     if values.dtype == np.bool_ or int(np.abs(values).sum(dtype=np.float64)) < _EXACT_FLOAT:
         return np.bincount(keys, weights=values, minlength=size).astype(np.int64)
     out = np.zeros(size, dtype=np.int64)
@@ -63,7 +67,7 @@ def callsite_weights(p: Profile, values: np.ndarray, mask: np.ndarray | None = N
     if not values.size or values.min() >= 0:
         # Without negative values a subtree holds a non-zero sample iff its sum is non-zero.
         subtree = p.callsites.subtree_sums(leaf) if n else leaf
-        return Weights(leaf, subtree, (subtree != 0).astype(np.int64), total)
+        return Weights(leaf, subtree, (subtree != 0).view(np.uint8), total)  # 0/1: a byte each
     nz = sum_by(stack[has], values[has] != 0, n)
     both = p.callsites.subtree_sums(np.stack([leaf, nz], axis=1)) if n else np.zeros((0, 2), np.int64)
     return Weights(leaf, both[:, 0], both[:, 1], total)

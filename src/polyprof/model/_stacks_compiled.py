@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["intern_stacks", "outermost_sums"]
+__all__ = ["intern_stacks", "outermost_sums", "subtree_sums"]
 
 #: Partitions this small are finished by insertion sort (fewer passes than more partitioning).
 _SMALL = 12
@@ -271,3 +271,18 @@ def outermost_sums(location: np.ndarray, size: np.ndarray, live: np.ndarray, loc
     cum = np.zeros(n_nodes, dtype=np.int64)
     _outermost(location, size, live, loc_start, loc_nodes, subtree, reach, cum)
     return cum
+
+
+@njit(cache=True, nogil=True)
+def _subtree_sums(parent, out):  # noqa: ANN001, ANN202 - numba
+    for c in range(out.size - 1, -1, -1):  # a parent precedes its children
+        if parent[c] >= 0:
+            out[parent[c]] += out[c]
+
+
+def subtree_sums(values: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Sum of ``values`` (one per callsite) over every subtree, for parents that precede their
+    children: one int64 array, where the running-sum form needs three of that size."""
+    out = values.astype(np.int64)  # a copy
+    _subtree_sums(parent, out)
+    return out

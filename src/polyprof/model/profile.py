@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from polyprof.model import tree
+from polyprof.model.bulk_stacks import stack_kernels
 from polyprof.model.extras import Extras
 
 __all__ = [
@@ -201,9 +202,12 @@ class CallsiteTable(_TableRepr):
         size = self.preorder_size()
         if size is None:
             return tree.subtree_sums(values, self.levels())
+        n = len(self)
+        fast = stack_kernels(n) if np.ndim(values) == 1 else None
+        if fast is not None:
+            return fast.subtree_sums(values, self.parent)
         # Subtrees are id ranges: differences of one running sum (in place where numpy allows:
         # millions of callsites make every temporary tens of MB).
-        n = len(self)
         running = np.zeros((n + 1,) + np.shape(values)[1:], dtype=np.int64)
         np.cumsum(values, axis=0, dtype=np.int64, out=running[1:])
         end = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)

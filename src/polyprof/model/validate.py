@@ -47,7 +47,7 @@ def check(p: Profile) -> None:
     _in_range("line function", p.lines.function, len(f), allow_none=True)
     cs = p.callsites
     _in_range("callsite location", cs.location, len(loc))
-    if len(cs) and np.any(cs.parent >= np.arange(len(cs), dtype=np.int32 if len(cs) < 2**31 else np.int64)):
+    if _parent_after_child(cs.parent):
         raise MalformedInputError("invalid profile: a callsite's parent does not precede it (cycle?)")
     _in_range("callsite parent", cs.parent, len(cs), allow_none=True)
     s = p.samples
@@ -67,3 +67,10 @@ def check(p: Profile) -> None:
         col = getattr(s, name)
         if col is not None and len(col) != n:
             raise MalformedInputError(f"invalid profile: sample {name} column length differs")
+
+
+def _parent_after_child(parent: np.ndarray, block: int = 1 << 20) -> bool:
+    """Whether some callsite's parent id is not below its own: block by block, so that a tree of
+    millions of callsites needs no id array of its size."""
+    return any(bool(np.any(parent[lo:lo + block] >= np.arange(lo, min(lo + block, parent.size))))
+               for lo in range(0, parent.size, block))

@@ -33,7 +33,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "hash_factorize_spans", "hash_nested_scalars", "import_compiled", "nested_fields", "packed_varints", "prefetch",
+__all__ = ["Fields", "as_buffer", "compiled_kernels", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "hash_factorize_spans", "hash_nested_scalars", "import_compiled", "nested_fields", "packed_varints", "prefetch",
            "ranges", "read_varints", "repeated_varints", "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 
@@ -74,6 +74,12 @@ def _warm(interval: float) -> None:
             module.warm()
     finally:
         sys.setswitchinterval(interval)
+
+
+def compiled_kernels() -> ModuleType | None:
+    """The compiled decode kernels if a read has loaded them (their functions return None where
+    the numpy twins would raise), else None."""
+    return _kernels(0)
 
 
 def compiled() -> bool:

@@ -8,7 +8,7 @@ verdict from ``read`` as from any verb; errors name the field and value.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -17,8 +17,10 @@ from polyprof.errors import MalformedInputError
 from polyprof.formats.options import ReadOptions
 from polyprof.formats.pprof._common import _FLAG_FIELDS, _profile_class
 from polyprof.formats.pprof._labels import LabelColumns, label_columns, labelsets
+from polyprof.formats.pprof._split import split_samples
 from polyprof.formats.source import Source
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.memory import release_free_memory
 from polyprof.model.profile import Profile, ValueType
 from polyprof.wire import vector as V
 from polyprof.wire.locate import locate
@@ -140,12 +142,26 @@ class _Ids:
 
 def read(source: Source, options: ReadOptions) -> list[Profile]:
     data = source.data()
+    return [_build(data, source.name)]
+
+
+def _parse(data: bytes) -> tuple[Any, tuple[np.ndarray, np.ndarray] | None]:
+    """The parsed message and, for a large input, its samples' spans in ``data`` (then the
+    message itself has no samples: see :mod:`polyprof.formats.pprof._split`)."""
+    split = split_samples(data)
+    if split is not None:
+        msg = _profile_class()()
+        try:
+            msg.ParseFromString(split[0])
+            return msg, (split[1], split[2])
+        except DecodeError:
+            pass  # the whole file's parse below says where
     msg = _profile_class()()
     try:
         msg.ParseFromString(data)
     except DecodeError as exc:
         raise _locate(data, exc) from None
-    return [_build(msg, data, source.name)]
+    return msg, None
 
 
 def _locate(data: bytes, exc: DecodeError) -> MalformedInputError:
@@ -156,7 +172,8 @@ def _locate(data: bytes, exc: DecodeError) -> MalformedInputError:
     return MalformedInputError(f"not a valid profile.proto message ({exc})")
 
 
-def _build(msg, data: bytes | memoryview, name: str) -> Profile:  # noqa: ANN001 - a run-time message class
+def _build(data: bytes, name: str) -> Profile:
+    msg, spans = _parse(data)
     b = ProfileBuilder("pprof")
     p = b.meta
     strings = _Strings(msg.string_table, b)
@@ -181,9 +198,12 @@ def _build(msg, data: bytes | memoryview, name: str) -> Profile:  # noqa: ANN001
     fmodel = _functions(b, list(msg.function), strings)
     mmodel = _mappings(b, list(msg.mapping), strings)
     loc_ids = _locations(b, list(msg.location), fmodel, mmodel)
-    _samples(b, _sample_chunks(msg.sample, data), loc_ids, strings, len(p.sample_types), name)
+    _samples(b, _sample_chunks(msg.sample, data, spans), loc_ids, strings, len(p.sample_types), name)
     strings.warn(p.warnings)
-    return b.finish(check=False)
+    profile = b.finish(check=False)
+    if spans is not None:  # a large input: its decoding's freed memory goes back before analyses run
+        release_free_memory()
+    return profile
 
 
 def _table(raw: list[bytes]) -> tuple[np.ndarray, V.Fields, int, np.ndarray]:
@@ -247,22 +267,21 @@ class _Chunks(NamedTuple):
     chunks: Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]
 
 
-def _sample_chunks(samples, data: bytes | memoryview) -> _Chunks:  # noqa: ANN001 - upb repeated bytes
-    """With the compiled walker loaded (a large input), the samples are spans of the file's own
-    bytes, found by walking the top-level message once; otherwise upb's copies, joined per chunk
-    (the numpy walker steps through one message's fields one at a time: far too slow for that)."""
-    n = len(samples)
-    if not V.compiled() or not n:
+def _sample_chunks(samples, data: bytes,  # noqa: ANN001 - upb repeated bytes
+                   spans: tuple[np.ndarray, np.ndarray] | None) -> _Chunks:
+    """The samples as spans of the file's own bytes when :func:`_parse` found them there (a large
+    input), else upb's copies joined per chunk."""
+    if spans is None:
+        n = len(samples)
+
         def joined() -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
             for lo in range(0, n, _CHUNK):
                 yield (lo, *_join(list(samples[lo:lo + _CHUNK])))
         return _Chunks(n, joined())
     buf = V.as_buffer(data)
-    spans = V.walk_fields(buf, np.zeros(1, np.int64), np.full(1, buf.size, np.int64)).select(2, V.LEN)
-    if len(spans) != n:  # upb accepted the message, so this cannot happen; but never read wrong samples
-        raise AssertionError(f"top-level walk found {len(spans)} samples, upb {n}")
-    starts, ends = spans.start, spans.start + spans.length
-    return _Chunks(n, ((lo, buf, starts[lo:lo + _CHUNK], ends[lo:lo + _CHUNK]) for lo in range(0, n, _CHUNK)))
+    starts, ends = spans
+    return _Chunks(starts.size, ((lo, buf, starts[lo:lo + _CHUNK], ends[lo:lo + _CHUNK])
+                                 for lo in range(0, starts.size, _CHUNK)))
 
 
 def _samples(b: ProfileBuilder, samples: _Chunks, locations: _Ids, strings: _Strings, width: int,
