@@ -316,11 +316,15 @@ def _samples(b: ProfileBuilder, samples: _Chunks, locations: _Ids, strings: _Str
     if n:
         np.cumsum(np.concatenate(counts), out=offsets[1:])
     flat = np.concatenate(locs) if locs else np.zeros(0, np.int32)
-    locs.clear()
+    all_values = np.concatenate(values) if values else np.zeros((0, width), np.int64)
+    cols = LabelColumns.concat(labels) if labels else None
+    for chunks in (locs, counts, values, labels):
+        chunks.clear()
+    if n > _CHUNK:  # the chunks' garbage goes back before the callsite tree is built
+        release_free_memory()
     stacks = b.stacks_from_csr(flat, offsets, leaf_first=True, distinct=True)  # pprof merges equal samples
     del flat
-    b.add_samples_bulk(stacks, np.concatenate(values) if values else np.zeros((0, width), np.int64))
-    if labels:
-        cols = LabelColumns.concat(labels)
+    b.add_samples_bulk(stacks, all_values)
+    if cols is not None:
         texts = strings.texts(cols.key, cols.str, cols.unit)
         b.defer_labels(lambda: labelsets(b, cols, n, texts, name))
