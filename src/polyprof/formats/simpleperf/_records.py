@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError
 from polyprof.errors import MalformedInputError
 from polyprof.formats.simpleperf._framing import records
 from polyprof.formats.simpleperf._schema import record_class
+from polyprof.formats.span_bytes import factorize_span_bytes, last_varints
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
 
@@ -165,11 +166,17 @@ def _kind_classes() -> dict[str, Any]:
     return {name: type(getattr(empty, name)) for name in ("file", "thread", "meta_info", "lost")}
 
 
+_SCALARS, _ENTRY, _UNWIND = (1, 2, 4, 5), (1, 2, 3, 4), (3, 1, 2)  # field numbers read
+
+
 def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
     n = part.n
-    vals, present = V.scalar_fields(buf, part.start, part.end, (1, 2, 4, 5))
-    chain, entry, entries, first = _entries(buf, part)
-    u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, (3, 1, 2))
+    if V.compiled():
+        vals, present = V.scalar_fields(buf, part.start, part.end, _SCALARS)
+        chain, entry, entries, first = _entries(buf, part)
+        u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, _UNWIND)
+    else:
+        vals, present, (chain, entry, entries, first), (u_count, u_vals, u_present) = _walked(buf, part)
     if part.start.size != n:  # payloads repeated in a record merge: scalars by their last value
         vals, present = _last_present(part.item, vals, present, n)
         chain = np.bincount(part.item, weights=chain, minlength=n).astype(np.int64)
@@ -189,13 +196,40 @@ def _entries(buf: np.ndarray, part: _Payloads) -> tuple[np.ndarray, np.ndarray, 
     """(entries per payload, distinct entry of each callchain entry, the distinct entries'
     (vaddr, file, symbol, execution type), first entry of each): grouped as they are decoded
     when compiled, else decoded in full and grouped (the same numbering)."""
-    numbers = (1, 2, 3, 4)
-    got = V.hash_nested_scalars(buf, part.start, part.end, 3, numbers)
+    got = V.hash_nested_scalars(buf, part.start, part.end, 3, _ENTRY)
     if got is not None:
         return got[0], got[1], got[2], got[3]
-    chain, values, _ = V.nested_scalars(buf, part.start, part.end, 3, numbers)
-    entry, first = factorize_rows([values[:, j].view(np.int64) for j in range(len(numbers))], in_order=True)
+    chain, values, _ = V.nested_scalars(buf, part.start, part.end, 3, _ENTRY)
+    entry, first = _group_values(values)
     return chain, entry, values[first], first
+
+
+def _group_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return factorize_rows([values[:, j].view(np.int64) for j in range(values.shape[1])], in_order=True)
+
+
+def _walked(buf: np.ndarray, part: _Payloads) -> tuple[Any, ...]:
+    """What the compiled path reads, by numpy: the payloads' fields walked once (not once per
+    question), scalars picked from them, and callchain entries decoded once per distinct byte
+    string (:mod:`polyprof.formats.span_bytes`) — the same columns and numbering."""
+    size = part.start.size
+    f = V.walk_fields(buf, part.start, part.end)
+    vals, present = last_varints(f, size, _SCALARS)
+    sub = f.select(3, V.LEN)
+    chain = np.bincount(sub.msg, minlength=size).astype(np.int64)
+    grouped = factorize_span_bytes(buf, sub.start, sub.length)
+    if grouped is None:  # a long entry: decode them all
+        values, _ = V.scalar_fields(buf, sub.start, sub.start + sub.length, _ENTRY)
+        entry, first = _group_values(values)
+        entries = (chain, entry, values[first], first)
+    else:
+        by_bytes, first_bytes = grouped
+        values, _ = V.scalar_fields(buf, sub.start[first_bytes], (sub.start + sub.length)[first_bytes], _ENTRY)
+        group, first = _group_values(values)  # byte strings that decode alike are one entry
+        entries = (chain, group[by_bytes], values[first], first_bytes[first])
+    unwind = f.select(6, V.LEN)
+    u_vals, u_present = V.scalar_fields(buf, unwind.start, unwind.start + unwind.length, _UNWIND)
+    return vals, present, entries, (np.bincount(unwind.msg, minlength=size).astype(np.int64), u_vals, u_present)
 
 
 def _last_present(owner: np.ndarray, values: np.ndarray, present: np.ndarray,
