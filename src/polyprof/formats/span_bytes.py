@@ -12,6 +12,7 @@ grouping the decoded values.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ import numpy as np
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
 
-__all__ = ["MAX_WORDS", "decoded", "factorize_span_bytes", "last_varints"]
+__all__ = ["MAX_WORDS", "decoded", "factorize_span_bytes", "last_varints", "sub_spans"]
 
 #: Spans longer than this many 64-bit words are not grouped this way (the caller decodes them all).
 MAX_WORDS = 4
@@ -110,3 +111,39 @@ def last_varints(f: V.Fields, n: int, numbers: tuple[int, ...]) -> tuple[np.ndar
         values[f.msg[sel], j] = f.value[sel]  # the last occurrence is written last: it wins
         present[f.msg[sel], j] = True
     return values, present
+
+
+_compiled: ModuleType | bool | None = None  # formats/_span_compiled.py once loaded; False: unavailable
+
+
+def _twin() -> ModuleType | None:
+    """The compiled twin when the decode kernels are in use (large inputs), else None."""
+    global _compiled
+    if not V.compiled():
+        return None
+    if _compiled is None:
+        _compiled = V.import_compiled("polyprof.formats._span_compiled")
+    return _compiled if isinstance(_compiled, ModuleType) else None
+
+
+def sub_spans(buf: np.ndarray, starts: np.ndarray,
+              ends: np.ndarray, field: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The LEN fields ``field`` (sub-messages) of every message ``buf[starts[i]:ends[i]]`` grouped
+    by their bytes: (sub-messages per message, group of each, start and length of each group's
+    first), groups in order of first sight. Equal bytes may be split into groups (numpy: long
+    spans, hash collisions), so callers group the groups' decoded values again. Compiled, one
+    pass that keeps no per-field column (24.8M Chromium frames: a 100 MB id column instead of a
+    1 GB field table)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    fast = _twin()
+    if fast is not None:
+        got = fast.sub_spans(buf, starts, ends, field)
+        if got is not None:
+            return got
+    subs = V.walk_fields(buf, starts, ends).select(field, V.LEN)
+    counts = np.bincount(subs.msg, minlength=starts.size).astype(np.int64)
+    grouped = factorize_span_bytes(buf, subs.start, subs.length, long_apart=True)
+    assert grouped is not None  # long spans are groups of their own
+    group, first = grouped
+    return counts, group, subs.start[first], subs.length[first]

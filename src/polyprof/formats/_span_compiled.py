@@ -1,0 +1,117 @@
+"""Compiled twin of :func:`polyprof.formats.span_bytes.sub_spans` (numba, no compiler needed).
+
+Imported only when the decode kernels of :mod:`polyprof.wire.vector` are in use (large
+inputs); it gives exactly the numpy twin's answer or None on damage (the caller's numpy walk
+then names it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from polyprof.wire._compiled import _spans_equal, _varint
+
+__all__ = ["sub_spans"]
+
+_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}  # as wire/_compiled.py: no allocation
+_DAMAGED, _FULL = -2, -1
+
+
+@njit(inline="always", **_OPTIONS)
+def _skip(buf, p, end, wt):
+    """(start, length, next position) of the value of wire type ``wt`` at ``p``; next -1 on damage."""
+    if wt == 0:
+        _, p = _varint(buf, p, end)
+        return p, np.int64(0), p
+    if wt == 1 or wt == 5:
+        q = p + (8 if wt == 1 else 4)
+        return p, np.int64(0), q if q <= end else np.int64(-1)
+    if wt == 2:
+        raw, p = _varint(buf, p, end)
+        if p < 0 or raw > np.uint64(1 << 62) or p + np.int64(raw) > end:
+            return p, np.int64(0), np.int64(-1)
+        return p, np.int64(raw), p + np.int64(raw)
+    return p, np.int64(0), np.int64(-1)
+
+
+@njit(**_OPTIONS)
+def _walk(buf, starts, ends, field, counts, table, ids, first_start, first_len):
+    """Count (``ids`` empty: into ``counts``) or number by content (groups in order of first
+    sight, through the open-addressing ``table``) the LEN fields ``field`` of every message.
+    Returns the number of groups, -1 when ``first_start`` is full, -2 on damage."""
+    mask = np.uint64(table.size - 1)
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    fill = ids.size > 0
+    k = 0
+    groups = 0
+    for m in range(starts.size):
+        p, end = starts[m], ends[m]
+        c = 0
+        while p < end:
+            tag, p = _varint(buf, p, end)
+            if p < 0:
+                return _DAMAGED
+            wt = np.int64(tag & np.uint64(7))
+            number = np.int64(tag >> np.uint64(3))
+            if number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
+                return _DAMAGED
+            s, n, p = _skip(buf, p, end, wt)
+            if p < 0:
+                return _DAMAGED
+            if wt != 2 or number != field:
+                continue
+            c += 1
+            if not fill:
+                continue
+            h = np.uint64(n) * mix
+            for j in range(s, s + n):
+                h = (h ^ (h >> np.uint64(29)) ^ np.uint64(buf[j])) * mix
+            at = (h ^ (h >> np.uint64(32))) & mask
+            while True:
+                g = table[at]
+                if g < 0:
+                    if groups >= first_start.size:
+                        return _FULL
+                    table[at] = groups
+                    first_start[groups], first_len[groups] = s, n
+                    ids[k] = groups
+                    groups += 1
+                    break
+                if first_len[g] == n and _spans_equal(buf, first_start[g], s, n):
+                    ids[k] = g
+                    break
+                at = (at + np.uint64(1)) & mask
+            k += 1
+        counts[m] = c
+    return groups
+
+
+def sub_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+              field: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """See :func:`polyprof.formats.span_bytes.sub_spans`; None on damage or when more than a
+    quarter of the spans are distinct (the caller's numpy path then groups them)."""
+    if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
+        return None
+    counts = np.zeros(starts.size, dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    if _walk(buf, starts, ends, field, counts, none, none.astype(np.int32), none, none) < 0:
+        return None
+    total = int(counts.sum())
+    ids = np.empty(total, dtype=np.int32 if total < 2**31 else np.int64)
+    if not total:
+        return counts, ids.astype(np.int64), none, none
+    cap, most = 1 << 16, 1 << max(total // 2 - 1, 1 << 16).bit_length()
+    while cap <= most:
+        table = np.full(cap, -1, dtype=np.int64)
+        first_start = np.empty(cap // 2, dtype=np.int64)
+        first_len = np.empty(cap // 2, dtype=np.int64)
+        groups = _walk(buf, starts, ends, field, counts, table, ids, first_start, first_len)
+        if groups == _DAMAGED:
+            return None
+        if groups >= 0:
+            return counts, ids, first_start[:groups].copy(), first_len[:groups].copy()
+        cap *= 8
+    return None
