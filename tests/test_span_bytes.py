@@ -82,3 +82,68 @@ def test_a_sized_read_below_its_threshold_stays_numpy_and_restores_the_switch(mo
     monkeypatch.setenv("POLYPROF_KERNELS", "numpy")
     with V.sized_read(3000, 2000):  # over the threshold: the usual rule (here: numpy asked for)
         assert not V.compiled()
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+_POOL = [b"", b"\x08\x01", b"\x08\x01\x10\x02", b"\x10\x02\x08\x01", b"x" * 16, b"x" * 17, b"y" * 40]
+_FIELD = st.one_of(st.tuples(st.just(3), st.integers(0, len(_POOL) - 1)),  # a sub-message from the pool
+                   st.tuples(st.sampled_from([1, 2, 4, 9]), st.integers(0, 2**64 - 1)))  # another field (a varint)
+
+
+def _message(fields: list[tuple[int, int]]) -> bytes:
+    out = bytearray()
+    for number, value in fields:
+        if number == 3:
+            out += _varint(3 << 3 | 2) + _varint(len(_POOL[value])) + _POOL[value]
+        else:
+            out += _varint(number << 3) + _varint(value)
+    return bytes(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_FIELD, max_size=8), min_size=1, max_size=12), st.one_of(st.none(), st.integers(0, 999)))
+def test_sub_span_twins_group_alike(messages, damage):
+    """The compiled one-pass grouping and the numpy walk agree: the same sub-messages per message,
+    each group's first its first member, every member equal to its group's first by bytes and,
+    the numpy twin aside keeping long spans apart, the same groups; damage: both refuse."""
+    import pytest
+
+    from helpers import numpy_only
+    from polyprof.errors import MalformedInputError
+    from polyprof.formats import span_bytes as SB
+
+    twin = pytest.importorskip("polyprof.formats._span_compiled", reason="numba is not installed")
+    bodies = [_message(m) for m in messages]
+    data = bytearray(b"\x00".join(bodies))
+    if damage is not None and data:
+        data[damage % len(data)] ^= 0xFF
+    lengths = np.array([len(b) for b in bodies], dtype=np.int64)
+    starts = np.cumsum(lengths + 1) - lengths - 1
+    buf = np.frombuffer(bytes(data), dtype=np.uint8)
+    got = twin.sub_spans(buf, starts, starts + lengths, 3)
+    try:
+        want = numpy_only(V, SB.sub_spans, buf, starts, starts + lengths, 3)
+    except MalformedInputError:
+        assert got is None
+        return
+    assert got is not None
+    for counts, group, first, lo, length in (got, want):
+        assert np.array_equal(counts, want[0])
+        assert first.tolist() == [int(np.flatnonzero(group == g)[0]) for g in range(first.size)]
+        member = [bytes(buf[a:a + n]) for a, n in zip(lo[group].tolist(), length[group].tolist())]
+        assert member == [bytes(buf[a:a + n]) for a, n in zip(*_subs(buf, starts, lengths))]
+    if (want[4] <= 8 * MAX_WORDS).all():  # no long spans: the very same groups
+        assert np.array_equal(got[1], want[1])
+
+
+def _subs(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[list[int], list[int]]:
+    f = V.walk_fields(buf, starts, starts + lengths).select(3, V.LEN)
+    return f.start.tolist(), f.length.tolist()

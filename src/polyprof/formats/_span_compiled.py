@@ -18,6 +18,10 @@ __all__ = ["sub_spans"]
 
 _OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}  # as wire/_compiled.py: no allocation
 _DAMAGED, _FULL = -2, -1
+#: Up to this many bytes of ids, they are written in one pass into a buffer with a slot for every
+#: LEN field the input could hold (reserved, its pages touched only as far as written: 216 MB
+#: for 54M callchain entries); beyond it a first pass counts them.
+_ONE_PASS_MAX = 1 << 31
 
 
 @njit(inline="always", **_OPTIONS)
@@ -37,13 +41,38 @@ def _skip(buf, p, end, wt):
     return p, np.int64(0), np.int64(-1)
 
 
+@njit(inline="always", **_OPTIONS)
+def _words(buf, s, n):
+    """The span's first 16 bytes as two little-endian words (zero past its end)."""
+    w0 = np.uint64(0)
+    w1 = np.uint64(0)
+    for j in range(min(n, 8)):
+        w0 |= np.uint64(buf[s + j]) << np.uint64(8 * j)
+    for j in range(8, min(n, 16)):
+        w1 |= np.uint64(buf[s + j]) << np.uint64(8 * (j - 8))
+    return w0, w1
+
+
+@njit(inline="always", **_OPTIONS)
+def _hash(buf, s, n, w0, w1):
+    """A span's hash: from its two words when it has at most 16 bytes (no chain of multiplies
+    per byte), else from every byte."""
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    if n <= 16:
+        h = (w0 * mix) ^ ((w1 + np.uint64(n)) * np.uint64(0xC2B2AE3D27D4EB4F))
+    else:
+        h = np.uint64(n) * mix
+        for j in range(s, s + n):
+            h = (h ^ (h >> np.uint64(29)) ^ np.uint64(buf[j])) * mix
+    return h ^ (h >> np.uint64(32))
+
+
 @njit(**_OPTIONS)
-def _walk(buf, starts, ends, field, counts, table, ids, first_start, first_len):
+def _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words):
     """Count (``ids`` empty: into ``counts``) or number by content (groups in order of first
     sight, through the open-addressing ``table``) the LEN fields ``field`` of every message.
     Returns the number of groups, -1 when ``first_start`` is full, -2 on damage."""
     mask = np.uint64(table.size - 1)
-    mix = np.uint64(0x9E3779B97F4A7C15)
     fill = ids.size > 0
     k = 0
     groups = 0
@@ -66,21 +95,21 @@ def _walk(buf, starts, ends, field, counts, table, ids, first_start, first_len):
             c += 1
             if not fill:
                 continue
-            h = np.uint64(n) * mix
-            for j in range(s, s + n):
-                h = (h ^ (h >> np.uint64(29)) ^ np.uint64(buf[j])) * mix
-            at = (h ^ (h >> np.uint64(32))) & mask
+            w0, w1 = _words(buf, s, n)
+            at = _hash(buf, s, n, w0, w1) & mask
             while True:
                 g = table[at]
                 if g < 0:
                     if groups >= first_start.size:
                         return _FULL
                     table[at] = groups
-                    first_start[groups], first_len[groups] = s, n
+                    first_k[groups], first_start[groups], first_len[groups] = k, s, n
+                    first_words[groups, 0], first_words[groups, 1] = w0, w1
                     ids[k] = groups
                     groups += 1
                     break
-                if first_len[g] == n and _spans_equal(buf, first_start[g], s, n):
+                if first_len[g] == n and first_words[g, 0] == w0 and first_words[g, 1] == w1 and (
+                        n <= 16 or _spans_equal(buf, first_start[g], s, n)):
                     ids[k] = g
                     break
                 at = (at + np.uint64(1)) & mask
@@ -90,28 +119,33 @@ def _walk(buf, starts, ends, field, counts, table, ids, first_start, first_len):
 
 
 def sub_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-              field: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+              field: int) -> tuple[np.ndarray, ...] | None:
     """See :func:`polyprof.formats.span_bytes.sub_spans`; None on damage or when more than a
     quarter of the spans are distinct (the caller's numpy path then groups them)."""
     if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
         return None
     counts = np.zeros(starts.size, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
-    if _walk(buf, starts, ends, field, counts, none, none.astype(np.int32), none, none) < 0:
-        return None
-    total = int(counts.sum())
-    ids = np.empty(total, dtype=np.int32 if total < 2**31 else np.int64)
-    if not total:
-        return counts, ids.astype(np.int64), none, none
-    cap, most = 1 << 16, 1 << max(total // 2 - 1, 1 << 16).bit_length()
+    room = int(np.maximum(ends - starts, 0).sum()) // 2  # the most LEN fields the bytes can hold
+    if room * 4 > _ONE_PASS_MAX:  # count them first
+        if _walk(buf, starts, ends, field, counts, none, none.astype(np.int32), none, none, none,
+                 np.zeros((0, 2), dtype=np.uint64)) < 0:
+            return None
+        room = int(counts.sum())
+    if not room:
+        return counts, none, none, none, none
+    ids = np.empty(room, dtype=np.int32 if room < 2**31 else np.int64)  # pages touched as written
+    cap, most = 1 << 16, 1 << max(room // 2 - 1, 1 << 16).bit_length()
     while cap <= most:
         table = np.full(cap, -1, dtype=np.int64)
-        first_start = np.empty(cap // 2, dtype=np.int64)
-        first_len = np.empty(cap // 2, dtype=np.int64)
-        groups = _walk(buf, starts, ends, field, counts, table, ids, first_start, first_len)
+        first_k, first_start, first_len = (np.empty(cap // 2, dtype=np.int64) for _ in range(3))
+        first_words = np.empty((cap // 2, 2), dtype=np.uint64)
+        groups = _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words)
         if groups == _DAMAGED:
             return None
         if groups >= 0:
-            return counts, ids, first_start[:groups].copy(), first_len[:groups].copy()
+            total = int(counts.sum())
+            return (counts, ids[:total].copy() if total < room else ids, first_k[:groups].copy(),
+                    first_start[:groups].copy(), first_len[:groups].copy())
         cap *= 8
     return None

@@ -310,7 +310,8 @@ class _Frames:
         row0 = self.b.add_locations_bulk(mapping[first], vaddr_u[first], np.zeros(first.size, dtype=bool),
                                          has.astype(np.int64), fn[first][has], np.zeros(int(has.sum()), np.int64),
                                          np.zeros(int(has.sum()), np.int64))
-        uses = np.bincount(s.entry, minlength=s.first.size)  # callchain entries per distinct row
+        per_group = np.bincount(s.entry, minlength=s.entry_row.size)
+        uses = np.bincount(s.entry_row, weights=per_group, minlength=s.first.size).astype(np.int64)
         self.entries = s.entry.size
         self.unsymbolized = int(uses[s.symbol_id < 0].sum())
         if s.exec_type.any():
@@ -318,7 +319,8 @@ class _Frames:
         offsets = np.zeros(len(s) + 1, dtype=np.int64)
         np.cumsum(s.chain, out=offsets[1:])
         top = row0 + (int(loc.max()) if loc.size else 0)
-        return self.b.stacks_from_csr((row0 + loc).astype(np.min_scalar_type(top))[raw][s.entry], offsets)
+        by_group = (row0 + loc).astype(np.min_scalar_type(top))[raw][s.entry_row]
+        return self.b.stacks_from_csr(by_group[s.entry], offsets)  # one gather per callchain entry
 
     def _exec_types(self, fid: np.ndarray, vaddr: np.ndarray, kind: np.ndarray, uses: np.ndarray) -> None:
         """Keep one execution type per (file path, address): the model has no per-entry kind.

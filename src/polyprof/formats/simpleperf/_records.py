@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError
 from polyprof.errors import MalformedInputError
 from polyprof.formats.simpleperf._framing import records
 from polyprof.formats.simpleperf._schema import record_class
-from polyprof.formats.span_bytes import factorize_span_bytes, last_varints
+from polyprof.formats.span_bytes import factorize_span_bytes, last_varints, sub_spans
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
 
@@ -56,7 +56,8 @@ class Samples:
     event_count: np.ndarray
     event_type: np.ndarray
     chain: np.ndarray
-    entry: np.ndarray       # per callchain entry: its row in the distinct entries below
+    entry: np.ndarray       # per callchain entry: its group of equal bytes (54M in a 614 MB file)
+    entry_row: np.ndarray   # per such group: its row in the distinct entries below
     first: np.ndarray       # per distinct entry: its first callchain entry
     vaddr: np.ndarray       # the distinct (vaddr, file, symbol, execution type) entries, in
     file_id: np.ndarray     # order of first sight
@@ -173,10 +174,10 @@ def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
     n = part.n
     if V.compiled():
         vals, present = V.scalar_fields(buf, part.start, part.end, _SCALARS)
-        chain, entry, entries, first = _entries(buf, part)
+        chain, entry, entry_row, entries, first = _entries(buf, part)
         u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, _UNWIND)
     else:
-        vals, present, (chain, entry, entries, first), (u_count, u_vals, u_present) = _walked(buf, part)
+        vals, present, (chain, entry, entry_row, entries, first), (u_count, u_vals, u_present) = _walked(buf, part)
     if part.start.size != n:  # payloads repeated in a record merge: scalars by their last value
         vals, present = _last_present(part.item, vals, present, n)
         chain = np.bincount(part.item, weights=chain, minlength=n).astype(np.int64)
@@ -188,20 +189,27 @@ def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
         u[name] = u_vals[:, j] if name == "addr" else _u32(u_vals[:, j])
     col = lambda j: vals[:, j]  # noqa: E731
     return Samples(time=col(0), tid=_i32(col(1)), event_count=col(2), event_type=_u32(col(3)),
-                   chain=chain, entry=entry, first=first, vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
+                   chain=chain, entry=entry, entry_row=entry_row, first=first, vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
                    symbol_id=_i32(entries[:, 2]), exec_type=_u32(entries[:, 3]), unwind=u)
 
 
-def _entries(buf: np.ndarray, part: _Payloads) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(entries per payload, distinct entry of each callchain entry, the distinct entries'
-    (vaddr, file, symbol, execution type), first entry of each): grouped as they are decoded
-    when compiled, else decoded in full and grouped (the same numbering)."""
-    got = V.hash_nested_scalars(buf, part.start, part.end, 3, _ENTRY)
-    if got is not None:
-        return got[0], got[1], got[2], got[3]
-    chain, values, _ = V.nested_scalars(buf, part.start, part.end, 3, _ENTRY)
-    entry, first = _group_values(values)
-    return chain, entry, values[first], first
+def _entries(buf: np.ndarray, part: _Payloads) -> tuple[np.ndarray, ...]:
+    """(entries per payload, byte group of each callchain entry, distinct entry of each group,
+    the distinct entries' (vaddr, file, symbol, execution type), first entry of each): entries
+    grouped by their bytes in one compiled pass, each distinct byte string decoded once."""
+    chain, by_bytes, first_bytes, lo, length = sub_spans(buf, part.start, part.end, 3)
+    return (chain, by_bytes, *_distinct(buf, first_bytes, lo, length))
+
+
+def _distinct(buf: np.ndarray, first_bytes: np.ndarray, lo: np.ndarray,
+              length: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct entry of each byte group, values of each distinct entry, its first entry) from
+    the entries grouped by bytes (each group's first entry, its start and length): byte strings
+    that decode alike (fields in another order, longer varints) are one entry, numbered as
+    grouping every entry's values would number them."""
+    values, _ = V.scalar_fields(buf, lo, lo + length, _ENTRY)
+    group, first = _group_values(values)
+    return group, values[first], first_bytes[first]
 
 
 def _group_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -217,16 +225,10 @@ def _walked(buf: np.ndarray, part: _Payloads) -> tuple[Any, ...]:
     vals, present = last_varints(f, size, _SCALARS)
     sub = f.select(3, V.LEN)
     chain = np.bincount(sub.msg, minlength=size).astype(np.int64)
-    grouped = factorize_span_bytes(buf, sub.start, sub.length)
-    if grouped is None:  # a long entry: decode them all
-        values, _ = V.scalar_fields(buf, sub.start, sub.start + sub.length, _ENTRY)
-        entry, first = _group_values(values)
-        entries = (chain, entry, values[first], first)
-    else:
-        by_bytes, first_bytes = grouped
-        values, _ = V.scalar_fields(buf, sub.start[first_bytes], (sub.start + sub.length)[first_bytes], _ENTRY)
-        group, first = _group_values(values)  # byte strings that decode alike are one entry
-        entries = (chain, group[by_bytes], values[first], first_bytes[first])
+    grouped = factorize_span_bytes(buf, sub.start, sub.length, long_apart=True)
+    assert grouped is not None  # long entries are groups of their own
+    by_bytes, first_bytes = grouped
+    entries = (chain, by_bytes, *_distinct(buf, first_bytes, sub.start[first_bytes], sub.length[first_bytes]))
     unwind = f.select(6, V.LEN)
     u_vals, u_present = V.scalar_fields(buf, unwind.start, unwind.start + unwind.length, _UNWIND)
     return vals, present, entries, (np.bincount(unwind.msg, minlength=size).astype(np.int64), u_vals, u_present)
