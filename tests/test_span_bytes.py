@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from polyprof.formats.span_bytes import MAX_WORDS, decoded, factorize_span_bytes
 from polyprof.wire import vector as V
+from polyprof.wire.encode import varint as _varint
 
 _SPANS = st.lists(st.binary(max_size=8 * MAX_WORDS + 9), min_size=1, max_size=40)
 
@@ -84,15 +85,6 @@ def test_a_sized_read_below_its_threshold_stays_numpy_and_restores_the_switch(mo
         assert not V.compiled()
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, v = v & 0x7F, v >> 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
 _POOL = [b"", b"\x08\x01", b"\x08\x01\x10\x02", b"\x10\x02\x08\x01", b"x" * 16, b"x" * 17, b"y" * 40]
 _FIELD = st.one_of(st.tuples(st.just(3), st.integers(0, len(_POOL) - 1)),  # a sub-message from the pool
                    st.tuples(st.sampled_from([1, 2, 4, 9]), st.integers(0, 2**64 - 1)))  # another field (a varint)
@@ -115,8 +107,8 @@ def test_sub_span_twins_group_alike(messages, damage):
     each group's first its first member, every member equal to its group's first by bytes and,
     the numpy twin aside keeping long spans apart, the same groups; damage: both refuse."""
     import pytest
-
     from helpers import numpy_only
+
     from polyprof.errors import MalformedInputError
     from polyprof.formats import span_bytes as SB
 
