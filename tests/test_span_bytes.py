@@ -127,8 +127,9 @@ def test_sub_span_twins_group_alike(messages, damage):
         assert got is None
         return
     assert got is not None
-    for counts, group, first, lo, length in (got, want):
+    for counts, group, first, lo, length, sizes in (got, want):
         assert np.array_equal(counts, want[0])
+        assert np.array_equal(sizes, np.bincount(group, minlength=first.size))
         assert first.tolist() == [int(np.flatnonzero(group == g)[0]) for g in range(first.size)]
         member = [bytes(buf[a:a + n]) for a, n in zip(lo[group].tolist(), length[group].tolist())]
         assert member == [bytes(buf[a:a + n]) for a, n in zip(*_subs(buf, starts, lengths))]

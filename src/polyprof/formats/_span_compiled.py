@@ -68,10 +68,11 @@ def _hash(buf, s, n, w0, w1):
 
 
 @njit(**_OPTIONS)
-def _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words):
+def _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words, sizes):
     """Count (``ids`` empty: into ``counts``) or number by content (groups in order of first
     sight, through the open-addressing ``table``) the LEN fields ``field`` of every message.
-    Returns the number of groups, -1 when ``first_start`` is full, -2 on damage."""
+    ``sizes[g]``: the members of group ``g``. Returns the number of groups, -1 when
+    ``first_start`` is full, -2 on damage."""
     mask = np.uint64(table.size - 1)
     fill = ids.size > 0
     k = 0
@@ -105,12 +106,14 @@ def _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, fi
                     table[at] = groups
                     first_k[groups], first_start[groups], first_len[groups] = k, s, n
                     first_words[groups, 0], first_words[groups, 1] = w0, w1
+                    sizes[groups] = 1
                     ids[k] = groups
                     groups += 1
                     break
                 if first_len[g] == n and first_words[g, 0] == w0 and first_words[g, 1] == w1 and (
                         n <= 16 or _spans_equal(buf, first_start[g], s, n)):
                     ids[k] = g
+                    sizes[g] += 1
                     break
                 at = (at + np.uint64(1)) & mask
             k += 1
@@ -129,23 +132,24 @@ def sub_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
     room = int(np.maximum(ends - starts, 0).sum()) // 2  # the most LEN fields the bytes can hold
     if room * 4 > _ONE_PASS_MAX:  # count them first
         if _walk(buf, starts, ends, field, counts, none, none.astype(np.int32), none, none, none,
-                 np.zeros((0, 2), dtype=np.uint64)) < 0:
+                 np.zeros((0, 2), dtype=np.uint64), none) < 0:
             return None
         room = int(counts.sum())
     if not room:
-        return counts, none, none, none, none
+        return counts, none, none, none, none, none
     ids = np.empty(room, dtype=np.int32 if room < 2**31 else np.int64)  # pages touched as written
     cap, most = 1 << 16, 1 << max(room // 2 - 1, 1 << 16).bit_length()
     while cap <= most:
         table = np.full(cap, -1, dtype=np.int64)
-        first_k, first_start, first_len = (np.empty(cap // 2, dtype=np.int64) for _ in range(3))
+        first_k, first_start, first_len, sizes = (np.empty(cap // 2, dtype=np.int64) for _ in range(4))
         first_words = np.empty((cap // 2, 2), dtype=np.uint64)
-        groups = _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words)
+        groups = _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words,
+                       sizes)
         if groups == _DAMAGED:
             return None
         if groups >= 0:
             total = int(counts.sum())
             return (counts, ids[:total].copy() if total < room else ids, first_k[:groups].copy(),
-                    first_start[:groups].copy(), first_len[:groups].copy())
+                    first_start[:groups].copy(), first_len[:groups].copy(), sizes[:groups].copy())
         cap *= 8
     return None

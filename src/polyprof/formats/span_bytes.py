@@ -153,8 +153,8 @@ def _twin() -> ModuleType | None:
 def sub_spans(buf: np.ndarray, starts: np.ndarray,
               ends: np.ndarray, field: int) -> tuple[np.ndarray, ...]:
     """The LEN fields ``field`` (sub-messages) of every message ``buf[starts[i]:ends[i]]`` grouped
-    by their bytes: (sub-messages per message, group of each, and of each group's first
-    sub-message: its number, start and length), groups in order of first sight. Equal bytes may be split into groups (numpy: long
+    by their bytes: (sub-messages per message, group of each, and of each group: its first
+    sub-message's number, start and length, its size), groups in order of first sight. Equal bytes may be split into groups (numpy: long
     spans, hash collisions), so callers group the groups' decoded values again. Compiled, one
     pass that keeps no per-field column (24.8M Chromium frames: a 100 MB id column instead of a
     1 GB field table)."""
@@ -170,4 +170,4 @@ def sub_spans(buf: np.ndarray, starts: np.ndarray,
     grouped = factorize_span_bytes(buf, subs.start, subs.length, long_apart=True)
     assert grouped is not None  # long spans are groups of their own
     group, first = grouped
-    return counts, group, first, subs.start[first], subs.length[first]
+    return counts, group, first, subs.start[first], subs.length[first], np.bincount(group, minlength=first.size)

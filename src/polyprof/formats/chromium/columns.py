@@ -96,7 +96,7 @@ def _frame_rows(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[
     (:func:`polyprof.formats.span_bytes.sub_spans`): a frame recurs in many stacks (24.8M frames,
     91 distinct), and decoding each once is what makes reading quick; rows are in order of
     first sight, so grouping them numbers things as grouping the frames would."""
-    per_stack, rep, _, lo, length = sub_spans(buf, starts, ends, 1)
+    per_stack, rep, _, lo, length, _ = sub_spans(buf, starts, ends, 1)
     f = V.walk_fields(buf, lo, lo + length)
     scalars, present = last_varints(f, lo.size, (1, 2))
     names = f.select(3, V.LEN)

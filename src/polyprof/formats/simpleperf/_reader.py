@@ -310,8 +310,7 @@ class _Frames:
         row0 = self.b.add_locations_bulk(mapping[first], vaddr_u[first], np.zeros(first.size, dtype=bool),
                                          has.astype(np.int64), fn[first][has], np.zeros(int(has.sum()), np.int64),
                                          np.zeros(int(has.sum()), np.int64))
-        per_group = np.bincount(s.entry, minlength=s.entry_row.size)
-        uses = np.bincount(s.entry_row, weights=per_group, minlength=s.first.size).astype(np.int64)
+        uses = np.bincount(s.entry_row, weights=s.group_size, minlength=s.first.size).astype(np.int64)
         self.entries = s.entry.size
         self.unsymbolized = int(uses[s.symbol_id < 0].sum())
         if s.exec_type.any():

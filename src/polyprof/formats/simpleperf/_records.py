@@ -58,6 +58,7 @@ class Samples:
     chain: np.ndarray
     entry: np.ndarray       # per callchain entry: its group of equal bytes (54M in a 614 MB file)
     entry_row: np.ndarray   # per such group: its row in the distinct entries below
+    group_size: np.ndarray  # per such group: its callchain entries
     first: np.ndarray       # per distinct entry: its first callchain entry
     vaddr: np.ndarray       # the distinct (vaddr, file, symbol, execution type) entries, in
     file_id: np.ndarray     # order of first sight
@@ -174,10 +175,11 @@ def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
     n = part.n
     if V.compiled():
         vals, present = V.scalar_fields(buf, part.start, part.end, _SCALARS)
-        chain, entry, entry_row, entries, first = _entries(buf, part)
+        chain, entry, group_size, entry_row, entries, first = _entries(buf, part)
         u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, _UNWIND)
     else:
-        vals, present, (chain, entry, entry_row, entries, first), (u_count, u_vals, u_present) = _walked(buf, part)
+        vals, present, (chain, entry, group_size, entry_row, entries, first), (u_count, u_vals, u_present) = \
+            _walked(buf, part)
     if part.start.size != n:  # payloads repeated in a record merge: scalars by their last value
         vals, present = _last_present(part.item, vals, present, n)
         chain = np.bincount(part.item, weights=chain, minlength=n).astype(np.int64)
@@ -189,16 +191,17 @@ def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
         u[name] = u_vals[:, j] if name == "addr" else _u32(u_vals[:, j])
     col = lambda j: vals[:, j]  # noqa: E731
     return Samples(time=col(0), tid=_i32(col(1)), event_count=col(2), event_type=_u32(col(3)),
-                   chain=chain, entry=entry, entry_row=entry_row, first=first, vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
+                   chain=chain, entry=entry, entry_row=entry_row, group_size=group_size, first=first, vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
                    symbol_id=_i32(entries[:, 2]), exec_type=_u32(entries[:, 3]), unwind=u)
 
 
 def _entries(buf: np.ndarray, part: _Payloads) -> tuple[np.ndarray, ...]:
-    """(entries per payload, byte group of each callchain entry, distinct entry of each group,
-    the distinct entries' (vaddr, file, symbol, execution type), first entry of each): entries
-    grouped by their bytes in one compiled pass, each distinct byte string decoded once."""
-    chain, by_bytes, first_bytes, lo, length = sub_spans(buf, part.start, part.end, 3)
-    return (chain, by_bytes, *_distinct(buf, first_bytes, lo, length))
+    """(entries per payload, byte group of each callchain entry, entries per group, distinct
+    entry of each group, the distinct entries' (vaddr, file, symbol, execution type), first
+    entry of each): entries grouped by their bytes in one compiled pass, each distinct byte
+    string decoded once."""
+    chain, by_bytes, first_bytes, lo, length, sizes = sub_spans(buf, part.start, part.end, 3)
+    return (chain, by_bytes, sizes, *_distinct(buf, first_bytes, lo, length))
 
 
 def _distinct(buf: np.ndarray, first_bytes: np.ndarray, lo: np.ndarray,
@@ -228,7 +231,8 @@ def _walked(buf: np.ndarray, part: _Payloads) -> tuple[Any, ...]:
     grouped = factorize_span_bytes(buf, sub.start, sub.length, long_apart=True)
     assert grouped is not None  # long entries are groups of their own
     by_bytes, first_bytes = grouped
-    entries = (chain, by_bytes, *_distinct(buf, first_bytes, sub.start[first_bytes], sub.length[first_bytes]))
+    sizes = np.bincount(by_bytes, minlength=first_bytes.size)
+    entries = (chain, by_bytes, sizes, *_distinct(buf, first_bytes, sub.start[first_bytes], sub.length[first_bytes]))
     unwind = f.select(6, V.LEN)
     u_vals, u_present = V.scalar_fields(buf, unwind.start, unwind.start + unwind.length, _UNWIND)
     return vals, present, entries, (np.bincount(unwind.msg, minlength=size).astype(np.int64), u_vals, u_present)
