@@ -120,13 +120,16 @@ def test_sub_span_twins_group_alike(messages, damage):
     lengths = np.array([len(b) for b in bodies], dtype=np.int64)
     starts = np.cumsum(lengths + 1) - lengths - 1
     buf = np.frombuffer(bytes(data), dtype=np.uint8)
-    got = twin.sub_spans(buf, starts, starts + lengths, 3)
+    got = twin.sub_spans(buf, starts, starts + lengths, 3, (1, 9), 3)
     try:
-        want = numpy_only(V, SB.sub_spans, buf, starts, starts + lengths, 3)
+        want = numpy_only(V, SB.sub_spans_and_fields, buf, starts, starts + lengths, 3, (1, 9), 3)
     except MalformedInputError:
         assert got is None
         return
     assert got is not None
+    for x, y in zip(got[6:], want[6:]):  # varints 1 and 9, the last field 3 and how many
+        assert np.array_equal(x, y)
+    got, want = got[:6], want[:6]
     for counts, group, first, lo, length, sizes in (got, want):
         assert np.array_equal(counts, want[0])
         assert np.array_equal(sizes, np.bincount(group, minlength=first.size))

@@ -68,11 +68,14 @@ def _hash(buf, s, n, w0, w1):
 
 
 @njit(**_OPTIONS)
-def _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words, sizes):
+def _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words, sizes,
+          slot, values, present, span, spans):
     """Count (``ids`` empty: into ``counts``) or number by content (groups in order of first
     sight, through the open-addressing ``table``) the LEN fields ``field`` of every message.
-    ``sizes[g]``: the members of group ``g``. Returns the number of groups, -1 when
-    ``first_start`` is full, -2 on damage."""
+    ``sizes[g]``: the members of group ``g``. On the way, varint field ``number`` with
+    ``slot[number] >= 0`` goes to ``values[m, slot[number]]`` (the last one wins) and LEN
+    field ``span`` to ``spans[m]`` (start, length of the last one, how many). Returns the
+    number of groups, -1 when ``first_start`` is full, -2 on damage."""
     mask = np.uint64(table.size - 1)
     fill = ids.size > 0
     k = 0
@@ -88,9 +91,19 @@ def _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, fi
             number = np.int64(tag >> np.uint64(3))
             if number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
                 return _DAMAGED
+            if wt == 0 and number < slot.size and slot[number] >= 0:
+                value, p = _varint(buf, p, end)
+                if p < 0:
+                    return _DAMAGED
+                values[m, slot[number]] = value
+                present[m, slot[number]] = True
+                continue
             s, n, p = _skip(buf, p, end, wt)
             if p < 0:
                 return _DAMAGED
+            if wt == 2 and number == span:
+                spans[m, 0], spans[m, 1] = s, n
+                spans[m, 2] += 1
             if wt != 2 or number != field:
                 continue
             c += 1
@@ -121,35 +134,47 @@ def _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, fi
     return groups
 
 
-def sub_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-              field: int) -> tuple[np.ndarray, ...] | None:
-    """See :func:`polyprof.formats.span_bytes.sub_spans`; None on damage or when more than a
-    quarter of the spans are distinct (the caller's numpy path then groups them)."""
+def sub_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int, numbers: tuple[int, ...] = (),
+              span: int = -1) -> tuple[np.ndarray, ...] | None:
+    """See :func:`polyprof.formats.span_bytes.sub_spans_and_fields`; None on damage or when more
+    than a quarter of the spans are distinct (the caller's numpy path then groups them)."""
     if starts.size and (int(starts.min()) < 0 or int(ends.max()) > buf.size):
         return None
     counts = np.zeros(starts.size, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
+    slot = np.full(max(numbers, default=0) + 1, -1, dtype=np.int64)
+    slot[list(numbers)] = np.arange(len(numbers))
+    values = np.zeros((starts.size, len(numbers)), dtype=np.uint64)
+    present = np.zeros((starts.size, len(numbers)), dtype=bool)
+    spans = np.zeros((starts.size, 3), dtype=np.int64)
+    extra = (slot, values, present, span, spans)
     room = int(np.maximum(ends - starts, 0).sum()) // 2  # the most LEN fields the bytes can hold
     if room * 4 > _ONE_PASS_MAX:  # count them first
         if _walk(buf, starts, ends, field, counts, none, none.astype(np.int32), none, none, none,
-                 np.zeros((0, 2), dtype=np.uint64), none) < 0:
+                 np.zeros((0, 2), dtype=np.uint64), none, *extra) < 0:
             return None
         room = int(counts.sum())
     if not room:
-        return counts, none, none, none, none, none
+        if _walk(buf, starts, ends, field, counts, none, none.astype(np.int32), none, none, none,
+                 np.zeros((0, 2), dtype=np.uint64), none, *extra) < 0:
+            return None
+        tail = (values, present, spans[:, 0], np.where(spans[:, 2] > 0, spans[:, 1], -1), spans[:, 2])
+        return (counts, none, none, none, none, none, *tail)
     ids = np.empty(room, dtype=np.int32 if room < 2**31 else np.int64)  # pages touched as written
     cap, most = 1 << 16, 1 << max(room // 2 - 1, 1 << 16).bit_length()
     while cap <= most:
         table = np.full(cap, -1, dtype=np.int64)
         first_k, first_start, first_len, sizes = (np.empty(cap // 2, dtype=np.int64) for _ in range(4))
         first_words = np.empty((cap // 2, 2), dtype=np.uint64)
+        spans[:] = 0
         groups = _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words,
-                       sizes)
+                       sizes, *extra)
         if groups == _DAMAGED:
             return None
         if groups >= 0:
             total = int(counts.sum())
+            tail = (values, present, spans[:, 0], np.where(spans[:, 2] > 0, spans[:, 1], -1), spans[:, 2])
             return (counts, ids[:total].copy() if total < room else ids, first_k[:groups].copy(),
-                    first_start[:groups].copy(), first_len[:groups].copy(), sizes[:groups].copy())
+                    first_start[:groups].copy(), first_len[:groups].copy(), sizes[:groups].copy(), *tail)
         cap *= 8
     return None

@@ -20,7 +20,7 @@ import numpy as np
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
 
-__all__ = ["MAX_WORDS", "decoded", "factorize_span_bytes", "last_varints", "sub_spans"]
+__all__ = ["MAX_WORDS", "decoded", "factorize_span_bytes", "last_varints", "sub_spans", "sub_spans_and_fields"]
 
 #: Spans longer than this many 64-bit words are not grouped this way (the caller decodes them all).
 MAX_WORDS = 4
@@ -154,20 +154,36 @@ def sub_spans(buf: np.ndarray, starts: np.ndarray,
               ends: np.ndarray, field: int) -> tuple[np.ndarray, ...]:
     """The LEN fields ``field`` (sub-messages) of every message ``buf[starts[i]:ends[i]]`` grouped
     by their bytes: (sub-messages per message, group of each, and of each group: its first
-    sub-message's number, start and length, its size), groups in order of first sight. Equal bytes may be split into groups (numpy: long
-    spans, hash collisions), so callers group the groups' decoded values again. Compiled, one
-    pass that keeps no per-field column (24.8M Chromium frames: a 100 MB id column instead of a
-    1 GB field table)."""
+    sub-message's number, start and length, its size), groups in order of first sight. Equal
+    bytes may be split into groups (numpy: long spans, hash collisions), so callers group the
+    groups' decoded values again. Compiled, one pass that keeps no per-field column (24.8M
+    Chromium frames: a 100 MB id column instead of a 1 GB field table)."""
+    return sub_spans_and_fields(buf, starts, ends, field)[:6]
+
+
+def sub_spans_and_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
+                         numbers: tuple[int, ...] = (), span: int = -1) -> tuple[np.ndarray, ...]:
+    """:func:`sub_spans`, and from the same pass: the varint fields ``numbers`` of every message
+    (values, present; each messages x numbers, the last occurrence winning, as
+    :func:`last_varints`) and its LEN fields ``span`` (start and length of the last one,
+    length -1 when none; how many)."""
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     fast = _twin()
     if fast is not None:
-        got = fast.sub_spans(buf, starts, ends, field)
+        got = fast.sub_spans(buf, starts, ends, field, numbers, span)
         if got is not None:
             return got
-    subs = V.walk_fields(buf, starts, ends).select(field, V.LEN)
+    f = V.walk_fields(buf, starts, ends)
+    subs = f.select(field, V.LEN)
     counts = np.bincount(subs.msg, minlength=starts.size).astype(np.int64)
     grouped = factorize_span_bytes(buf, subs.start, subs.length, long_apart=True)
     assert grouped is not None  # long spans are groups of their own
     group, first = grouped
-    return counts, group, first, subs.start[first], subs.length[first], np.bincount(group, minlength=first.size)
+    values, present = last_varints(f, starts.size, numbers)
+    inner = f.select(span, V.LEN)
+    span_start = np.zeros(starts.size, dtype=np.int64)
+    span_len = np.full(starts.size, -1, dtype=np.int64)
+    span_start[inner.msg], span_len[inner.msg] = inner.start, inner.length  # the last one is written last
+    return (counts, group, first, subs.start[first], subs.length[first], np.bincount(group, minlength=first.size),
+            values, present, span_start, span_len, np.bincount(inner.msg, minlength=starts.size).astype(np.int64))

@@ -21,7 +21,7 @@ from google.protobuf.message import DecodeError
 from polyprof.errors import MalformedInputError
 from polyprof.formats.simpleperf._framing import records
 from polyprof.formats.simpleperf._schema import record_class
-from polyprof.formats.span_bytes import factorize_span_bytes, last_varints, sub_spans
+from polyprof.formats.span_bytes import sub_spans_and_fields
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
 
@@ -173,13 +173,8 @@ _SCALARS, _ENTRY, _UNWIND = (1, 2, 4, 5), (1, 2, 3, 4), (3, 1, 2)  # field numbe
 
 def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
     n = part.n
-    if V.compiled():
-        vals, present = V.scalar_fields(buf, part.start, part.end, _SCALARS)
-        chain, entry, group_size, entry_row, entries, first = _entries(buf, part)
-        u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, _UNWIND)
-    else:
-        vals, present, (chain, entry, group_size, entry_row, entries, first), (u_count, u_vals, u_present) = \
-            _walked(buf, part)
+    vals, present, (chain, entry, group_size, entry_row, entries, first), (u_count, u_vals, u_present) = \
+        _walked(buf, part)
     if part.start.size != n:  # payloads repeated in a record merge: scalars by their last value
         vals, present = _last_present(part.item, vals, present, n)
         chain = np.bincount(part.item, weights=chain, minlength=n).astype(np.int64)
@@ -191,17 +186,9 @@ def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
         u[name] = u_vals[:, j] if name == "addr" else _u32(u_vals[:, j])
     col = lambda j: vals[:, j]  # noqa: E731
     return Samples(time=col(0), tid=_i32(col(1)), event_count=col(2), event_type=_u32(col(3)),
-                   chain=chain, entry=entry, entry_row=entry_row, group_size=group_size, first=first, vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
+                   chain=chain, entry=entry, entry_row=entry_row, group_size=group_size, first=first,
+                   vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
                    symbol_id=_i32(entries[:, 2]), exec_type=_u32(entries[:, 3]), unwind=u)
-
-
-def _entries(buf: np.ndarray, part: _Payloads) -> tuple[np.ndarray, ...]:
-    """(entries per payload, byte group of each callchain entry, entries per group, distinct
-    entry of each group, the distinct entries' (vaddr, file, symbol, execution type), first
-    entry of each): entries grouped by their bytes in one compiled pass, each distinct byte
-    string decoded once."""
-    chain, by_bytes, first_bytes, lo, length, sizes = sub_spans(buf, part.start, part.end, 3)
-    return (chain, by_bytes, sizes, *_distinct(buf, first_bytes, lo, length))
 
 
 def _distinct(buf: np.ndarray, first_bytes: np.ndarray, lo: np.ndarray,
@@ -220,22 +207,19 @@ def _group_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _walked(buf: np.ndarray, part: _Payloads) -> tuple[Any, ...]:
-    """What the compiled path reads, by numpy: the payloads' fields walked once (not once per
-    question), scalars picked from them, and callchain entries decoded once per distinct byte
-    string (:mod:`polyprof.formats.span_bytes`) — the same columns and numbering."""
-    size = part.start.size
-    f = V.walk_fields(buf, part.start, part.end)
-    vals, present = last_varints(f, size, _SCALARS)
-    sub = f.select(3, V.LEN)
-    chain = np.bincount(sub.msg, minlength=size).astype(np.int64)
-    grouped = factorize_span_bytes(buf, sub.start, sub.length, long_apart=True)
-    assert grouped is not None  # long entries are groups of their own
-    by_bytes, first_bytes = grouped
-    sizes = np.bincount(by_bytes, minlength=first_bytes.size)
-    entries = (chain, by_bytes, sizes, *_distinct(buf, first_bytes, sub.start[first_bytes], sub.length[first_bytes]))
-    unwind = f.select(6, V.LEN)
-    u_vals, u_present = V.scalar_fields(buf, unwind.start, unwind.start + unwind.length, _UNWIND)
-    return vals, present, entries, (np.bincount(unwind.msg, minlength=size).astype(np.int64), u_vals, u_present)
+    """(scalars, present, callchain entries, unwinding results) of every sample payload, from one
+    walk of the payloads (:func:`polyprof.formats.span_bytes.sub_spans_and_fields`: compiled,
+    one pass; numpy, one field walk): callchain entries grouped by their bytes, each distinct
+    byte string decoded once, and regrouped by value (the numbering of grouping every entry)."""
+    got = sub_spans_and_fields(buf, part.start, part.end, 3, _SCALARS, 6)
+    chain, by_bytes, first_bytes, lo, length, sizes, vals, present, u_start, u_len, u_count = got
+    entries = (chain, by_bytes, sizes, *_distinct(buf, first_bytes, lo, length))
+    if u_count.size and int(u_count.max()) > 1:  # an unwinding result in parts: merge them as protobuf does
+        u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, _UNWIND)
+    else:
+        has = np.flatnonzero(u_count)
+        u_vals, u_present = V.scalar_fields(buf, u_start[has], u_start[has] + u_len[has], _UNWIND)
+    return vals, present, entries, (u_count, u_vals, u_present)
 
 
 def _last_present(owner: np.ndarray, values: np.ndarray, present: np.ndarray,
