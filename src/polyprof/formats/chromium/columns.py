@@ -84,7 +84,8 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
     zeros = np.zeros(int(has.sum()), dtype=np.int64)
     row0 = b.add_locations_bulk(k_mapping[lfirst], k_address[lfirst], np.zeros(lfirst.size, dtype=bool),
                                 has.astype(np.int64), k_fn[lfirst][has], zeros, zeros)
-    locs = (row0 + loc[key])[held][rep]
+    per_row = (row0 + loc[key])[held]
+    locs = per_row.astype(np.min_scalar_type(int(per_row.max()) if per_row.size else 0))[rep]  # narrow: one per frame
     stack_offsets = np.zeros(len(entries) + 1, dtype=np.int64)
     np.cumsum(per_stack, out=stack_offsets[1:])
     return b.stacks_from_csr(locs, stack_offsets, leaf_first=True, distinct=True)
