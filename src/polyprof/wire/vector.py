@@ -26,6 +26,8 @@ import sys
 import threading
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import NoReturn
 
@@ -33,7 +35,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "compiled_kernels", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "hash_factorize_spans", "hash_nested_scalars", "import_compiled", "nested_fields", "packed_varints", "prefetch",
+__all__ = ["Fields", "as_buffer", "compiled_kernels", "compiled_wanted", "expect", "expect_sized", "sized_read", "gather_spans", "hash_factorize", "hash_factorize_spans", "hash_nested_scalars", "import_compiled", "nested_fields", "packed_varints", "prefetch",
            "ranges", "read_varints", "repeated_varints", "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 
@@ -49,13 +51,15 @@ _work = 0
 _prefetch: threading.Thread | None = None  # loading the compiled kernels while an input inflates
 
 
-def prefetch(nbytes: int) -> None:
+def prefetch(nbytes: int, compiled_from: int | None = None) -> None:
     """A compressed input of ``nbytes`` is about to be inflated: when it will use the compiled
-    kernels whatever it inflates to (``COMPILED_FOR_INPUT`` already compressed), import them and
+    kernels whatever it inflates to (``compiled_from``, by default ``COMPILED_FOR_INPUT``, already
+    compressed), import them and
     load their first machine code on a thread meanwhile (zlib releases the GIL while it inflates;
     importing numba costs about half a second, which then overlaps the inflating)."""
     global _prefetch
-    if _compiled is None and _prefetch is None and compiled_wanted(nbytes, COMPILED_FOR_INPUT):
+    threshold = COMPILED_FOR_INPUT if compiled_from is None else compiled_from
+    if _compiled is None and _prefetch is None and compiled_wanted(nbytes, threshold):
         _prefetch = threading.Thread(target=_warm, args=(sys.getswitchinterval(),), name="polyprof-load-kernels",
                                      daemon=True)
         # The inflating thread needs the GIL back after every chunk: hand it over sooner than the
@@ -864,3 +868,30 @@ def hash_nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, f
     ends = np.asarray(ends, dtype=np.int64)
     fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
     return None if fast is None else fast.nested_ids(buf, starts, ends, field, numbers)
+
+
+def expect_sized(nbytes: int, compiled_from: int) -> None:
+    """:func:`expect` with a reader's own input size from which the compiled kernels pay: a
+    reader whose numpy path groups repeated records before decoding them is quicker by numpy on
+    inputs that the default :data:`COMPILED_FOR_INPUT` would compile (numba's loading costs
+    0.5-1 s of CPU). Smaller inputs count towards the switch, as with :func:`expect`."""
+    _kernels(COMPILED_AFTER if nbytes >= compiled_from else nbytes)
+
+
+@contextmanager
+def sized_read(nbytes: int, compiled_from: int) -> Iterator[None]:
+    """A read of a whole input of ``nbytes`` whose reader knows from which size the compiled
+    kernels pay (``compiled_from``): below it (and unless ``POLYPROF_KERNELS`` says otherwise)
+    the block runs by numpy even when its decodes add up to the work that would load numba
+    mid-read (a 4.9 MB recording decodes 26 MB in all); kernels already loaded are used. The
+    work counted before the block is restored after it."""
+    global _compiled, _work
+    if _compiled is not None or compiled_wanted(nbytes, compiled_from):
+        yield
+        return
+    _compiled, before = False, _work
+    try:
+        yield
+    finally:
+        _compiled, _work = None, before
+
