@@ -28,7 +28,7 @@ from polyprof.formats.perfetto._chrome import ALLOC_TYPES
 from polyprof.formats.perfetto._heap import HEAP_TYPES, Dump
 from polyprof.formats.perfetto._perf import PerfConfig
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.columns import factorize_rows
+from polyprof.model.columns import distinct, factorize_rows
 from polyprof.model.profile import Label, Profile
 
 if TYPE_CHECKING:
@@ -202,10 +202,10 @@ def _perf_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple)
     out = []
     present = tuple(k for k in _OPTIONAL if cols[f"has_{'ts' if k == 'time' else k}"].any())
     pids = cols["pid"] if "pid" in present else np.zeros(cols["pid"].size, np.int64)
-    for config in np.unique(cols["config"][keep]).tolist():
+    for config in distinct(cols["config"][keep]).tolist():
         cfg = r.perf.configs[config]
         in_cfg = keep & (cols["config"] == config)
-        for pid in np.unique(pids[in_cfg]).tolist():
+        for pid in distinct(pids[in_cfg]).tolist():
             rows = np.nonzero(in_cfg & (pids == pid))[0]
             labels: dict[str, Any] = {"kind": "perf", "event": cfg.timebase[0]}
             if "pid" in present:
@@ -242,13 +242,22 @@ def _perf_meta(r: "TraceReader", b: ProfileBuilder, cfg: Any, config: int, cols:
         meta.extras["profiler_events"] = dict(sorted(r.perf.events[config].items()))
     found = {}
     for col, names in (("skip", S.SKIP_REASONS), ("unwind", S.UNWIND_ERRORS)):
-        vals, counts = np.unique(cols[col][rows], return_counts=True)
+        vals, counts = _counts(cols[col][rows])
         found[col] = {(names[v] if v < len(names) else f"value_{v}"): int(c)
                       for v, c in zip(vals.tolist(), counts.tolist()) if v >= 0}
     if found["skip"]:
         meta.extras.samples_skipped = found["skip"]
     if found["unwind"]:
         meta.extras.unwind_errors = found["unwind"]
+
+
+def _counts(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(col, return_counts=True)`` of an enum column (-1: absent), by a bincount when small."""
+    if col.size and -1 <= int(col.min()) and int(col.max()) < 4096:
+        counts = np.bincount(col + 1)
+        vals = np.flatnonzero(counts)
+        return vals - 1, counts[vals]
+    return np.unique(col, return_counts=True)
 
 
 def _thread_combo(r: "TraceReader", cols: dict[str, np.ndarray], extra: list[np.ndarray],

@@ -242,7 +242,8 @@ class Emitter:
         stacks = np.asarray(stacks, dtype=np.int64)
         if not stacks.size:
             return np.zeros(0, dtype=np.int32)
-        uniq, inverse = np.unique(stacks, return_inverse=True)
+        uniq, inverse = unique_inverse(stacks + 1)  # ids from -1: dense, so no sort of every sample
+        uniq = uniq - 1
         used = uniq[uniq >= 0]
         leaf = np.full(uniq.size, -1, dtype=np.int32)
         if used.size:
@@ -251,7 +252,7 @@ class Emitter:
             locs = self._locations(frames)
             locs = locs.astype(np.min_scalar_type(max(int(locs.max()), 0)))[at]  # narrow: cheaper interning
             leaf[uniq >= 0] = self.b.stacks_from_csr(locs, offsets, leaf_first=False, distinct=True)
-        return leaf[inverse.reshape(-1)]
+        return leaf[inverse]
 
     def _locations(self, fids: np.ndarray) -> np.ndarray:
         """Model location of each catalog frame in ``fids`` (equal locations share a row)."""

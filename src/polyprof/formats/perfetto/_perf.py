@@ -27,7 +27,7 @@ import numpy as np
 
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._sequence import text
-from polyprof.model.columns import factorize_rows
+from polyprof.model.columns import distinct, factorize_rows, unique_inverse
 from polyprof.model.profile import Label
 from polyprof.model.units import split_unit
 from polyprof.wire import vector as V
@@ -216,7 +216,8 @@ def _deltas(keys: np.ndarray, values: np.ndarray, present: np.ndarray, prev: dic
     idx = np.nonzero(present)[0]
     if not idx.size:
         return out
-    order = np.argsort(keys[idx], kind="stable")
+    uniq, code = unique_inverse(keys[idx])  # few keys (sequence, cpu): a radix sort of their codes
+    order = np.argsort(code.astype(np.int16) if uniq.size <= 32767 else code, kind="stable")
     rows = idx[order]
     k = keys[rows]
     v = values[rows].view(np.int64)
@@ -285,7 +286,8 @@ class PerfCollector:
                  "stack": stack, "mode": _narrow(c["mode"]),
                  "unwind": _narrow(np.where(c["has_unwind"], c["unwind"].astype(np.int64), -1)),
                  "skip": _narrow(np.where(c["has_skip"], c["skip"].astype(np.int64), -1)), "values": values}
-        batch = {k: v[keep] for k, v in batch.items()}
+        if not keep.all():
+            batch = {k: v[keep] for k, v in batch.items()}
         if self.ctx.options.extra.get("aggregate"):
             self.batches.append(batch)
             self._pending += int(keep.sum())
@@ -317,7 +319,7 @@ class PerfCollector:
                 keep: np.ndarray) -> np.ndarray:
         n = cpu.size
         fcounts, followers = c["fcount"], c["followers"]
-        width = max([len(self.configs[k].followers) for k in np.unique(pk["config"]).tolist() if k >= 0] + [0])
+        width = max([len(self.configs[k].followers) for k in distinct(pk["config"]).tolist() if k >= 0] + [0])
         if fcounts.size and int(fcounts.max()) > width:
             self.ctx.stats["perf follower counts beyond the configured followers (ignored)"] += int(
                 (fcounts > width).sum())

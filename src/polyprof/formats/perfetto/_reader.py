@@ -30,7 +30,7 @@ from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._catalog import build_id_text
 from polyprof.formats.perfetto._chrome import AllocCollector, ChromeCollector
 from polyprof.formats.perfetto._context import Context
-from polyprof.formats.perfetto._flat import Flat, decode_flat, no_flat
+from polyprof.formats.perfetto._flat import Flat, decode
 from polyprof.formats.perfetto._framing import (
     Chunk,
     chunks,
@@ -47,6 +47,7 @@ from polyprof.formats.perfetto._perf import (
 from polyprof.formats.perfetto._sequence import Generation, Sequence, text
 from polyprof.formats.perfetto._stack import StackSampleCollector
 from polyprof.formats.source import Source
+from polyprof.model.columns import distinct, unique_inverse
 from polyprof.model.profile import Profile
 from polyprof.wire import vector as V
 from polyprof.wire.locate import locate
@@ -109,7 +110,7 @@ class TraceReader:
     def resolve_stacks(self, gens: np.ndarray, iids: np.ndarray) -> np.ndarray:
         """Catalog stack of each (generation, callstack iid) pair."""
         out = np.empty(iids.size, dtype=np.int64)
-        for g in np.unique(gens).tolist():
+        for g in distinct(gens).tolist():
             sel = gens == g
             out[sel] = self.resolver.stacks(self._gens[g], iids[sel])
         return out
@@ -140,8 +141,7 @@ class TraceReader:
         if not n:
             return
         buf = V.as_buffer(ch.buf)
-        # The flat decoder is numpy's shortcut for sample packets; compiled, the walker is quicker.
-        flat = no_flat(n) if V.compiled() else decode_flat(buf, ch.starts, ch.ends)
+        flat = decode(buf, ch.starts, ch.ends)  # sample packets, all at once; the rest are walked
         top = _TopLevel(n, buf)
         top.take_flat(flat)
         generic = np.flatnonzero(~flat.ok)
@@ -152,7 +152,7 @@ class TraceReader:
                 at = None if exc.offset is None else ch.base + exc.offset
                 raise MalformedInputError(f"corrupt packet: {exc.message}", offset=at) from None
             top.take_generic(f, generic)
-        present_seqs = np.unique(top.seq[top.perf]).tolist()
+        present_seqs = distinct(top.seq[top.perf]).tolist()
         start_snap = {s: self._snapshot_id(self.seq(s)) for s in present_seqs}
         events: list[tuple[int, int, int]] = []  # (packet index, seq, snapshot after it)
         attached = 0
@@ -181,7 +181,7 @@ class TraceReader:
         sel = top.interned_only[owner]
         owner, start, end = owner[sel], start[sel], end[sel]
         seqs = top.seq[owner]
-        for sid in np.unique(seqs).tolist():
+        for sid in distinct(seqs).tolist():
             mine = seqs == sid
             s = self.seq(sid)
             if s.valid:
@@ -198,7 +198,7 @@ class TraceReader:
         """The state snapshot of each packet ``idx`` (of sequence ``seq``) at its position."""
         snap = np.empty(idx.size, dtype=np.int64)
         ev = np.array(events, dtype=np.int64).reshape(-1, 3)
-        for s in np.unique(seq).tolist():
+        for s in distinct(seq).tolist():
             mine = seq == s
             e = ev[ev[:, 1] == s]
             if not e.size:
@@ -231,7 +231,7 @@ class TraceReader:
         clock_id = np.where(own != 0, own, default_clock)
         custom = (clock_id >= 64) & (clock_id <= 127)  # sequence-scoped clock ids
         key = (clock_id << 32) | np.where(custom, seq & 0xFFFFFFFF, 0)
-        uniq, inverse = np.unique(key, return_inverse=True)
+        uniq, inverse = unique_inverse(key)
         clock = np.array([self.clock_index(k >> 32, k & 0xFFFFFFFF) for k in uniq.tolist()],
                          dtype=np.int32)[inverse.reshape(-1)]
         parts = []
