@@ -18,6 +18,7 @@ by the bounded ``Source.stream()`` (``max_inflate`` and the ratio limit).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -118,6 +119,7 @@ class TraceReader:
     # ---------------------------------------------------------------- reading
 
     def read(self, source: Source) -> list[Profile]:
+        V.expect(_input_size(source))  # a large trace: compiled kernels from its first chunk
         stream = source.stream()  # gzip inflated on the fly, bounded (one gzip path)
         try:
             for chunk in chunks(stream):
@@ -416,6 +418,16 @@ class TraceReader:
                            ln.line_number if ln.source_file_name else 0) for ln in a.lines)
             if lines:
                 self.catalog.add_symbols(path, build_id, a.address, lines)
+
+
+def _input_size(source: Source) -> int:
+    """Bytes of the input as stored (a gzip file's inflated size is larger still)."""
+    if source.raw is not None:
+        return len(source.raw)
+    try:
+        return os.path.getsize(source.path) if source.path is not None else 0
+    except OSError:
+        return 0  # the read itself reports it
 
 
 class _TopLevel:
