@@ -138,7 +138,7 @@ class TraceTimes:
 
     def trace_times(self, raw: np.ndarray, has: np.ndarray, clock: np.ndarray) -> np.ndarray:
         """Trace time of every value (clock index per value); missing ones take the latest time before."""
-        out = raw.astype(np.int64).copy()
+        out = np.array(raw, dtype=np.int64)  # one copy (``raw`` may be uint64)
         for c in distinct(clock).tolist():
             key = self.keys[c]
             if key is None:

@@ -126,11 +126,16 @@ _SCALARS = {"cpu": 1, "pid": 2, "tid": 3, "iid": 4, "mode": 5, "tb": 6, "unwind"
 
 
 def _narrow(col: np.ndarray) -> np.ndarray:
-    """``col`` as int32 when every value fits (pids, tids, cpus, enums do), else int64."""
-    col = col.astype(np.int64)
-    if not col.size or (int(col.min()) >= -(1 << 31) and int(col.max()) < (1 << 31)):
-        return col.astype(np.int32)
-    return col
+    """``col`` in the narrowest signed integer type holding its values (pids, tids, cpus, enums:
+    one to four bytes; ``np.concatenate`` of batches widens to the widest part)."""
+    if not col.size:
+        return col.astype(np.int8)
+    low, high = int(col.min()), int(col.max())
+    for t in (np.int8, np.int16, np.int32):
+        info = np.iinfo(t)
+        if info.min <= low and high <= info.max:
+            return col.astype(t)
+    return col.astype(np.int64)
 
 
 def _dense(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -280,8 +285,10 @@ class PerfCollector:
             stack[with_stack] = resolve(pk["gen"][with_stack], c["iid"][with_stack])
         values = self._values(c, pk, cpu, keep)
         # Compact dtypes: the batches are what memory holds for a big trace.
-        batch = {"config": pk["config"].astype(np.int32), "ts": pk["ts"], "has_ts": pk["has_ts"],
-                 "clock": pk["clock"].astype(np.int16), "pid": _narrow(c["pid"]), "tid": _narrow(c["tid"]),
+        if not self.ctx.options.extra.get("aggregate"):
+            values = values[:, 1:]  # the sample count, 1 each, is put back by ``columns``
+        batch = {"config": _narrow(pk["config"]), "ts": pk["ts"], "has_ts": pk["has_ts"],
+                 "clock": _narrow(pk["clock"]), "pid": _narrow(c["pid"]), "tid": _narrow(c["tid"]),
                  "cpu": _narrow(cpu), "has_pid": c["has_pid"], "has_tid": c["has_tid"], "has_cpu": c["has_cpu"],
                  "stack": stack, "mode": _narrow(c["mode"]),
                  "unwind": _narrow(np.where(c["has_unwind"], c["unwind"].astype(np.int64), -1)),
@@ -351,19 +358,12 @@ class PerfCollector:
         if not self.batches:
             return None
         batches, self.batches = self.batches, []
-        width = max(b["values"].shape[1] for b in batches)
+        counted = not self.ctx.options.extra.get("aggregate")  # the batches lack the sample count
         cols: dict[str, np.ndarray] = {}
         for key in list(batches[0]):
-            if key == "values":
-                parts = [np.pad(b[key], ((0, 0), (0, width - b[key].shape[1]))) for b in batches]
-            else:
-                parts = [b[key] for b in batches]
-            col = np.concatenate(parts)
-            for b in batches:  # free each part as soon as it is copied
-                del b[key]
-            del parts
-            cols[key] = col.astype(np.int64) if key in ("pid", "tid", "cpu", "mode", "unwind", "skip") else col
-        cols["time"] = self.ctx.times.trace_times(cols["ts"], cols["has_ts"], cols["clock"])
+            dtype = np.int64 if key in _WIDE else np.result_type(*[b[key] for b in batches])
+            cols[key] = _fill(batches, key, dtype, counted and key == "values")
+        cols["time"] = self.ctx.times.trace_times(cols.pop("ts"), cols["has_ts"], cols["clock"])
         return cols
 
     def labels(self, cols: dict[str, np.ndarray],
@@ -389,6 +389,32 @@ class PerfCollector:
                 labels.append(Label("thread_name", str=name))
             sets.append(tuple(labels))
         return inverse, sets
+
+
+#: Columns the profile keeps as int64: made so once here (the builder then takes them uncopied).
+_WIDE = ("pid", "tid", "cpu")
+
+
+def _fill(batches: list[dict[str, np.ndarray]], key: str, dtype: Any, counted: bool) -> np.ndarray:
+    """Column ``key`` of all batches in one array of ``dtype``, each part freed once copied
+    (the peak holds one column twice at most). ``counted``: values get the sample count, 1, first."""
+    n = sum(b[key].shape[0] for b in batches)
+    if key == "values":
+        width = max(b[key].shape[1] for b in batches) + int(counted)
+        out = np.zeros((n, width), dtype=np.int64)
+        if counted:
+            out[:, 0] = 1
+    else:
+        out = np.empty(n, dtype=dtype)
+    at = 0
+    for b in batches:
+        part = b.pop(key)
+        if key == "values":
+            out[at:at + part.shape[0], int(counted):int(counted) + part.shape[1]] = part
+        else:
+            out[at:at + part.size] = part
+        at += part.shape[0]
+    return out
 
 
 def _enum(names: tuple[str, ...], value: int) -> str:
