@@ -126,3 +126,59 @@ def _written_trace() -> bytes:
     out = io.BytesIO()
     write(b.finish(), out, WriteOptions())
     return out.getvalue()
+
+
+@st.composite
+def callstacks(draw: st.DrawFn) -> tuple[bytes, bool]:
+    """A Callstack entry (iid, frame ids packed or not, maybe other fields), maybe damaged."""
+    parts = []
+    for _ in range(draw(st.integers(0, 5))):
+        kind = draw(st.sampled_from(["iid", "frame", "packed", "other"]))
+        if kind == "iid":
+            parts.append(_pairs([(1, 0, draw(_values))]))
+        elif kind == "frame":
+            parts.append(_pairs([(2, 0, draw(_values))]))
+        elif kind == "packed":
+            body = b"".join(_varint(v) for v in draw(st.lists(_values, max_size=6)))
+            parts.append(_varint(2 << 3 | 2) + _varint(len(body)) + body)
+        else:
+            parts.append(_varint(draw(st.integers(3, 40)) << 3 | 2) + _varint(2) + b"ab")
+    msg = b"".join(parts)
+    damaged = draw(st.integers(0, 4)) == 0 and len(msg) > 0
+    if damaged:
+        i = draw(st.integers(0, len(msg) - 1))
+        msg = msg[:i] + bytes([draw(st.integers(0, 255))]) + msg[i + 1:]
+    return msg, damaged
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(callstacks(), min_size=1, max_size=8))
+def test_callstack_twins_agree(entries: list[tuple[bytes, bool]]) -> None:
+    """Interned Callstack entries: the compiled decoder gives the field walker's iids and frame
+    ids, or declines (None) where the walker raises; it declines nothing well-formed."""
+    from helpers import numpy_only
+    from polyprof.errors import MalformedInputError
+    from polyprof.formats.perfetto._tables import _varint_col
+    from polyprof.wire import vector as V
+
+    lengths = np.array([len(m) for m, _ in entries], dtype=np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    buf = np.frombuffer(b"".join(m for m, _ in entries) + b"\0", dtype=np.uint8)
+    got = compiled.callstack_entries(buf, starts, ends)
+
+    def walker() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        f = V.walk_varint_fields(buf, starts, ends)
+        vals, counts = V.repeated_varints(buf, f.select(2), starts.size)
+        return _varint_col(f, 1, starts.size), vals, counts
+
+    try:
+        want = numpy_only(V, walker)
+    except MalformedInputError:
+        assert got is None
+        return
+    if got is None:
+        assert any(damaged for _, damaged in entries)
+        return
+    for a, b in zip(got, want):
+        assert np.array_equal(np.asarray(a, np.uint64), np.asarray(b, np.uint64))

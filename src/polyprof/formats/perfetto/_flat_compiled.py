@@ -1,4 +1,6 @@
-"""Compiled twin of :func:`._flat.decode_flat` (numba): one pass per packet instead of numpy passes.
+"""Compiled twins of Perfetto's own decoders (numba): one pass per message instead of numpy passes.
+
+:func:`decode_flat_compiled` is the twin of :func:`._flat.decode_flat`:
 
 It accepts exactly the packets the numpy decoder accepts (see :mod:`._flat`
 for the rule) and gives the same values for the fields the reader uses: the
@@ -6,6 +8,10 @@ top-level ``TOP`` fields, the PerfSample ``INNER`` fields and the follower
 counts (repeated inner field 7). A differential test compares the two on
 real and random packets. Imported only once the wire kernels are compiled
 (``wire.vector.compiled()``), i.e. for large traces.
+
+:func:`callstack_entries` decodes interned ``Callstack`` entries (iid, frame
+ids) as ``_tables._callstacks`` does with the field walker, or gives None
+for anything unusual (the walker then decides, and reports errors).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from numba import njit
 
 from polyprof.wire._compiled import _varint
 
-__all__ = ["decode_flat_compiled"]
+__all__ = ["callstack_entries", "decode_flat_compiled"]
 
 _OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
 _PERF_KEY = (66 << 3) | 2
@@ -112,3 +118,79 @@ def decode_flat_compiled(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
                    ok, fvals, fcount)
     return (ok, {f: (top_p[:, j], top_v[:, j]) for j, f in enumerate(top)},
             {f: (in_p[:, j], in_v[:, j]) for j, f in enumerate(inner)}, (fvals[:used].copy(), fcount))
+
+
+@njit(**_OPTIONS)
+def _skip(buf, p, end, wt):  # noqa: ANN001, ANN202 - numba
+    """Position after a field's value of wire type ``wt`` at ``p``; -1 when malformed."""
+    if wt == 0:
+        _, p = _varint(buf, p, end)
+        return p
+    if wt == 1 or wt == 5:
+        p += 8 if wt == 1 else 4
+        return p if p <= end else -1
+    if wt == 2:
+        ln, p = _varint(buf, p, end)
+        if p < 0 or ln > np.uint64(end - p):
+            return -1
+        return p + np.int64(ln)
+    return -1
+
+
+@njit(**_OPTIONS)
+def _callstacks(buf, starts, ends, iids, counts, frames):  # noqa: ANN001, ANN202 - numba
+    """Fill iid, frame count and frame ids of every entry; the number of frames, or -1."""
+    k = 0
+    for m in range(starts.size):
+        p, end = starts[m], ends[m]
+        first = k
+        while p < end:
+            key, p = _varint(buf, p, end)
+            if p < 0:
+                return -1
+            wt, number = key & np.uint64(7), key >> np.uint64(3)
+            if number == 0:
+                return -1
+            if number == 1 or (number == 2 and wt == 0):
+                if wt != 0:
+                    return -1
+                val, p = _varint(buf, p, end)
+                if p < 0:
+                    return -1
+                if number == 1:
+                    iids[m] = val
+                else:
+                    frames[k] = val
+                    k += 1
+            elif number == 2:
+                if wt != 2:
+                    return -1
+                ln, p = _varint(buf, p, end)
+                if p < 0 or ln > np.uint64(end - p):
+                    return -1
+                stop = p + np.int64(ln)
+                while p < stop:
+                    val, p = _varint(buf, p, stop)
+                    if p < 0:
+                        return -1
+                    frames[k] = val
+                    k += 1
+            else:
+                p = _skip(buf, p, end, np.int64(wt))
+                if p < 0:
+                    return -1
+        counts[m] = k - first
+    return k
+
+
+def callstack_entries(buf: np.ndarray, starts: np.ndarray,
+                      ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(iid per entry, frame ids end to end, frame count per entry) of ``Callstack`` messages
+    ``buf[starts:ends]``; None when one is malformed or unusual (iid not a varint)."""
+    n = starts.size
+    iids, counts = np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=np.int64)
+    frames = np.empty(int((ends - starts).sum()) + 1, dtype=np.uint64)  # a frame id takes a byte at least
+    used = _callstacks(buf, starts.astype(np.int64), ends.astype(np.int64), iids, counts, frames)
+    if used < 0:
+        return None
+    return iids, frames[:used].copy(), counts
