@@ -178,13 +178,15 @@ def columns_flat(inner: dict[int, tuple[np.ndarray, np.ndarray]], followers: tup
     zero = np.zeros(n, dtype=np.uint64)
     absent = np.zeros(n, dtype=bool)
     c: dict[str, np.ndarray] = {}
+    fvals, fcounts = followers
+    every = n == fcounts.size  # every packet of the chunk (``rows`` is then 0..n-1): no gathers
     for name, number in _SCALARS.items():
         present, values = inner.get(number, (None, None))
-        c[name] = values[rows] if values is not None else zero
-        c[f"has_{name}"] = present[rows] if present is not None else absent
-    fvals, fcounts = followers
+        c[name] = zero if values is None else values if every else values[rows]
+        # A copy either way: batches keep these, never a view of the decoder's wider table.
+        c[f"has_{name}"] = absent if present is None else np.array(present) if every else present[rows]
     offsets = np.cumsum(fcounts) - fcounts
-    counts = fcounts[rows]
+    counts = fcounts if every else fcounts[rows]
     width = int(counts.max()) if n else 0
     dense = np.zeros((n, width), dtype=np.uint64)
     for j in range(width):

@@ -465,8 +465,10 @@ class _TopLevel:
         return sel.start[mine], sel.start[mine] + sel.length[mine]
 
     def take_flat(self, flat: Flat) -> None:
-        ok = flat.ok
-        zero = (np.zeros(ok.size, bool), np.zeros(ok.size, np.uint64))
+        ok: np.ndarray | slice = flat.ok
+        if flat.ok.all():  # the usual chunk of sample packets: whole columns, no masks
+            ok = slice(None)
+        zero = (np.zeros(flat.ok.size, bool), np.zeros(flat.ok.size, np.uint64))
         get = lambda k: flat.top.get(k, zero)  # noqa: E731
         self.seq[ok] = get(S.F_SEQ_ID)[1][ok].astype(np.int64)
         self.flags[ok] = get(S.F_SEQUENCE_FLAGS)[1][ok]
