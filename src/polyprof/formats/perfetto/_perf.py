@@ -288,7 +288,7 @@ class PerfCollector:
         values = self._values(c, pk, cpu, keep)
         # Compact dtypes: the batches are what memory holds for a big trace.
         if not self.ctx.options.extra.get("aggregate"):
-            values = values[:, 1:]  # the sample count, 1 each, is put back by ``columns``
+            values = np.ascontiguousarray(values[:, 1:])  # the sample count, 1 each, is put back by ``columns``
         batch = {"config": _narrow(pk["config"]), "ts": pk["ts"], "has_ts": pk["has_ts"],
                  "clock": _narrow(pk["clock"]), "pid": _narrow(c["pid"]), "tid": _narrow(c["tid"]),
                  "cpu": _narrow(cpu), "has_pid": c["has_pid"], "has_tid": c["has_tid"], "has_cpu": c["has_cpu"],
