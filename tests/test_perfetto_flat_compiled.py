@@ -182,3 +182,19 @@ def test_callstack_twins_agree(entries: list[tuple[bytes, bool]]) -> None:
         return
     for a, b in zip(got, want):
         assert np.array_equal(np.asarray(a, np.uint64), np.asarray(b, np.uint64))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]),
+       st.lists(st.integers(-(2**63), 2**64 - 1), min_size=1, max_size=40), st.integers(0, 2**64 - 1))
+def test_distinct_is_numpy_unique(dtype: str, raw: list[int], base: int) -> None:
+    """``model.columns.distinct`` (the presence-table unique the Perfetto reader uses per chunk)
+    equals ``np.unique`` for every integer type, at the ends of its range too."""
+    from polyprof.model.columns import distinct
+
+    info = np.iinfo(dtype)
+    span = int(info.max) - int(info.min) + 1
+    values = np.array([int(info.min) + (v + base) % span for v in raw], dtype=dtype)
+    for col in (values, values[:1].repeat(3), (values % 7).astype(dtype)):
+        got = distinct(col)
+        assert np.array_equal(got, np.unique(col)) and got.dtype == col.dtype

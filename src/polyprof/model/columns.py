@@ -148,8 +148,11 @@ def distinct(values: np.ndarray) -> np.ndarray:
     values = np.asarray(values)
     if values.size and values.dtype.kind in "iu":
         low, high = int(values.min()), int(values.max())
+        if low == high:  # one sequence, one config, one pid: the usual case
+            return values[:1].copy()
         if high - low < max(values.size, 1 << 12):
             present = np.zeros(high - low + 1, dtype=bool)
-            present[values - values.dtype.type(low)] = True
-            return (np.flatnonzero(present) + low).astype(values.dtype)
+            wide = values if values.dtype.kind == "u" or values.dtype.itemsize == 8 else values.astype(np.int64)
+            present[wide - wide.dtype.type(low)] = True  # in [0, high - low]: no overflow
+            return (np.flatnonzero(present).astype(wide.dtype) + wide.dtype.type(low)).astype(values.dtype)
     return np.unique(values)
