@@ -28,7 +28,7 @@ from polyprof.formats.perfetto import _schema as S
 from polyprof.wire import vector as V
 from polyprof.wire.vector import ranges
 
-__all__ = ["Flat", "decode", "decode_flat", "no_flat"]
+__all__ = ["Flat", "decode", "decode_flat"]
 
 PERF_KEY = (66 << 3) | 2
 _MAX_FLAT = 2048  # bytes: a PerfSample packet is far smaller
@@ -78,12 +78,6 @@ def decode(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
     from polyprof.formats.perfetto._flat_compiled import decode_flat_compiled
 
     return Flat(*decode_flat_compiled(buf, starts, ends, TOP_FIELDS, INNER_FIELDS))
-
-
-def no_flat(n: int) -> Flat:
-    """The result for ``n`` packets none of which is decoded by this path."""
-    z = np.zeros(0, dtype=np.uint64)
-    return Flat(np.zeros(n, dtype=bool), {}, {}, (z, np.zeros(n, dtype=np.int64)))
 
 
 def decode_flat(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
