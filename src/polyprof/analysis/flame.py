@@ -44,7 +44,7 @@ from polyprof.model import tree
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MIN_FRACTION", "FlameShape", "FlameTree", "NameColumn", "flame_shape",
-           "flame_tree"]
+           "flame_tree", "prune"]
 
 DEFAULT_MIN_FRACTION = 1e-5
 DEFAULT_MAX_NODES = 30_000
@@ -494,6 +494,27 @@ def _by_entry(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
     return slot[slot >= 0]
 
 
+def prune(width: np.ndarray, min_fraction: float, max_nodes: int,
+          pre: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """Which nodes of a flame graph (node 0 its root) are drawn at a resolution: the one rule of
+    :func:`flame_tree` and the web view's slices. Kept: the root, and the nodes at least
+    ``min_fraction`` of the root's width and never of width 0; when that is more than
+    ``max_nodes`` (> 0), the widest, ties going to the first in pre-order (``pre``: every node's
+    pre-order number; None: ids are in pre-order). A node is never wider than its parent, so
+    the kept nodes are closed under ancestors. Returns (kept mask, narrowest width kept)."""
+    threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if width.size else 1
+    keep = width >= threshold
+    keep[:1] = True
+    if max_nodes > 0 and int(keep.sum()) > max_nodes:
+        threshold = max(threshold, int(np.sort(width[keep])[::-1][max_nodes - 1]))
+        keep = width >= threshold
+        keep[:1] = True
+        if int(keep.sum()) > max_nodes:  # ties at the threshold (ancestors come first in pre-order)
+            ranked = np.flatnonzero(keep)
+            keep[(ranked if pre is None else _by_entry(ranked, pre))[max_nodes:]] = False
+    return keep, threshold
+
+
 def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: tuple[np.ndarray, np.ndarray],
               preordered: bool) -> tuple[np.ndarray, np.ndarray]:
     """The kept nodes (``kept``: their ids in pre-order; closed under ancestors) as a tree of
@@ -527,17 +548,7 @@ def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noq
     def _in_preorder(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
         return nodes if preordered else _by_entry(nodes, pre)
 
-    threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if width.size else 1
-    keep = width >= threshold
-    keep[0] = True
-    if max_nodes > 0 and int(keep.sum()) > max_nodes:
-        threshold = max(threshold, int(np.sort(width[keep])[::-1][max_nodes - 1]))
-        keep = width >= threshold
-        keep[0] = True
-        if int(keep.sum()) > max_nodes:  # ties at the threshold: keep the first in pre-order
-            ranked = _in_preorder(np.nonzero(keep)[0], pre)
-            keep[ranked[max_nodes:]] = False
-            keep[parent[keep][parent[keep] >= 0]] = True
+    keep, threshold = prune(width, min_fraction, max_nodes, None if preordered else pre)
     kept = _in_preorder(np.nonzero(keep)[0], pre)
     dropped = int(np.count_nonzero(width > 0)) - int(np.count_nonzero(keep & (width > 0)))
     base_only = 0
