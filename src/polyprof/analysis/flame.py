@@ -363,7 +363,7 @@ class FlameShape:
     always): :func:`flame_tree` then sums the samples onto ``at`` instead of
     walking millions of callsites again. ``polyprof serve`` keeps one per
     input. Made only where the compiled walk runs (large trees, numba); it
-    holds the profile's tables (no copy) and 12 bytes per node and callsite.
+    holds the profile's tables (no copy), 8 bytes per node and 4 per callsite.
     """
 
     tables: tuple[Any, ...]   # _tables() of the profile it was made of (compared by identity)
