@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, TypeAlias, Union
 
 from polyprof.errors import InputError, MalformedInputError
 from polyprof.formats.limits import DEFAULT_MAX_INFLATE, LIMITS, Limits
-from polyprof.wire.vector import expect
+from polyprof.wire.vector import COMPILED_FOR_INPUT, expect_sized
 
 __all__ = ["DEFAULT_MAX_INFLATE", "GZIP_MAGIC", "GunzipReader", "Input", "Source", "inflate"]
 
@@ -196,8 +196,10 @@ class Source:
         except zlib.error as exc:
             raise MalformedInputError(f"corrupt gzip data ({exc})", path=self.path) from None
 
-    def data(self) -> bytes:
-        """The whole content with one gzip layer removed (bounded by max_inflate)."""
+    def data(self, compiled_from: int = COMPILED_FOR_INPUT) -> bytes:
+        """The whole content with one gzip layer removed (bounded by max_inflate). A content of
+        ``compiled_from`` bytes or more loads the compiled decode kernels before the reader's
+        first decode (a reader passes the size from which they pay for it, measured)."""
         if self._data is None:
             raw = self._raw()
             if raw.startswith(GZIP_MAGIC):
@@ -211,7 +213,7 @@ class Source:
                         "gzip inside gzip: unpack the outer layer first", path=self.path)
             else:
                 self._data = raw
-            expect(len(self._data))  # a large input: compiled kernels from the start
+            expect_sized(len(self._data), compiled_from)  # a large input: compiled kernels from the start
         return self._data
 
     def open_raw(self) -> BinaryIO:

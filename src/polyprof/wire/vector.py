@@ -24,6 +24,8 @@ import importlib
 import os
 from dataclasses import dataclass
 from dataclasses import field as dc_field
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import NoReturn
 
@@ -31,7 +33,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 
-__all__ = ["Fields", "as_buffer", "compiled_wanted", "expect", "gather_spans", "hash_factorize", "hash_factorize_spans", "hash_nested_scalars", "import_compiled", "nested_fields", "packed_varints",
+__all__ = ["Fields", "as_buffer", "compiled_wanted", "expect", "expect_sized", "sized_read", "gather_spans", "hash_factorize", "hash_factorize_spans", "hash_nested_scalars", "import_compiled", "nested_fields", "packed_varints",
            "ranges", "read_varints", "repeated_varints", "scalar_column", "span_column", "walk_fields", "as_int64"]
 
 
@@ -821,3 +823,30 @@ def hash_nested_scalars(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, f
     ends = np.asarray(ends, dtype=np.int64)
     fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
     return None if fast is None else fast.nested_ids(buf, starts, ends, field, numbers)
+
+
+def expect_sized(nbytes: int, compiled_from: int) -> None:
+    """:func:`expect` with a reader's own input size from which the compiled kernels pay: a
+    reader whose numpy path groups repeated records before decoding them is quicker by numpy on
+    inputs that the default :data:`COMPILED_FOR_INPUT` would compile (numba's loading costs
+    0.5-1 s of CPU). Smaller inputs count towards the switch, as with :func:`expect`."""
+    _kernels(COMPILED_AFTER if nbytes >= compiled_from else nbytes)
+
+
+@contextmanager
+def sized_read(nbytes: int, compiled_from: int) -> Iterator[None]:
+    """A read of a whole input of ``nbytes`` whose reader knows from which size the compiled
+    kernels pay (``compiled_from``): below it (and unless ``POLYPROF_KERNELS`` says otherwise)
+    the block runs by numpy even when its decodes add up to the work that would load numba
+    mid-read (a 4.9 MB recording decodes 26 MB in all); kernels already loaded are used. The
+    work counted before the block is restored after it."""
+    global _compiled, _work
+    if _compiled is not None or compiled_wanted(nbytes, compiled_from):
+        yield
+        return
+    _compiled, before = False, _work
+    try:
+        yield
+    finally:
+        _compiled, _work = None, before
+

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from polyprof.errors import MalformedInputError
+from polyprof.formats.span_bytes import decoded, last_varints, sub_spans
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import factorize_rows, factorize_spans
 from polyprof.wire import vector as V
@@ -52,8 +53,7 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
     before). ``fill_names``: a nameless frame takes the name of a named frame at the same
     module and address (how polyprof's writer shares names, see ``callstack``)."""
     buf, starts, ends = _joined(entries)
-    # Every frame's address (1), module (2) and name span (3) in one pass over the stacks.
-    per_stack, scalars, present, name_start, name_len = V.nested_fields(buf, starts, ends, 1, (1, 2), span=3)
+    per_stack, rep, scalars, present, name_start, name_len = _frame_rows(buf, starts, ends)
     address, module, has_module = scalars[:, 0], _int32(scalars[:, 1]), present[:, 1]
     bad = has_module & ((module < 0) | (module >= len(modules)))
     if bad.any():
@@ -62,7 +62,7 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
     named = name_len >= 0
     name_len = np.where(named, name_len, 0)
     name, first = factorize_spans(buf, name_start, name_len)  # 0: "" when some are nameless
-    raw = buf.tobytes()
+    raw = memoryview(buf.data)
     module = np.where(has_module, module, -1)
     # Frames grouped by what they hold (few distinct rows); names are filled on those rows, in
     # order of first sight, so "the first named frame" is the first such row.
@@ -71,8 +71,10 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
     if fill_names:
         h_name = _filled(h_name, ~named[hfirst], h_module, h_address)  # an explicitly empty name stays empty
     key, kfirst = factorize_rows([h_module, h_address.view(np.int64), h_name])  # the old reader's location key
-    texts = [_decode(raw[a:a + ln]) for a, ln in zip(name_start[first].tolist(), name_len[first].tolist())]
-    fn_of_name = np.array([b.function(t) if t else -1 for t, _ in texts], dtype=np.int64)
+    raws = [raw[a:a + ln] for a, ln in zip(name_start[first].tolist(), name_len[first].tolist())]
+    fast = decoded(raws)
+    texts = [(t, False) for t in fast] if fast is not None else [_decode(bytes(r)) for r in raws]
+    fn_of_name = _functions(b, [t for t, _ in texts])
     k_name = h_name[kfirst]
     ctx.bad_utf8 += int(np.array([bad for _, bad in texts], dtype=bool)[k_name].sum()) if texts else 0
     mapping_of = np.array(modules + [-1], dtype=np.int64)
@@ -82,10 +84,39 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
     zeros = np.zeros(int(has.sum()), dtype=np.int64)
     row0 = b.add_locations_bulk(k_mapping[lfirst], k_address[lfirst], np.zeros(lfirst.size, dtype=bool),
                                 has.astype(np.int64), k_fn[lfirst][has], zeros, zeros)
-    locs = (row0 + loc[key])[held]
+    per_row = (row0 + loc[key])[held]
+    locs = per_row.astype(np.min_scalar_type(int(per_row.max()) if per_row.size else 0))[rep]  # narrow: one per frame
     stack_offsets = np.zeros(len(entries) + 1, dtype=np.int64)
     np.cumsum(per_stack, out=stack_offsets[1:])
     return b.stacks_from_csr(locs, stack_offsets, leaf_first=True, distinct=True)
+
+
+def _frame_rows(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(frames per stack, row of each frame, then per row: (address, module) values and
+    present, name start, name length (-1: none)). A row per distinct frame byte string
+    (:func:`polyprof.formats.span_bytes.sub_spans`): a frame recurs in many stacks (24.8M frames,
+    91 distinct), and decoding each once is what makes reading quick; rows are in order of
+    first sight, so grouping them numbers things as grouping the frames would."""
+    per_stack, rep, _, lo, length, _ = sub_spans(buf, starts, ends, 1)
+    f = V.walk_fields(buf, lo, lo + length)
+    scalars, present = last_varints(f, lo.size, (1, 2))
+    names = f.select(3, V.LEN)
+    name_start = np.zeros(lo.size, dtype=np.int64)
+    name_len = np.full(lo.size, -1, dtype=np.int64)
+    name_start[names.msg], name_len[names.msg] = names.start, names.length  # the last one is written last
+    return per_stack, rep, scalars, present, name_start, name_len
+
+
+def _functions(b: ProfileBuilder, names: list[str]) -> np.ndarray:
+    """The function of every name (-1 for ""): the rows ``b.function(name)`` would give, in one
+    bulk call (23k names: 0.1 s less)."""
+    out = np.full(len(names), -1, dtype=np.int64)
+    named = [i for i, t in enumerate(names) if t]
+    if named:
+        ids = np.array([b.string(names[i]) for i in named], dtype=np.int64)
+        zeros = np.zeros(ids.size, dtype=np.int64)
+        out[named] = b.functions_bulk(ids, zeros, zeros, zeros)
+    return out
 
 
 def _decode(raw: bytes) -> tuple[str, bool]:

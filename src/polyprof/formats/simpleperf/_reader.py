@@ -14,6 +14,7 @@ from polyprof.formats.simpleperf._layout import Layout, event_type
 from polyprof.formats.simpleperf._offcpu import offcpu_times
 from polyprof.formats.simpleperf._records import Records, Samples, collect
 from polyprof.formats.simpleperf._schema import ERROR_CODES, EXECUTION_TYPES, OFFCPU_VIEWS
+from polyprof.formats.span_bytes import decoded
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import factorize_rows, unique_inverse
 from polyprof.model.extras import LostSituation, ThreadRecord
@@ -34,6 +35,12 @@ class _Text:
         except UnicodeDecodeError:
             self.bad += 1
             return raw.decode("utf-8", errors="replace")
+
+    def many(self, raws: Any) -> list[str]:
+        """Every string of a repeated field, decoded in one call when none holds a NUL (a
+        File's thousands of symbols)."""
+        fast = decoded(list(raws))
+        return fast if fast is not None else [self(r) for r in raws]
 
 
 def read_bytes(data: bytes, options: ReadOptions) -> Profile:
@@ -235,27 +242,43 @@ class _Frames:
         self.exec_types: dict[tuple[str, int], int] = {}
         self.mixed = 0
         self.symbolized = {f.path for f in recs.files.values() if len(f.symbol)}  # raw bytes
-        for fid in sorted(recs.files):
-            self._file(fid)
+        self._intern_files(sorted(recs.files))
+
+    def _intern_files(self, fids: list[int]) -> None:
+        """The mapping and functions of every File: strings interned in the order that one
+        ``function()`` call per symbol would intern them, the functions in one bulk call (the
+        same rows; 23k symbols take 0.1 s less)."""
+        string = self.b.string
+        ids: list[int] = []
+        mappings, counts = [], []
+        for fid in fids:
+            f = self.raw_files[fid]
+            path = self.text(f.path)
+            names, mangled = self.text.many(f.symbol), self.text.many(f.mangled_symbol)
+            mangled += [""] * (len(names) - len(mangled))
+            # One mapping per path (simpleperf may write several Files with one path).
+            mappings.append(self.b.mapping(filename=path,
+                                           flags=MAPPING_HAS_FUNCTIONS if f.path in self.symbolized else 0))
+            for name, system in zip(names, mangled):
+                ids += (string(name), string(system))
+            counts.append(len(names))
+            self.paths[fid] = path
+        pairs = np.array(ids, dtype=np.int64).reshape(-1, 2)
+        zeros = np.zeros(len(pairs), dtype=np.int64)
+        rows = self.b.functions_bulk(pairs[:, 0], pairs[:, 1], zeros, zeros).tolist() if len(pairs) else []
+        at = 0
+        for fid, mapping, n in zip(fids, mappings, counts):
+            self.files[fid] = (mapping, rows[at:at + n])
+            at += n
 
     def _file(self, fid: int) -> tuple[int, list[int]]:
+        """The (mapping, functions) of file ``fid``; a file without a File record: an unnamed
+        mapping, no functions."""
         got = self.files.get(fid)
-        if got is not None:
-            return got
-        f = self.raw_files.get(fid)
-        if f is None:
+        if got is None:
             self.missing_files.add(fid)
-            path, names, mangled, symbolized = "", [], [], False
-        else:
-            symbolized = f.path in self.symbolized
-            path = self.text(f.path)
-            names = [self.text(s) for s in f.symbol]
-            mangled = [self.text(s) for s in f.mangled_symbol]
-        # One mapping per path (simpleperf may write several Files with one path).
-        mapping = self.b.mapping(filename=path, flags=MAPPING_HAS_FUNCTIONS if symbolized else 0)
-        fns = [self.b.function(name, mangled[i] if i < len(mangled) else "") for i, name in enumerate(names)]
-        self.paths[fid] = path
-        got = self.files[fid] = (mapping, fns)
+            got = self.files[fid] = (self.b.mapping(filename="", flags=0), [])
+            self.paths[fid] = ""
         return got
 
     def stacks(self, s: Samples) -> np.ndarray:
@@ -287,7 +310,7 @@ class _Frames:
         row0 = self.b.add_locations_bulk(mapping[first], vaddr_u[first], np.zeros(first.size, dtype=bool),
                                          has.astype(np.int64), fn[first][has], np.zeros(int(has.sum()), np.int64),
                                          np.zeros(int(has.sum()), np.int64))
-        uses = np.bincount(s.entry, minlength=s.first.size)  # callchain entries per distinct row
+        uses = np.bincount(s.entry_row, weights=s.group_size, minlength=s.first.size).astype(np.int64)
         self.entries = s.entry.size
         self.unsymbolized = int(uses[s.symbol_id < 0].sum())
         if s.exec_type.any():
@@ -295,7 +318,8 @@ class _Frames:
         offsets = np.zeros(len(s) + 1, dtype=np.int64)
         np.cumsum(s.chain, out=offsets[1:])
         top = row0 + (int(loc.max()) if loc.size else 0)
-        return self.b.stacks_from_csr((row0 + loc).astype(np.min_scalar_type(top))[raw][s.entry], offsets)
+        by_group = (row0 + loc).astype(np.min_scalar_type(top))[raw][s.entry_row]
+        return self.b.stacks_from_csr(by_group[s.entry], offsets)  # one gather per callchain entry
 
     def _exec_types(self, fid: np.ndarray, vaddr: np.ndarray, kind: np.ndarray, uses: np.ndarray) -> None:
         """Keep one execution type per (file path, address): the model has no per-entry kind.

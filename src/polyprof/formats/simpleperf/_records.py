@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError
 from polyprof.errors import MalformedInputError
 from polyprof.formats.simpleperf._framing import records
 from polyprof.formats.simpleperf._schema import record_class
+from polyprof.formats.span_bytes import sub_spans_and_fields
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
 
@@ -55,7 +56,9 @@ class Samples:
     event_count: np.ndarray
     event_type: np.ndarray
     chain: np.ndarray
-    entry: np.ndarray       # per callchain entry: its row in the distinct entries below
+    entry: np.ndarray       # per callchain entry: its group of equal bytes (54M in a 614 MB file)
+    entry_row: np.ndarray   # per such group: its row in the distinct entries below
+    group_size: np.ndarray  # per such group: its callchain entries
     first: np.ndarray       # per distinct entry: its first callchain entry
     vaddr: np.ndarray       # the distinct (vaddr, file, symbol, execution type) entries, in
     file_id: np.ndarray     # order of first sight
@@ -165,11 +168,13 @@ def _kind_classes() -> dict[str, Any]:
     return {name: type(getattr(empty, name)) for name in ("file", "thread", "meta_info", "lost")}
 
 
+_SCALARS, _ENTRY, _UNWIND = (1, 2, 4, 5), (1, 2, 3, 4), (3, 1, 2)  # field numbers read
+
+
 def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
     n = part.n
-    vals, present = V.scalar_fields(buf, part.start, part.end, (1, 2, 4, 5))
-    chain, entry, entries, first = _entries(buf, part)
-    u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, (3, 1, 2))
+    vals, present, (chain, entry, group_size, entry_row, entries, first), (u_count, u_vals, u_present) = \
+        _walked(buf, part)
     if part.start.size != n:  # payloads repeated in a record merge: scalars by their last value
         vals, present = _last_present(part.item, vals, present, n)
         chain = np.bincount(part.item, weights=chain, minlength=n).astype(np.int64)
@@ -181,21 +186,40 @@ def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
         u[name] = u_vals[:, j] if name == "addr" else _u32(u_vals[:, j])
     col = lambda j: vals[:, j]  # noqa: E731
     return Samples(time=col(0), tid=_i32(col(1)), event_count=col(2), event_type=_u32(col(3)),
-                   chain=chain, entry=entry, first=first, vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
+                   chain=chain, entry=entry, entry_row=entry_row, group_size=group_size, first=first,
+                   vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
                    symbol_id=_i32(entries[:, 2]), exec_type=_u32(entries[:, 3]), unwind=u)
 
 
-def _entries(buf: np.ndarray, part: _Payloads) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(entries per payload, distinct entry of each callchain entry, the distinct entries'
-    (vaddr, file, symbol, execution type), first entry of each): grouped as they are decoded
-    when compiled, else decoded in full and grouped (the same numbering)."""
-    numbers = (1, 2, 3, 4)
-    got = V.hash_nested_scalars(buf, part.start, part.end, 3, numbers)
-    if got is not None:
-        return got[0], got[1], got[2], got[3]
-    chain, values, _ = V.nested_scalars(buf, part.start, part.end, 3, numbers)
-    entry, first = factorize_rows([values[:, j].view(np.int64) for j in range(len(numbers))], in_order=True)
-    return chain, entry, values[first], first
+def _distinct(buf: np.ndarray, first_bytes: np.ndarray, lo: np.ndarray,
+              length: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct entry of each byte group, values of each distinct entry, its first entry) from
+    the entries grouped by bytes (each group's first entry, its start and length): byte strings
+    that decode alike (fields in another order, longer varints) are one entry, numbered as
+    grouping every entry's values would number them."""
+    values, _ = V.scalar_fields(buf, lo, lo + length, _ENTRY)
+    group, first = _group_values(values)
+    return group, values[first], first_bytes[first]
+
+
+def _group_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return factorize_rows([values[:, j].view(np.int64) for j in range(values.shape[1])], in_order=True)
+
+
+def _walked(buf: np.ndarray, part: _Payloads) -> tuple[Any, ...]:
+    """(scalars, present, callchain entries, unwinding results) of every sample payload, from one
+    walk of the payloads (:func:`polyprof.formats.span_bytes.sub_spans_and_fields`: compiled,
+    one pass; numpy, one field walk): callchain entries grouped by their bytes, each distinct
+    byte string decoded once, and regrouped by value (the numbering of grouping every entry)."""
+    got = sub_spans_and_fields(buf, part.start, part.end, 3, _SCALARS, 6)
+    chain, by_bytes, first_bytes, lo, length, sizes, vals, present, u_start, u_len, u_count = got
+    entries = (chain, by_bytes, sizes, *_distinct(buf, first_bytes, lo, length))
+    if u_count.size and int(u_count.max()) > 1:  # an unwinding result in parts: merge them as protobuf does
+        u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, _UNWIND)
+    else:
+        has = np.flatnonzero(u_count)
+        u_vals, u_present = V.scalar_fields(buf, u_start[has], u_start[has] + u_len[has], _UNWIND)
+    return vals, present, entries, (u_count, u_vals, u_present)
 
 
 def _last_present(owner: np.ndarray, values: np.ndarray, present: np.ndarray,

@@ -1,0 +1,145 @@
+"""The numpy readers' grouping of wire spans by their bytes (formats/span_bytes.py), and the
+sized-read rule that keeps numba out of reads that are quicker by numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from polyprof.formats.span_bytes import MAX_WORDS, decoded, factorize_span_bytes
+from polyprof.wire import vector as V
+from polyprof.wire.encode import varint as _varint
+
+_SPANS = st.lists(st.binary(max_size=8 * MAX_WORDS + 9), min_size=1, max_size=40)
+
+
+def _by_dict(spans: list[bytes]) -> tuple[list[int], list[int]]:
+    seen: dict[bytes, int] = {}
+    group, first = [], []
+    for i, s in enumerate(spans):
+        if s not in seen:
+            seen[s] = len(seen)
+            first.append(i)
+        group.append(seen[s])
+    return group, first
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=60), _SPANS, st.integers(0, 9))
+def test_spans_group_as_a_dict_of_their_bytes_would(picks, pool, gap):
+    """Spans picked (with repeats) from a pool, laid out with gaps and the last one flush with the
+    buffer's end: grouped exactly as a dict of bytes groups them (long spans apart)."""
+    spans = [pool[p % len(pool)] for p in picks]
+    parts, starts = [], []
+    at = 0
+    for s in spans:
+        parts.append(b"\xff" * gap)
+        at += gap
+        starts.append(at)
+        parts.append(s)
+        at += len(s)
+    buf = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    lengths = np.array([len(s) for s in spans], dtype=np.int64)
+    got = factorize_span_bytes(buf, np.array(starts, dtype=np.int64), lengths, long_apart=True)
+    assert got is not None
+    long = [len(s) > 8 * MAX_WORDS for s in spans]
+    keyed = [s if not lg else (i, s) for i, (s, lg) in enumerate(zip(spans, long))]
+    want = _by_dict(keyed)  # type: ignore[arg-type]
+    assert got[0].tolist() == want[0] and got[1].tolist() == want[1]
+    if any(long):
+        assert factorize_span_bytes(buf, np.array(starts, dtype=np.int64), lengths) is None
+
+
+def test_a_hash_collision_splits_a_group_and_never_merges():
+    """Spans whose words hash alike are compared: differing bytes are groups of their own."""
+    from polyprof.formats import span_bytes as SB
+
+    buf = np.frombuffer(b"abcdefghabcdefghabcdefgX", dtype=np.uint8)
+    saved = SB._MIX.copy()
+    SB._MIX[:] = 0  # every span hashes to 0
+    try:
+        group, first = factorize_span_bytes(buf, np.array([0, 8, 16]), np.array([8, 8, 8]))
+    finally:
+        SB._MIX[:] = saved
+    assert group[0] == group[1] != group[2]
+    assert first.tolist() == [0, 2]
+
+
+def test_names_decode_at_once_or_say_they_cannot():
+    assert decoded([b"main", "é".encode(), b""]) == ["main", "é", ""]
+    assert decoded([b"a\0b"]) is None  # a NUL would split the text
+    assert decoded([b"\xff"]) is None
+
+
+def test_a_sized_read_below_its_threshold_stays_numpy_and_restores_the_switch(monkeypatch):
+    monkeypatch.delenv("POLYPROF_KERNELS", raising=False)
+    monkeypatch.setattr(V, "_compiled", None)
+    monkeypatch.setattr(V, "_work", 5)
+    with V.sized_read(1000, 2000):
+        assert not V.compiled()
+        assert V._kernels(1 << 40) is None  # work that would load numba does not
+    assert V._compiled is None and V._work == 5
+    monkeypatch.setenv("POLYPROF_KERNELS", "numpy")
+    with V.sized_read(3000, 2000):  # over the threshold: the usual rule (here: numpy asked for)
+        assert not V.compiled()
+
+
+_POOL = [b"", b"\x08\x01", b"\x08\x01\x10\x02", b"\x10\x02\x08\x01", b"x" * 16, b"x" * 17, b"y" * 40]
+_FIELD = st.one_of(st.tuples(st.just(3), st.integers(0, len(_POOL) - 1)),  # a sub-message from the pool
+                   st.tuples(st.sampled_from([1, 2, 4, 9]), st.integers(0, 2**64 - 1)))  # another field (a varint)
+
+
+def _message(fields: list[tuple[int, int]]) -> bytes:
+    out = bytearray()
+    for number, value in fields:
+        if number == 3:
+            out += _varint(3 << 3 | 2) + _varint(len(_POOL[value])) + _POOL[value]
+        else:
+            out += _varint(number << 3) + _varint(value)
+    return bytes(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_FIELD, max_size=8), min_size=1, max_size=12), st.one_of(st.none(), st.integers(0, 999)))
+def test_sub_span_twins_group_alike(messages, damage):
+    """The compiled one-pass grouping and the numpy walk agree: the same sub-messages per message,
+    each group's first its first member, every member equal to its group's first by bytes and,
+    the numpy twin aside keeping long spans apart, the same groups; damage: both refuse."""
+    import pytest
+    from helpers import numpy_only
+
+    from polyprof.errors import MalformedInputError
+    from polyprof.formats import span_bytes as SB
+
+    twin = pytest.importorskip("polyprof.formats._span_compiled", reason="numba is not installed")
+    bodies = [_message(m) for m in messages]
+    data = bytearray(b"\x00".join(bodies))
+    if damage is not None and data:
+        data[damage % len(data)] ^= 0xFF
+    lengths = np.array([len(b) for b in bodies], dtype=np.int64)
+    starts = np.cumsum(lengths + 1) - lengths - 1
+    buf = np.frombuffer(bytes(data), dtype=np.uint8)
+    got = twin.sub_spans(buf, starts, starts + lengths, 3, (1, 9), 3)
+    try:
+        want = numpy_only(V, SB.sub_spans_and_fields, buf, starts, starts + lengths, 3, (1, 9), 3)
+    except MalformedInputError:
+        assert got is None
+        return
+    assert got is not None
+    for x, y in zip(got[6:], want[6:]):  # varints 1 and 9, the last field 3 and how many
+        assert np.array_equal(x, y)
+    got, want = got[:6], want[:6]
+    for counts, group, first, lo, length, sizes in (got, want):
+        assert np.array_equal(counts, want[0])
+        assert np.array_equal(sizes, np.bincount(group, minlength=first.size))
+        assert first.tolist() == [int(np.flatnonzero(group == g)[0]) for g in range(first.size)]
+        member = [bytes(buf[a:a + n]) for a, n in zip(lo[group].tolist(), length[group].tolist())]
+        assert member == [bytes(buf[a:a + n]) for a, n in zip(*_subs(buf, starts, lengths))]
+    if (want[4] <= 8 * MAX_WORDS).all():  # no long spans: the very same groups
+        assert np.array_equal(got[1], want[1])
+
+
+def _subs(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[list[int], list[int]]:
+    f = V.walk_fields(buf, starts, starts + lengths).select(3, V.LEN)
+    return f.start.tolist(), f.length.tolist()
