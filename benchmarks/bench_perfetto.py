@@ -134,7 +134,8 @@ def main() -> int:
             print(f"  read ({'every sample' if mode == 'all' else 'aggregated'}): {r['seconds']:.1f} s, "
                   f"{size / 1e6 / r['seconds']:.1f} MB/s, {r['samples']} samples in {r['rows']} rows, "
                   f"peak RSS {r['peak_rss_mb']:.0f} MB ({r['rss_after_imports_mb']:.0f} MB after imports"
-                  + (f", {per_sample:.0f} bytes/sample)" if mode == "all" else ")"))
+                  + (f", {per_sample:.0f} bytes/sample)" if mode == "all" else ")")
+                  + ("  [targets: >= 50 MB/s" + (", <= 60 bytes/sample]" if mode == "all" else "]")))
         if name == "common":
             r2 = _read(_doubled(path), "aggregate")
             r1 = _read(path, "aggregate")

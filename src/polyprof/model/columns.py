@@ -6,7 +6,7 @@ import numpy as np
 
 from polyprof.wire.vector import gather_runs, hash_factorize, hash_factorize_spans, hash_runs
 
-__all__ = ["factorize_rows", "factorize_runs", "factorize_spans", "runs_equal", "unique_inverse"]
+__all__ = ["distinct", "factorize_rows", "factorize_runs", "factorize_spans", "runs_equal", "unique_inverse"]
 
 
 def factorize_rows(cols: list[np.ndarray], *, in_order: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -140,3 +140,19 @@ def factorize_spans(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray)
     offsets = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return factorize_runs(gather_runs(values, starts, lengths), offsets)
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of an integer column, by a presence table over its range when that is
+    no wider than the column (sequence ids, configs, pids: a few values in many rows), no sort."""
+    values = np.asarray(values)
+    if values.size and values.dtype.kind in "iu":
+        low, high = int(values.min()), int(values.max())
+        if low == high:  # one sequence, one config, one pid: the usual case
+            return values[:1].copy()
+        if high - low < max(values.size, 1 << 12):
+            present = np.zeros(high - low + 1, dtype=bool)
+            wide = values if values.dtype.kind == "u" or values.dtype.itemsize == 8 else values.astype(np.int64)
+            present[wide - wide.dtype.type(low)] = True  # in [0, high - low]: no overflow
+            return (np.flatnonzero(present).astype(wide.dtype) + wide.dtype.type(low)).astype(values.dtype)
+    return np.unique(values)

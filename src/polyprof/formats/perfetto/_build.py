@@ -28,7 +28,7 @@ from polyprof.formats.perfetto._chrome import ALLOC_TYPES
 from polyprof.formats.perfetto._heap import HEAP_TYPES, Dump
 from polyprof.formats.perfetto._perf import PerfConfig
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.columns import factorize_rows
+from polyprof.model.columns import distinct, factorize_rows
 from polyprof.model.profile import Label, Profile
 
 if TYPE_CHECKING:
@@ -137,29 +137,33 @@ def _new_builder(types: list[tuple[str, str]], default: str, labels: dict[str, A
     return b
 
 
-def _finish(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], rows: np.ndarray,
+def _finish(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], rows: np.ndarray | slice,
             labelsets: np.ndarray, present: tuple[str, ...]) -> Profile:
-    """Add the samples ``rows`` of ``cols`` (sorted by time) and finish the profile."""
+    """Add the samples ``rows`` of ``cols`` (sorted by time) and finish the profile
+    (``rows`` a ``slice(None)``: every row, taken without copies when in time order)."""
     if r.options.extra.get("aggregate"):
         return _finish_aggregated(r, b, cols, rows, labelsets, present)
-    order = rows
-    if "time" in present and (np.diff(cols["time"][rows]) < 0).any():
-        order = rows[np.argsort(cols["time"][rows], kind="stable")]
-    whole = order.size == cols["stack"].size and (order.size == 0 or (order[0] == 0 and (np.diff(order) == 1).all()))
-    pick = (lambda col: col) if whole else (lambda col: col[order])  # no copies for a one-profile trace
+    n = cols["stack"].size
+    if not isinstance(rows, slice) and rows.size == n and (n == 0 or (rows[0] == 0 and (np.diff(rows) == 1).all())):
+        rows = slice(None)
+    order: np.ndarray | None = None if isinstance(rows, slice) else rows  # None: every row, in order
+    t = cols["time"][rows] if "time" in present else None
+    if t is not None and (t[1:] < t[:-1]).any():
+        order = (np.arange(n) if order is None else order)[np.argsort(t, kind="stable")]
+    pick = (lambda col: col) if order is None else (lambda col: col[order])  # no copies for a one-profile trace
     em = Emitter(r.catalog, b)
     optional = {k: pick(cols[k]) for k in _OPTIONAL if k in present}
     b.add_samples_bulk(em.callsites(pick(cols["stack"])), pick(cols["values"]), pick(labelsets), **optional)
     if em.mapping_offsets():
         b.meta.extras["mapping_offsets"] = em.mapping_offsets()
-    if "time" in present and order.size:
-        t = cols["time"][order]
+    if t is not None and t.size:
+        t = pick(cols["time"])
         b.meta.time_nanos = _wall_clock(r, int(t[0]))
         b.meta.duration_nanos = int(t[-1] - t[0])
     return b.finish(check=False)
 
 
-def _finish_aggregated(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], rows: np.ndarray,
+def _finish_aggregated(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], rows: np.ndarray | slice,
                        labelsets: np.ndarray, present: tuple[str, ...]) -> Profile:
     keys = [cols["stack"][rows], labelsets[rows]] + [cols[k][rows] for k in ("pid", "tid", "cpu") if k in present]
     inverse, first = factorize_rows(keys, in_order=True)  # rows in order of first sight
@@ -202,11 +206,13 @@ def _perf_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple)
     out = []
     present = tuple(k for k in _OPTIONAL if cols[f"has_{'ts' if k == 'time' else k}"].any())
     pids = cols["pid"] if "pid" in present else np.zeros(cols["pid"].size, np.int64)
-    for config in np.unique(cols["config"][keep]).tolist():
+    for config in distinct(cols["config"][keep]).tolist():
         cfg = r.perf.configs[config]
         in_cfg = keep & (cols["config"] == config)
-        for pid in np.unique(pids[in_cfg]).tolist():
-            rows = np.nonzero(in_cfg & (pids == pid))[0]
+        for pid in distinct(pids[in_cfg]).tolist():
+            mine = in_cfg & (pids == pid)
+            rows: np.ndarray | slice = slice(None) if mine.all() else np.flatnonzero(mine)  # all: no copies
+            del mine
             labels: dict[str, Any] = {"kind": "perf", "event": cfg.timebase[0]}
             if "pid" in present:
                 labels["pid"] = pid
@@ -228,7 +234,7 @@ def _value_columns(values: np.ndarray, columns: list[int]) -> np.ndarray:
 
 
 def _perf_meta(r: "TraceReader", b: ProfileBuilder, cfg: Any, config: int, cols: dict[str, np.ndarray],
-               rows: np.ndarray) -> None:
+               rows: np.ndarray | slice) -> None:
     meta = b.meta
     meta.period_type = b.profile.sample_types[cfg.columns().index(1)]
     if cfg.interval[0] == "period":
@@ -242,13 +248,22 @@ def _perf_meta(r: "TraceReader", b: ProfileBuilder, cfg: Any, config: int, cols:
         meta.extras["profiler_events"] = dict(sorted(r.perf.events[config].items()))
     found = {}
     for col, names in (("skip", S.SKIP_REASONS), ("unwind", S.UNWIND_ERRORS)):
-        vals, counts = np.unique(cols[col][rows], return_counts=True)
+        vals, counts = _counts(cols[col][rows])
         found[col] = {(names[v] if v < len(names) else f"value_{v}"): int(c)
                       for v, c in zip(vals.tolist(), counts.tolist()) if v >= 0}
     if found["skip"]:
         meta.extras.samples_skipped = found["skip"]
     if found["unwind"]:
         meta.extras.unwind_errors = found["unwind"]
+
+
+def _counts(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(col, return_counts=True)`` of an enum column (-1: absent), by a bincount when small."""
+    if col.size and -1 <= int(col.min()) and int(col.max()) < 4096:
+        counts = np.bincount(col + 1)
+        vals = np.flatnonzero(counts)
+        return vals - 1, counts[vals]
+    return np.unique(col, return_counts=True)
 
 
 def _thread_combo(r: "TraceReader", cols: dict[str, np.ndarray], extra: list[np.ndarray],

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.columns import factorize_rows, factorize_runs, runs_equal, unique_inverse
+from polyprof.model.columns import distinct, factorize_rows, factorize_runs, runs_equal, unique_inverse
 from polyprof.wire.vector import gather_runs, hash_runs, ranges
 
 __all__ = ["Catalog", "Emitter", "build_id_text"]
@@ -239,19 +239,21 @@ class Emitter:
 
     def callsites(self, stacks: np.ndarray) -> np.ndarray:
         """Model callsite of every catalog stack in ``stacks`` (-1, the empty stack, stays -1)."""
-        stacks = np.asarray(stacks, dtype=np.int64)
+        stacks = np.asarray(stacks)
         if not stacks.size:
             return np.zeros(0, dtype=np.int32)
-        uniq, inverse = np.unique(stacks, return_inverse=True)
-        used = uniq[uniq >= 0]
-        leaf = np.full(uniq.size, -1, dtype=np.int32)
+        # Catalog ids from -1 are dense: a table by id, no sort and no int64 column per sample.
+        shifted = stacks.astype(np.int32 if stacks.dtype.itemsize <= 4 else np.int64) + 1
+        uniq = distinct(shifted)
+        used = uniq[uniq > 0] - 1
+        leaf = np.full(int(uniq[-1]) + 1, -1, dtype=np.int32)
         if used.size:
             flat, offsets = self.cat.stack_frames(used)
             frames, at = unique_inverse(flat)
             locs = self._locations(frames)
             locs = locs.astype(np.min_scalar_type(max(int(locs.max()), 0)))[at]  # narrow: cheaper interning
-            leaf[uniq >= 0] = self.b.stacks_from_csr(locs, offsets, leaf_first=False, distinct=True)
-        return leaf[inverse.reshape(-1)]
+            leaf[used + 1] = self.b.stacks_from_csr(locs, offsets, leaf_first=False, distinct=True)
+        return leaf[shifted]
 
     def _locations(self, fids: np.ndarray) -> np.ndarray:
         """Model location of each catalog frame in ``fids`` (equal locations share a row)."""

@@ -21,6 +21,7 @@ from collections.abc import Hashable
 import numpy as np
 
 from polyprof.formats.perfetto._schema import BOOTTIME
+from polyprof.model.columns import distinct
 
 __all__ = ["Clocks", "TraceTimes", "wrap64"]
 
@@ -137,8 +138,8 @@ class TraceTimes:
 
     def trace_times(self, raw: np.ndarray, has: np.ndarray, clock: np.ndarray) -> np.ndarray:
         """Trace time of every value (clock index per value); missing ones take the latest time before."""
-        out = raw.astype(np.int64).copy()
-        for c in np.unique(clock).tolist():
+        out = np.array(raw, dtype=np.int64)  # one copy (``raw`` may be uint64)
+        for c in distinct(clock).tolist():
             key = self.keys[c]
             if key is None:
                 continue

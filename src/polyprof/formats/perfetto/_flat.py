@@ -24,9 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from polyprof.formats.perfetto import _schema as S
+from polyprof.wire import vector as V
 from polyprof.wire.vector import ranges
 
-__all__ = ["Flat", "decode_flat", "no_flat"]
+__all__ = ["Flat", "decode", "decode_flat"]
 
 PERF_KEY = (66 << 3) | 2
 _MAX_FLAT = 2048  # bytes: a PerfSample packet is far smaller
@@ -60,10 +62,22 @@ def _varints(b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     return starts, ends, values, live
 
 
-def no_flat(n: int) -> Flat:
-    """The result for ``n`` packets none of which is decoded by this path."""
-    z = np.zeros(0, dtype=np.uint64)
-    return Flat(np.zeros(n, dtype=bool), {}, {}, (z, np.zeros(n, dtype=np.int64)))
+#: The fields the reader takes from a flat packet: top level, and inside its PerfSample
+#: (cpu, pid, tid, callstack_iid, cpu_mode, timebase_count, unwind_error, kernel_records_lost,
+#: sample_skipped_reason; 7, the follower counts, is kept as a list).
+TOP_FIELDS = (S.F_TIMESTAMP, S.F_SEQ_ID, S.F_SEQUENCE_FLAGS, S.F_INCREMENTAL_CLEARED, S.F_PREVIOUS_DROPPED,
+              S.F_CLOCK_ID, S.F_PERF_SAMPLE)
+INNER_FIELDS = (1, 2, 3, 4, 5, 6, 16, 17, 18)
+
+
+def decode(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
+    """:func:`decode_flat`, by the compiled twin once the wire kernels are compiled (same
+    packets accepted, same values of ``TOP_FIELDS`` and ``INNER_FIELDS``; other fields left out)."""
+    if not V.compiled():
+        return decode_flat(buf, starts, ends)
+    from polyprof.formats.perfetto._flat_compiled import decode_flat_compiled
+
+    return Flat(*decode_flat_compiled(buf, starts, ends, TOP_FIELDS, INNER_FIELDS))
 
 
 def decode_flat(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:

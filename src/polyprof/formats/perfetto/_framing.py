@@ -23,7 +23,7 @@ from polyprof.wire import vector as V
 
 __all__ = ["CHUNK_SIZE", "Chunk", "MAX_PACKET", "chunks", "frame_all", "inflate_bundle"]
 
-CHUNK_SIZE = 1 << 20
+CHUNK_SIZE = 4 << 20
 #: A packet larger than this is taken for corruption (real packets stay far below).
 MAX_PACKET = 256 << 20
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._sequence import text
-from polyprof.model.columns import factorize_rows
+from polyprof.model.columns import distinct, factorize_rows, unique_inverse
 from polyprof.model.profile import Label
 from polyprof.model.units import split_unit
 from polyprof.wire import vector as V
@@ -126,11 +126,16 @@ _SCALARS = {"cpu": 1, "pid": 2, "tid": 3, "iid": 4, "mode": 5, "tb": 6, "unwind"
 
 
 def _narrow(col: np.ndarray) -> np.ndarray:
-    """``col`` as int32 when every value fits (pids, tids, cpus, enums do), else int64."""
-    col = col.astype(np.int64)
-    if not col.size or (int(col.min()) >= -(1 << 31) and int(col.max()) < (1 << 31)):
-        return col.astype(np.int32)
-    return col
+    """``col`` in the narrowest signed integer type holding its values (pids, tids, cpus, enums:
+    one to four bytes; ``np.concatenate`` of batches widens to the widest part)."""
+    if not col.size:
+        return col.astype(np.int8)
+    low, high = int(col.min()), int(col.max())
+    for t in (np.int8, np.int16, np.int32):
+        info = np.iinfo(t)
+        if info.min <= low and high <= info.max:
+            return col.astype(t)
+    return col.astype(np.int64)
 
 
 def _dense(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -173,13 +178,15 @@ def columns_flat(inner: dict[int, tuple[np.ndarray, np.ndarray]], followers: tup
     zero = np.zeros(n, dtype=np.uint64)
     absent = np.zeros(n, dtype=bool)
     c: dict[str, np.ndarray] = {}
+    fvals, fcounts = followers
+    every = n == fcounts.size  # every packet of the chunk (``rows`` is then 0..n-1): no gathers
     for name, number in _SCALARS.items():
         present, values = inner.get(number, (None, None))
-        c[name] = values[rows] if values is not None else zero
-        c[f"has_{name}"] = present[rows] if present is not None else absent
-    fvals, fcounts = followers
+        c[name] = zero if values is None else values if every else values[rows]
+        # A copy either way: batches keep these, never a view of the decoder's wider table.
+        c[f"has_{name}"] = absent if present is None else np.array(present) if every else present[rows]
     offsets = np.cumsum(fcounts) - fcounts
-    counts = fcounts[rows]
+    counts = fcounts if every else fcounts[rows]
     width = int(counts.max()) if n else 0
     dense = np.zeros((n, width), dtype=np.uint64)
     for j in range(width):
@@ -216,7 +223,8 @@ def _deltas(keys: np.ndarray, values: np.ndarray, present: np.ndarray, prev: dic
     idx = np.nonzero(present)[0]
     if not idx.size:
         return out
-    order = np.argsort(keys[idx], kind="stable")
+    uniq, code = unique_inverse(keys[idx])  # few keys (sequence, cpu): a radix sort of their codes
+    order = np.argsort(code.astype(np.int16) if uniq.size <= 32767 else code, kind="stable")
     rows = idx[order]
     k = keys[rows]
     v = values[rows].view(np.int64)
@@ -279,13 +287,16 @@ class PerfCollector:
             stack[with_stack] = resolve(pk["gen"][with_stack], c["iid"][with_stack])
         values = self._values(c, pk, cpu, keep)
         # Compact dtypes: the batches are what memory holds for a big trace.
-        batch = {"config": pk["config"].astype(np.int32), "ts": pk["ts"], "has_ts": pk["has_ts"],
-                 "clock": pk["clock"].astype(np.int16), "pid": _narrow(c["pid"]), "tid": _narrow(c["tid"]),
+        if not self.ctx.options.extra.get("aggregate"):
+            values = np.ascontiguousarray(values[:, 1:])  # the sample count, 1 each, is put back by ``columns``
+        batch = {"config": _narrow(pk["config"]), "ts": pk["ts"], "has_ts": pk["has_ts"],
+                 "clock": _narrow(pk["clock"]), "pid": _narrow(c["pid"]), "tid": _narrow(c["tid"]),
                  "cpu": _narrow(cpu), "has_pid": c["has_pid"], "has_tid": c["has_tid"], "has_cpu": c["has_cpu"],
                  "stack": stack, "mode": _narrow(c["mode"]),
                  "unwind": _narrow(np.where(c["has_unwind"], c["unwind"].astype(np.int64), -1)),
                  "skip": _narrow(np.where(c["has_skip"], c["skip"].astype(np.int64), -1)), "values": values}
-        batch = {k: v[keep] for k, v in batch.items()}
+        if not keep.all():
+            batch = {k: v[keep] for k, v in batch.items()}
         if self.ctx.options.extra.get("aggregate"):
             self.batches.append(batch)
             self._pending += int(keep.sum())
@@ -317,7 +328,7 @@ class PerfCollector:
                 keep: np.ndarray) -> np.ndarray:
         n = cpu.size
         fcounts, followers = c["fcount"], c["followers"]
-        width = max([len(self.configs[k].followers) for k in np.unique(pk["config"]).tolist() if k >= 0] + [0])
+        width = max([len(self.configs[k].followers) for k in distinct(pk["config"]).tolist() if k >= 0] + [0])
         if fcounts.size and int(fcounts.max()) > width:
             self.ctx.stats["perf follower counts beyond the configured followers (ignored)"] += int(
                 (fcounts > width).sum())
@@ -349,19 +360,12 @@ class PerfCollector:
         if not self.batches:
             return None
         batches, self.batches = self.batches, []
-        width = max(b["values"].shape[1] for b in batches)
+        counted = not self.ctx.options.extra.get("aggregate")  # the batches lack the sample count
         cols: dict[str, np.ndarray] = {}
         for key in list(batches[0]):
-            if key == "values":
-                parts = [np.pad(b[key], ((0, 0), (0, width - b[key].shape[1]))) for b in batches]
-            else:
-                parts = [b[key] for b in batches]
-            col = np.concatenate(parts)
-            for b in batches:  # free each part as soon as it is copied
-                del b[key]
-            del parts
-            cols[key] = col.astype(np.int64) if key in ("pid", "tid", "cpu", "mode", "unwind", "skip") else col
-        cols["time"] = self.ctx.times.trace_times(cols["ts"], cols["has_ts"], cols["clock"])
+            dtype = np.int64 if key in _WIDE else np.result_type(*[b[key] for b in batches])
+            cols[key] = _fill(batches, key, dtype, counted and key == "values")
+        cols["time"] = self.ctx.times.trace_times(cols.pop("ts"), cols["has_ts"], cols["clock"])
         return cols
 
     def labels(self, cols: dict[str, np.ndarray],
@@ -387,6 +391,32 @@ class PerfCollector:
                 labels.append(Label("thread_name", str=name))
             sets.append(tuple(labels))
         return inverse, sets
+
+
+#: Columns the profile keeps as int64: made so once here (the builder then takes them uncopied).
+_WIDE = ("pid", "tid", "cpu")
+
+
+def _fill(batches: list[dict[str, np.ndarray]], key: str, dtype: Any, counted: bool) -> np.ndarray:
+    """Column ``key`` of all batches in one array of ``dtype``, each part freed once copied
+    (the peak holds one column twice at most). ``counted``: values get the sample count, 1, first."""
+    n = sum(b[key].shape[0] for b in batches)
+    if key == "values":
+        width = max(b[key].shape[1] for b in batches) + int(counted)
+        out = np.zeros((n, width), dtype=np.int64)
+        if counted:
+            out[:, 0] = 1
+    else:
+        out = np.empty(n, dtype=dtype)
+    at = 0
+    for b in batches:
+        part = b.pop(key)
+        if key == "values":
+            out[at:at + part.shape[0], int(counted):int(counted) + part.shape[1]] = part
+        else:
+            out[at:at + part.size] = part
+        at += part.shape[0]
+    return out
 
 
 def _enum(names: tuple[str, ...], value: int) -> str:

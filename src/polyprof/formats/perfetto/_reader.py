@@ -18,6 +18,7 @@ by the bounded ``Source.stream()`` (``max_inflate`` and the ratio limit).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,7 @@ from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._catalog import build_id_text
 from polyprof.formats.perfetto._chrome import AllocCollector, ChromeCollector
 from polyprof.formats.perfetto._context import Context
-from polyprof.formats.perfetto._flat import Flat, decode_flat, no_flat
+from polyprof.formats.perfetto._flat import Flat, decode
 from polyprof.formats.perfetto._framing import (
     Chunk,
     chunks,
@@ -47,6 +48,7 @@ from polyprof.formats.perfetto._perf import (
 from polyprof.formats.perfetto._sequence import Generation, Sequence, text
 from polyprof.formats.perfetto._stack import StackSampleCollector
 from polyprof.formats.source import Source
+from polyprof.model.columns import distinct, unique_inverse
 from polyprof.model.profile import Profile
 from polyprof.wire import vector as V
 from polyprof.wire.locate import locate
@@ -109,7 +111,7 @@ class TraceReader:
     def resolve_stacks(self, gens: np.ndarray, iids: np.ndarray) -> np.ndarray:
         """Catalog stack of each (generation, callstack iid) pair."""
         out = np.empty(iids.size, dtype=np.int64)
-        for g in np.unique(gens).tolist():
+        for g in distinct(gens).tolist():
             sel = gens == g
             out[sel] = self.resolver.stacks(self._gens[g], iids[sel])
         return out
@@ -117,6 +119,7 @@ class TraceReader:
     # ---------------------------------------------------------------- reading
 
     def read(self, source: Source) -> list[Profile]:
+        V.expect(_input_size(source))  # a large trace: compiled kernels from its first chunk
         stream = source.stream()  # gzip inflated on the fly, bounded (one gzip path)
         try:
             for chunk in chunks(stream):
@@ -140,8 +143,7 @@ class TraceReader:
         if not n:
             return
         buf = V.as_buffer(ch.buf)
-        # The flat decoder is numpy's shortcut for sample packets; compiled, the walker is quicker.
-        flat = no_flat(n) if V.compiled() else decode_flat(buf, ch.starts, ch.ends)
+        flat = decode(buf, ch.starts, ch.ends)  # sample packets, all at once; the rest are walked
         top = _TopLevel(n, buf)
         top.take_flat(flat)
         generic = np.flatnonzero(~flat.ok)
@@ -152,7 +154,7 @@ class TraceReader:
                 at = None if exc.offset is None else ch.base + exc.offset
                 raise MalformedInputError(f"corrupt packet: {exc.message}", offset=at) from None
             top.take_generic(f, generic)
-        present_seqs = np.unique(top.seq[top.perf]).tolist()
+        present_seqs = distinct(top.seq[top.perf]).tolist()
         start_snap = {s: self._snapshot_id(self.seq(s)) for s in present_seqs}
         events: list[tuple[int, int, int]] = []  # (packet index, seq, snapshot after it)
         attached = 0
@@ -181,7 +183,7 @@ class TraceReader:
         sel = top.interned_only[owner]
         owner, start, end = owner[sel], start[sel], end[sel]
         seqs = top.seq[owner]
-        for sid in np.unique(seqs).tolist():
+        for sid in distinct(seqs).tolist():
             mine = seqs == sid
             s = self.seq(sid)
             if s.valid:
@@ -198,7 +200,7 @@ class TraceReader:
         """The state snapshot of each packet ``idx`` (of sequence ``seq``) at its position."""
         snap = np.empty(idx.size, dtype=np.int64)
         ev = np.array(events, dtype=np.int64).reshape(-1, 3)
-        for s in np.unique(seq).tolist():
+        for s in distinct(seq).tolist():
             mine = seq == s
             e = ev[ev[:, 1] == s]
             if not e.size:
@@ -231,7 +233,7 @@ class TraceReader:
         clock_id = np.where(own != 0, own, default_clock)
         custom = (clock_id >= 64) & (clock_id <= 127)  # sequence-scoped clock ids
         key = (clock_id << 32) | np.where(custom, seq & 0xFFFFFFFF, 0)
-        uniq, inverse = np.unique(key, return_inverse=True)
+        uniq, inverse = unique_inverse(key)
         clock = np.array([self.clock_index(k >> 32, k & 0xFFFFFFFF) for k in uniq.tolist()],
                          dtype=np.int32)[inverse.reshape(-1)]
         parts = []
@@ -418,6 +420,16 @@ class TraceReader:
                 self.catalog.add_symbols(path, build_id, a.address, lines)
 
 
+def _input_size(source: Source) -> int:
+    """Bytes of the input as stored (a gzip file's inflated size is larger still)."""
+    if source.raw is not None:
+        return len(source.raw)
+    try:
+        return os.path.getsize(source.path) if source.path is not None else 0
+    except OSError:
+        return 0  # the read itself reports it
+
+
 class _TopLevel:
     """Per-packet metadata of a chunk, from the fast decoder and the general walker."""
 
@@ -453,8 +465,10 @@ class _TopLevel:
         return sel.start[mine], sel.start[mine] + sel.length[mine]
 
     def take_flat(self, flat: Flat) -> None:
-        ok = flat.ok
-        zero = (np.zeros(ok.size, bool), np.zeros(ok.size, np.uint64))
+        ok: np.ndarray | slice = flat.ok
+        if flat.ok.all():  # the usual chunk of sample packets: whole columns, no masks
+            ok = slice(None)
+        zero = (np.zeros(flat.ok.size, bool), np.zeros(flat.ok.size, np.uint64))
         get = lambda k: flat.top.get(k, zero)  # noqa: E731
         self.seq[ok] = get(S.F_SEQ_ID)[1][ok].astype(np.int64)
         self.flags[ok] = get(S.F_SEQUENCE_FLAGS)[1][ok]

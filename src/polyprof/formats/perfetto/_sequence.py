@@ -67,7 +67,20 @@ class _Resolved:
 
     def get(self, iids: np.ndarray, make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Catalog id of each iid; ``make(new iids)`` resolves the ones not seen before."""
+        if iids.size and iids.dtype.kind in "iu" and int(iids.min()) >= 0:
+            top = int(iids.max())
+            if top < max(4 * iids.size, 1 << 16):  # dense iids (as producers number them): by a table,
+                present = np.zeros(top + 1, dtype=bool)  # no inverse column (26M frame ids of a heap dump)
+                present[iids] = True
+                uniq = np.flatnonzero(present).astype(iids.dtype)
+                table = np.empty(top + 1, dtype=np.int64)
+                table[uniq] = self._resolve(uniq, make)
+                return table[iids]
         uniq, inverse = unique_inverse(iids)
+        return self._resolve(uniq, make)[inverse]
+
+    def _resolve(self, uniq: np.ndarray, make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """Catalog id of each of the sorted distinct iids ``uniq``, new ones made and remembered."""
         known = self.lookup(uniq)
         todo = np.flatnonzero(known == -2)
         if todo.size:
@@ -75,7 +88,7 @@ class _Resolved:
             order = np.argsort(np.concatenate([self.iid, uniq[todo]]), kind="stable")
             self.iid = np.concatenate([self.iid, uniq[todo]])[order]
             self.cat = np.concatenate([self.cat, known[todo]])[order]
-        return known[inverse]
+        return known
 
 
 class Generation:

@@ -283,10 +283,23 @@ def _callstacks(e: "_Spans", part: int) -> tuple[_Level, np.ndarray] | None:
     """The index level and frames of a batch of Callstack entries (stored as batch ``part``)."""
     if not e.n:
         return None
-    n, cf = e.n, e.fields(varints=True)
-    iids = _varint_col(cf, 1, n)
-    vals, counts = V.repeated_varints(e.buf, cf.select(2), n)
+    got = _compiled_callstacks(e)
+    if got is None:
+        n, cf = e.n, e.fields(varints=True)
+        iids = _varint_col(cf, 1, n)
+        vals, counts = V.repeated_varints(e.buf, cf.select(2), n)
+    else:
+        iids, vals, counts = got
     keep = _first_wins(iids)
     starts = np.cumsum(counts) - counts
     return _Level(iids[keep], np.full(keep.size, part, dtype=np.int64), starts[keep], counts[keep]), \
         vals.astype(np.uint64)
+
+
+def _compiled_callstacks(e: "_Spans") -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(iids, frame ids, counts) by the compiled decoder when the kernels are compiled, else None."""
+    if not V.compiled():
+        return None
+    from polyprof.formats.perfetto._flat_compiled import callstack_entries
+
+    return callstack_entries(e.buf, e.start, e.start + e.length)
