@@ -167,12 +167,20 @@ def test_weights_add_up_and_nest(data):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.data(), st.integers(1, 6))
-def test_pruning_keeps_ancestors_and_caps(data, cap):
+@given(st.data(), st.integers(1, 6), st.sampled_from([0.0, 0.1, 0.3]))
+def test_pruning_keeps_ancestors_and_caps(data, cap, fraction):
+    """One rule: the web view's slice of the complete graph keeps the nodes flame_tree keeps."""
+    from polyprof.analysis.flameview import FlameIndex
+
     p, _ = _random_profile(data)
     full = flame_tree(p, Options(sample_index="samples"), max_nodes=0, min_fraction=0)
-    tree = flame_tree(p, Options(sample_index="samples"), max_nodes=cap, min_fraction=0)
-    assert len(tree) <= max(cap, 1) + int(tree.depth.max(initial=0))  # ties may pull in ancestors
+    tree = flame_tree(p, Options(sample_index="samples"), max_nodes=cap, min_fraction=fraction)
+    assert len(tree) <= cap  # ties go to the first in pre-order: ancestors come first
+    cut = FlameIndex(full).slice(0, min_fraction=fraction, max_nodes=cap)
+    assert [cut.names[i] for i in cut.columns["name"]] == list(tree.names)
+    for column in ("parent", "depth", "start", "width", "self", "total"):
+        assert cut.columns[column].tolist() == getattr(tree, column).tolist(), column
+    assert cut.merged == len(full) - len(tree) and cut.min_width == tree.min_width
     assert tree.dropped == int(np.count_nonzero(full.width > 0)) - int(np.count_nonzero(tree.width > 0))
     assert tree.root_total == full.root_total
     check_layout(tree)

@@ -206,3 +206,37 @@ def test_flame_graphs_are_the_same_with_both_kernels(peer):
                                          "PATH": "/usr/bin:/bin"}, check=True).stdout
     assert runs["numpy"].count("\n") > 1000
     assert runs["numpy"] == runs["compiled"]
+
+
+def _columns(g) -> list:  # noqa: ANN001
+    return [list(g.names), g.parent, g.depth, g.self, g.total, g.start, g.width, g.subtree_size,
+            g.dropped, g.min_width, g.hint, g.identity, g.active_filters]
+
+
+@pytest.mark.parametrize("prune", [(0.0, 0), (0.01, 0), (0.0, 7)])
+def test_a_flame_shape_gives_the_flame_graph_of_every_filter(monkeypatch, prune):  # noqa: ANN001
+    """The unfiltered profile's weightless tree, weighed with a filtered profile's samples, is
+    that profile's flame graph as the numpy build makes it (filters that only select samples);
+    a filter that remakes the stacks, or another granularity, does not fit and builds anew."""
+    import polyprof
+    from polyprof.analysis import filters
+    from polyprof.analysis.flame import flame_shape, flame_tree
+    from polyprof.analysis.options import Options
+
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(tree, "_compiled", compiled)
+    p = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    shape = flame_shape(p, Options())
+    assert shape is not None and len(shape.at) == len(p.callsites)
+    cases = [(Options(), True), (Options(focus="json"), True), (Options(ignore="sha256"), True),
+             (Options(focus="Marshal", ignore="string", sample_index="cpu"), True),
+             (Options(tagfocus="worker=hasher"), True), (Options(focus="no such function"), True),
+             (Options(hide="^runtime"), False), (Options(granularity="files"), False)]
+    for o, fits in cases:
+        fr = filters.apply(p, o)
+        assert shape.fits(fr.profile, o) == fits, o
+        got = flame_tree(fr, o, min_fraction=prune[0], max_nodes=prune[1], shape=shape)
+        want = numpy_only(tree, lambda fr=fr, o=o: flame_tree(fr, o, min_fraction=prune[0], max_nodes=prune[1]))
+        assert len(got) > (1 if o.focus != "no such function" else 0)
+        for x, y in zip(_columns(want), _columns(got), strict=True):
+            assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, o

@@ -43,7 +43,8 @@ from polyprof.analysis.result import NodeFields, Result, node_fields
 from polyprof.model import tree
 from polyprof.model.profile import Profile, ValueType
 
-__all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MIN_FRACTION", "FlameTree", "NameColumn", "flame_tree"]
+__all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MIN_FRACTION", "FlameShape", "FlameTree", "NameColumn", "flame_shape",
+           "flame_tree", "prune"]
 
 DEFAULT_MIN_FRACTION = 1e-5
 DEFAULT_MAX_NODES = 30_000
@@ -178,12 +179,18 @@ class _Side:
     sample_type: ValueType
 
 
-def _side(p: Profile, o: Options) -> tuple[_Side, NodeMap, np.ndarray]:
-    """The callsites of ``p`` as pairs; its report nodes and their node id per pair."""
+def _weights(p: Profile, o: Options) -> tuple[np.ndarray, np.ndarray, ValueType]:
+    """Every sample's value in the ``sample_index`` column, which samples have a stack, the column's type."""
     index = p.sample_index(o.sample_index)
     values = p.samples.values[:, index] if p.sample_types else np.zeros(len(p.samples), np.int64)
+    vt = p.sample_types[index] if p.sample_types else ValueType("", "")
+    return values, p.samples.stack >= 0, vt
+
+
+def _side(p: Profile, o: Options) -> tuple[_Side, NodeMap, np.ndarray]:
+    """The callsites of ``p`` as pairs; its report nodes and their node id per pair."""
+    values, has, vt = _weights(p, o)
     nodes = node_map(p, o.granularity, inlines=not o.noinlines)
-    has = p.samples.stack >= 0
     leaf = sum_by(p.samples.stack[has].astype(np.int64), values[has], len(p.callsites))
     loc = p.callsites.location.astype(np.int64)
     first = nodes.loc_start[loc]
@@ -192,7 +199,6 @@ def _side(p: Profile, o: Options) -> tuple[_Side, NodeMap, np.ndarray]:
     # node_map lists a location's lines innermost first; a flame path wants outermost first
     local = nodes.loc_nodes[first[owner] + count[owner] - 1 - tree.segment_positions(count)]
     empty = int(values[~has].astype(np.int64).sum())
-    vt = p.sample_types[index] if p.sample_types else ValueType("", "")
     side = _Side(p.callsites.parent.astype(np.int64), count, local, leaf, empty, vt)
     return side, nodes, local
 
@@ -287,34 +293,36 @@ def _layout(sides: list[_Side], n_names: int) -> _Layout:
 
 def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
                base: Profile | FilterResult | None = None, *, min_fraction: float = DEFAULT_MIN_FRACTION,
-               max_nodes: int = DEFAULT_MAX_NODES, inverted: bool = False, **overrides: Any) -> FlameTree:
+               max_nodes: int = DEFAULT_MAX_NODES, inverted: bool = False, shape: FlameShape | None = None,
+               **overrides: Any) -> FlameTree:
     """The flame graph of ``profile`` (``base`` adds the weights for a diff colouring).
 
     The filters set in ``options`` apply to both profiles (a FilterResult is
     taken as already filtered); keywords override its fields. ``max_nodes``
     0 means no cap. ``inverted`` turns every stack around (leaf first): the
     functions with self weight sit on the root and their callers above them,
-    so a hot leaf reached through many paths is one wide frame.
+    so a hot leaf reached through many paths is one wide frame. ``shape``
+    (:func:`flame_shape` of the unfiltered profile) saves the walk over the
+    callsites when the filters only selected samples; it changes no number.
     """
     o = resolve(options, **overrides)
     new = filters.prepare(profile, o)
     old = filters.prepare(base, o) if base is not None else None
-    results = [_side(new.profile, o)] + ([_side(old.profile, o)] if old is not None else [])
-    sides = [r[0] for r in results]
-    names = sorted(set().union(*(r[1].names for r in results)))
-    gid = {name: i for i, name in enumerate(names)}
-    for side, (_, local_nodes, local) in zip(sides, results):
-        lookup = np.array([gid[x] for x in local_nodes.names], dtype=np.int64)
-        side.frames = lookup[local] if local.size else local
-    maps = [r[1] for r in results]
-    del results, local, lookup
-    if inverted:
-        sides = [_inverted(side) for side in sides]
-    laid = _layout(sides, max(len(names), 1))
+    if old is None and not inverted and (shape is None or not shape.fits(new.profile, o)):
+        shape = flame_shape(new.profile, o)  # None: small, or the compiled walk declines
+    weighed = shape.weigh(new.profile, o) if old is None and not inverted and shape is not None else None
+    if weighed is not None and shape is not None:
+        laid, vt = weighed
+        names, maps = shape.names, [shape.nodes]
+    else:
+        sides, names, maps = _named_sides([new.profile] + ([old.profile] if old is not None else []), o)
+        if inverted:
+            sides = [_inverted(side) for side in sides]
+        laid = _layout(sides, max(len(names), 1))
+        vt = sides[0].sample_type
+        del sides  # room for the graph's nodes
     node_name, selfs, totals = laid.name, laid.selfs, laid.totals
     hint = "" if inverted else _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
-    vt = sides[0].sample_type
-    del sides  # room for the graph's nodes
     flame = _finish((names, node_name), laid.parent, laid.depth, selfs, totals, laid.width, laid.start,
                     laid.order, vt, min_fraction, max_nodes, preordered=laid.preordered)
     flame.active_filters = tuple(new.active)
@@ -324,6 +332,85 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     flame.identity = _identity(wanted, [(prep.profile, m) for prep, m in
                                                    zip([new] + ([old] if old is not None else []), maps)])
     return flame
+
+
+def _named_sides(profiles: list[Profile], o: Options) -> tuple[list[_Side], list[str], list[NodeMap]]:
+    """Each profile's side with frames as ids into the returned names (sorted, shared by all
+    sides), and each one's report nodes."""
+    results = [_side(p, o) for p in profiles]
+    sides = [r[0] for r in results]
+    names = sorted(set().union(*(r[1].names for r in results)))
+    gid = {name: i for i, name in enumerate(names)}
+    for side, (_, local_nodes, local) in zip(sides, results):
+        lookup = np.array([gid[x] for x in local_nodes.names], dtype=np.int64)
+        side.frames = lookup[local] if local.size else local
+    return sides, names, [r[1] for r in results]
+
+
+def _tables(p: Profile) -> tuple[Any, ...]:
+    """What a profile's name tree is made of (everything but the samples)."""
+    return p.callsites, p.locations, p.lines, p.functions, p.mappings, p.strings
+
+
+@dataclass(eq=False, repr=False)
+class FlameShape:
+    """A profile's flame-graph name tree without weights: the nodes in pre-order, children by
+    name, and the node each callsite's samples weigh on.
+
+    Filters that only select samples (focus, ignore, tagfocus, pid, thread,
+    time_range, ...) keep the profile's callsite tables, so their flame graph
+    is this tree with other weights (nodes left without weight are pruned as
+    always): :func:`flame_tree` then sums the samples onto ``at`` instead of
+    walking millions of callsites again. ``polyprof serve`` keeps one per
+    input. Made only where the compiled walk runs (large trees, numba); it
+    holds the profile's tables (no copy), 8 bytes per node and 4 per callsite.
+    """
+
+    tables: tuple[Any, ...]   # _tables() of the profile it was made of (compared by identity)
+    view: tuple[str, bool]    # (granularity, inlines): what the nodes are
+    names: list[str]
+    nodes: NodeMap
+    parent: np.ndarray        # per node (int32): its parent, -1 for the root (node 0)
+    name: np.ndarray          # per node (int32): id in ``names``, -1 for the root
+    at: np.ndarray            # per callsite (int32): the node of its last frame
+
+    def fits(self, p: Profile, o: Options) -> bool:
+        """``p`` (a filtered profile) has the tables this shape was made of, viewed as ``o`` asks."""
+        return self.view == (o.granularity, not o.noinlines) and all(
+            x is y for x, y in zip(self.tables, _tables(p), strict=True))
+
+    def weigh(self, p: Profile, o: Options) -> tuple[_Layout, ValueType] | None:
+        """The layout of ``p``'s samples on this tree (``p`` fits it), and their value type;
+        None when the compiled kernels are off (``POLYPROF_KERNELS=numpy``)."""
+        fast = tree.compiled(len(self.at))
+        if fast is None:
+            return None
+        values, has, vt = _weights(p, o)
+        parent = self.parent.astype(np.int64)  # copies: _finish reorders its arrays in place
+        selfs = [sum_by(self.at[p.samples.stack[has]], values[has], parent.size)]
+        selfs[0][0] += int(values[~has].astype(np.int64).sum())
+        totals, width, start, depth, size = fast.preorder_layout(parent, selfs)
+        pre = np.arange(parent.size, dtype=np.int64)
+        return _Layout(parent, self.name.astype(np.int64), selfs, totals, width, start, depth,
+                       (pre, pre + size - 1), True), vt
+
+
+def flame_shape(profile: Profile, options: Options | None = None, **overrides: Any) -> FlameShape | None:
+    """The weightless name tree of ``profile``'s flame graphs at ``options``' granularity (see
+    :class:`FlameShape`); None where flame_tree builds without it (small trees: numpy)."""
+    o = resolve(options, **overrides)
+    if tree.compiled(len(profile.callsites)) is None:
+        return None
+    sides, names, maps = _named_sides([profile], o)
+    side = sides[0]
+    fast = tree.compiled(side.frames.size)
+    at = np.empty(side.parent.size, np.int64)
+    made = fast.merge_paths(side.parent, side.count, side.frames, [], at=at) if fast is not None else None
+    if made is None:
+        return None
+    small = np.int32 if side.frames.size < np.iinfo(np.int32).max else np.int64
+    return FlameShape(_tables(profile), (o.granularity, not o.noinlines), names, maps[0],
+                      made[0].astype(small), made[1].astype(small), at.astype(small))
 
 
 def _identity(wanted: set[str], sides: list[tuple[Profile, NodeMap]]) -> dict[str, dict[str, Any]]:
@@ -407,6 +494,27 @@ def _by_entry(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
     return slot[slot >= 0]
 
 
+def prune(width: np.ndarray, min_fraction: float, max_nodes: int,
+          pre: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """Which nodes of a flame graph (node 0 its root) are drawn at a resolution: the one rule of
+    :func:`flame_tree` and the web view's slices. Kept: the root, and the nodes at least
+    ``min_fraction`` of the root's width and never of width 0; when that is more than
+    ``max_nodes`` (> 0), the widest, ties going to the first in pre-order (``pre``: every node's
+    pre-order number; None: ids are in pre-order). A node is never wider than its parent, so
+    the kept nodes are closed under ancestors. Returns (kept mask, narrowest width kept)."""
+    threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if width.size else 1
+    keep = width >= threshold
+    keep[:1] = True
+    if max_nodes > 0 and int(keep.sum()) > max_nodes:
+        threshold = max(threshold, int(np.sort(width[keep])[::-1][max_nodes - 1]))
+        keep = width >= threshold
+        keep[:1] = True
+        if int(keep.sum()) > max_nodes:  # ties at the threshold (ancestors come first in pre-order)
+            ranked = np.flatnonzero(keep)
+            keep[(ranked if pre is None else _by_entry(ranked, pre))[max_nodes:]] = False
+    return keep, threshold
+
+
 def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: tuple[np.ndarray, np.ndarray],
               preordered: bool) -> tuple[np.ndarray, np.ndarray]:
     """The kept nodes (``kept``: their ids in pre-order; closed under ancestors) as a tree of
@@ -440,17 +548,7 @@ def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noq
     def _in_preorder(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
         return nodes if preordered else _by_entry(nodes, pre)
 
-    threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if width.size else 1
-    keep = width >= threshold
-    keep[0] = True
-    if max_nodes > 0 and int(keep.sum()) > max_nodes:
-        threshold = max(threshold, int(np.sort(width[keep])[::-1][max_nodes - 1]))
-        keep = width >= threshold
-        keep[0] = True
-        if int(keep.sum()) > max_nodes:  # ties at the threshold: keep the first in pre-order
-            ranked = _in_preorder(np.nonzero(keep)[0], pre)
-            keep[ranked[max_nodes:]] = False
-            keep[parent[keep][parent[keep] >= 0]] = True
+    keep, threshold = prune(width, min_fraction, max_nodes, None if preordered else pre)
     kept = _in_preorder(np.nonzero(keep)[0], pre)
     dropped = int(np.count_nonzero(width > 0)) - int(np.count_nonzero(keep & (width > 0)))
     base_only = 0

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from polyprof.analysis.flame import FlameTree
+from polyprof.analysis.flame import FlameTree, prune
 from polyprof.analysis.result import Result, percent
 from polyprof.errors import OptionsError
 from polyprof.model import tree
@@ -138,21 +138,14 @@ class FlameIndex:
 
     def slice(self, root: int = 0, *, min_fraction: float = 1 / 4000, max_nodes: int = 40_000,
               search: str | None = None) -> FlameSlice:
-        """The subtree of ``root`` without nodes narrower than ``min_fraction`` of it, at
-        most ``max_nodes`` nodes (the widest; ties in pre-order). Left-out nodes add
-        their width to their kept ancestor's ``hidden``."""
+        """The subtree of ``root`` without nodes narrower than ``min_fraction`` of it (nor of
+        width 0), at most ``max_nodes`` nodes (the widest; ties in pre-order): the rule of
+        :func:`~polyprof.analysis.flame.prune`. Left-out nodes add their width to their kept
+        ancestor's ``hidden``."""
         t = self.tree
         r = self.check(root)
         lo, hi = r, r + int(self.size[r])
-        width = t.width[lo:hi]
-        threshold = max(int(np.ceil(min_fraction * int(width[0]))), 1) if min_fraction > 0 else 0
-        keep = width >= threshold
-        keep[0] = True
-        if max_nodes > 0 and int(keep.sum()) > max_nodes:
-            threshold = max(threshold, int(np.sort(width[keep])[::-1][max_nodes - 1]))
-            keep = width >= threshold
-            keep[0] = True
-            keep[np.flatnonzero(keep)[max_nodes:]] = False  # ties: the first in pre-order (parents come first)
+        keep, threshold = prune(t.width[lo:hi], min_fraction, max_nodes)  # flame_tree's own rule
         ids = lo + np.flatnonzero(keep)
         local = np.full(hi - lo, -1, dtype=np.int64)
         local[ids - lo] = np.arange(ids.size)

@@ -335,9 +335,11 @@ def _sort_by_key(key, bc, bj, lo, hi, scratch):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, nogil=True)
-def _merge_paths(parent, count, first, frames, leaf0, leaf1, out_parent, out_name, self0, self1):  # noqa: ANN001, ANN202, PLR0913
+def _merge_paths(parent, count, first, frames, leaf0, leaf1, out_parent, out_name, self0, self1, at):  # noqa: ANN001, ANN202, PLR0913
     """The name tree of a callsite forest in pre-order, children by name: a depth-first walk
-    that groups the next frames of one node's items by name. Returns the number of nodes."""
+    that groups the next frames of one node's items by name. Returns the number of nodes.
+    An empty ``leaf0`` sums no weights; a non-empty ``at`` gets the node of each callsite's
+    last frame."""
     n = parent.size
     kid_start = np.zeros(n + 2, np.int64)  # callsites by parent (roots under slot 0)
     for c in range(n):
@@ -388,9 +390,12 @@ def _merge_paths(parent, count, first, frames, leaf0, leaf1, out_parent, out_nam
                 bc[top], bj[top], key[top] = c, j + 1, frames[first[c] + j + 1]
                 top += 1
                 continue
-            self0[node] += leaf0[c]
+            if leaf0.size:
+                self0[node] += leaf0[c]
             if leaf1.size:
                 self1[node] += leaf1[c]
+            if at.size:
+                at[c] = node
             reached += kid_start[c + 2] - kid_start[c + 1]
             for k in range(kid_start[c + 1], kid_start[c + 2]):
                 d = kids[k]
@@ -404,11 +409,14 @@ def _merge_paths(parent, count, first, frames, leaf0, leaf1, out_parent, out_nam
     return made if reached == n else -1  # callsites on a parent cycle were never reached
 
 
-def merge_paths(parent: np.ndarray, count: np.ndarray, frames: np.ndarray,
-                leaves: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]] | None:
+def merge_paths(parent: np.ndarray, count: np.ndarray, frames: np.ndarray, leaves: list[np.ndarray],
+                *, at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]] | None:
     """The flame graph's name tree of a callsite forest (``count`` frames per callsite, ``frames``
     their name ids, CSR, outermost first), in pre-order with children by name id: (parent, name
-    (-1 for the root), self weight per side from ``leaves`` (one or two per-callsite weights)).
+    (-1 for the root), self weight per side from ``leaves`` (one or two per-callsite weights;
+    none: no weights, an empty list of selfs)). ``at`` (int64, one per callsite), when given,
+    receives the node of each callsite's last frame: where its samples' weight goes, so the
+    same tree takes other weights without another walk.
     None (declined) for a callsite without frames, a parent out of range or on a cycle.
 
     The numpy twin is the level-wise build of :func:`polyprof.analysis.flame._build` (a sort per
@@ -422,14 +430,17 @@ def merge_paths(parent: np.ndarray, count: np.ndarray, frames: np.ndarray,
         return None
     if frames.size != int(count.sum()) or (frames.size and int(frames.min()) < 0):
         return None
+    if at is not None and (at.dtype != np.int64 or at.shape != (n,) or not at.flags.c_contiguous):
+        return None
     first = np.cumsum(count) - count
     cap = frames.size + 1
     out_parent, out_name = np.empty(cap, np.int64), np.empty(cap, np.int64)
     selfs = [np.zeros(cap, np.int64) for _ in leaves]
-    leaf0 = np.ascontiguousarray(leaves[0], dtype=np.int64)
+    leaf0 = np.ascontiguousarray(leaves[0], dtype=np.int64) if leaves else _NONE
     leaf1 = np.ascontiguousarray(leaves[1], dtype=np.int64) if len(leaves) > 1 else _NONE
-    made = _merge_paths(parent, count, first, frames, leaf0, leaf1, out_parent, out_name, selfs[0],
-                        selfs[-1] if len(leaves) > 1 else _NONE)
+    made = _merge_paths(parent, count, first, frames, leaf0, leaf1, out_parent, out_name,
+                        selfs[0] if leaves else _NONE, selfs[-1] if len(leaves) > 1 else _NONE,
+                        _NONE if at is None or not n else at)
     if made < 0:
         return None
     cut = (lambda x: x[:made]) if 2 * made >= cap else (lambda x: x[:made].copy())  # noqa: E731 - little unused room

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.flame import flame_tree
+from polyprof.analysis.flame import FlameShape, flame_shape, flame_tree
 from polyprof.analysis.flameview import FlameIndex
 from polyprof.analysis.options import Options
 from polyprof.analysis.sandwich import SandwichResult, sandwich
@@ -151,6 +151,7 @@ class Session:
                                 weigh=lambda fr: 0 if id(fr.profile) in originals
                                 else len(fr.profile.samples) + len(fr.profile.callsites))
         self._flames = _Cache(cache + 1, budget=FLAME_BUDGET, weigh=len)
+        self._shapes = _Cache(2)
         self._results = _Cache(16)
 
     @property
@@ -225,9 +226,20 @@ class Session:
     def _flame_tree(self, index: int, o: Options, base: int | None, inverted: bool) -> Any:
         extra: dict[str, Any] = {"inverted": True} if inverted else {}
         if base is None:
-            return flame_tree(self.filtered(index, o), o, max_nodes=0, min_fraction=0, **extra)
+            filtered = self.filtered(index, o)
+            shape = None if inverted else self.shape(index, o, filtered.profile)
+            return flame_tree(filtered, o, max_nodes=0, min_fraction=0, shape=shape, **extra)
         old, new = self.pair(index, base, o)
         return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, **extra)
+
+    def shape(self, index: int, o: Options, filtered: Profile) -> FlameShape | None:
+        """The name tree of input ``index``'s flame graphs at ``o``'s granularity (cached), when
+        ``filtered`` (its profile filtered by ``o``) kept the input's callsites: filters that only
+        select samples then cost a sum over the samples, not a walk over the callsites."""
+        profile = self.input(index).profile
+        if profile is None or filtered.callsites is not profile.callsites:
+            return None  # a store cohort, or a filter remade the stacks: of no use (flame_tree checks all)
+        return self._shapes.get((index, o.granularity, o.noinlines), lambda: flame_shape(profile, o))  # None: small (numpy)
 
     def sandwich(self, index: int, o: Options, name: str,
                  min_fraction: float) -> tuple[SandwichResult, FlameIndex, FlameIndex]:
