@@ -80,7 +80,8 @@ def measure(path: str, aggregate: bool) -> None:
     from polyprof.formats.perfetto import read
     from polyprof.formats.source import Source
 
-    # The RSS now, not ru_maxrss: that keeps the parent's high-water mark across fork and exec.
+    # The RSS now and VmHWM after, not ru_maxrss: that keeps the parent's high-water mark across
+    # fork and exec (a run that generated the traces first reported the generator's peak).
     with open("/proc/self/statm") as statm:
         base = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
     t0 = time.perf_counter()
@@ -88,8 +89,17 @@ def measure(path: str, aggregate: bool) -> None:
     seconds = time.perf_counter() - t0
     print(json.dumps({"seconds": seconds, "rows": sum(len(p.samples) for p in profiles),
                       "samples": int(sum(p.totals()[0] for p in profiles)),
-                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "peak_rss_mb": _vm_hwm_kb() / 1024,
                       "rss_after_imports_mb": base / 1024}))
+
+
+def _vm_hwm_kb() -> int:
+    """This process's peak resident size since its exec, in KiB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # no procfs: the best there is
 
 
 def _read(path: str, mode: str) -> dict:
