@@ -147,6 +147,17 @@ def _sort(flat, start, length, step, idx, keys, bits, per):  # noqa: ANN001, ANN
 
 
 @njit(cache=True, nogil=True)
+def _shared(out, prev, prev_len, p, n):  # noqa: ANN001, ANN202 - numba
+    """How many first frames the stack of ``n`` frames at ``out[p:]`` shares with the one of
+    ``prev_len`` frames at ``out[prev:]``."""
+    m = min(n, prev_len)
+    k = 0
+    while k < m and out[p + k] == out[prev + k]:
+        k += 1
+    return k
+
+
+@njit(cache=True, nogil=True)
 def _gather(flat, start, length, step, idx, out, lcp):  # noqa: ANN001, ANN202 - numba
     """Copy the sorted stacks root first into ``out``, end to end, and note the frames each
     shares with the one before it; returns the callsites needed. The one pass that reads the
@@ -157,10 +168,7 @@ def _gather(flat, start, length, step, idx, out, lcp):  # noqa: ANN001, ANN202 -
         n_i, s = length[i], start[i]
         for d in range(n_i):
             out[p + d] = flat[s + step * d]
-        n = 0
-        m = min(n_i, prev_len)
-        while n < m and out[p + n] == out[prev + n]:
-            n += 1
+        n = _shared(out, prev, prev_len, p, n_i)
         lcp[k] = n
         total += n_i - n
         prev, prev_len = p, n_i
@@ -183,10 +191,7 @@ def _gather_keys(keys, length, idx, bits, per, out, lcp):  # noqa: ANN001, ANN20
                 out[p + d] = ((keys[k, t] >> shift) & mask) - 1
                 d += 1
                 shift -= bits
-        n = 0
-        m = min(n_i, prev_len)
-        while n < m and out[p + n] == out[prev + n]:
-            n += 1
+        n = _shared(out, prev, prev_len, p, n_i)
         lcp[k] = n
         total += n_i - n
         prev, prev_len = p, n_i
