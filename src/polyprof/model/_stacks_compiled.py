@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["intern_stacks", "outermost_sums", "subtree_sums"]
+__all__ = ["intern_stacks", "outermost_sums", "subtree_sums", "subtree_sums_in_place"]
 
 #: Partitions this small are finished by insertion sort (fewer passes than more partitioning).
 _SMALL = 12
@@ -375,6 +375,14 @@ def _subtree_sums(parent, out):  # noqa: ANN001, ANN202 - numba
     for c in range(out.size - 1, -1, -1):  # a parent precedes its children
         if parent[c] >= 0:
             out[parent[c]] += out[c]
+
+
+def subtree_sums_in_place(values: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """:func:`subtree_sums` into ``values`` itself when it is an int64 column (else a copy)."""
+    if values.dtype != np.int64 or not values.flags.writeable or values.ndim != 1:
+        return subtree_sums(values, parent)
+    _subtree_sums(parent, values)
+    return values
 
 
 def subtree_sums(values: np.ndarray, parent: np.ndarray) -> np.ndarray:
