@@ -36,6 +36,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from polyprof.model.bulk_stacks import size_dtype
+
 __all__ = ["intern_stacks", "outermost_sums", "subtree_sums", "subtree_sums_in_place"]
 
 #: Partitions this small are finished by insertion sort (fewer passes than more partitioning).
@@ -335,7 +337,7 @@ def intern_stacks(flat: np.ndarray, offsets: np.ndarray,
         del keys
     leaf = np.empty(length.size, dtype=np.int32)
     parent, location, depth = (np.empty(total, dtype=np.int32) for _ in range(3))
-    size = np.zeros(total, dtype=np.int64)
+    size: np.ndarray = np.zeros(total, dtype=size_dtype(total))
     path = np.empty(max(int(length.max(initial=0)), 1), dtype=np.int64)
     if whole:
         _number_keys(keys, length, idx, lcp, bits, per, path, leaf, parent, location, depth, size)
