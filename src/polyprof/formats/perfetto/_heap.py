@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from polyprof.errors import MalformedInputError
 from polyprof.formats.limits import check_int64
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._clock import wrap64
 from polyprof.formats.perfetto._sequence import Generation, Sequence, text
-from polyprof.formats.perfetto._tables import PROFILE_PACKET
+from polyprof.formats.perfetto._tables import PROFILE_PACKET, _Spans
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
 
@@ -151,27 +152,67 @@ class HeapCollector:
     def packet(self, data: bytes, s: Sequence) -> None:
         """Take the ProfilePacket ``data`` of sequence ``s``."""
         st = s.heap = s.heap or _SeqHeap()
-        pp = S.messages()["ProfilePacketEntries"].FromString(data)  # entries stay bytes: decoded together
+        try:  # the samples of every dump walked together in the packet's bytes
+            pp, dump_samples = self._walked(data)
+        except (MalformedInputError, _Decline):  # named by the per-dump path, as it always was
+            pp, dump_samples = self._per_dump(data)
         if st.prev_index is None and pp.index != 0 or st.prev_index is not None and pp.index != st.prev_index + 1:
             self.ctx.stats["heapprofd packets missing (index gap)"] += 1
         st.prev_index = pp.index
         st.tables.tables.add_entries(pp, PROFILE_PACKET)
-        wanted, wanted_heap = self.ctx.options.pid, self.ctx.options.heap
-        for d in pp.process_dumps:  # one step per dump
-            check_int64("ProcessHeapSamples.pid", d.pid)
+        for d, (iids, values, at_max) in zip(pp.process_dumps, dump_samples):  # one step per dump
             heap = text(d.heap_name, self.ctx.stats) if d.heap_name else "unknown"
-            if wanted is not None and d.pid not in wanted or wanted_heap and heap != wanted_heap:
+            if iids is None:
                 continue
-            iids, values, at_max = _samples(list(d.samples), d.orig_sampling_interval_bytes > 0)
             key = (d.pid, heap, d.timestamp)
             entry = st.pending.get(key)
             if entry is None:
-                dump = Dump(d.pid, heap, wrap64(d.timestamp),
+                dump = Dump(d.pid, key[1], wrap64(d.timestamp),
                             wrap64(d.start_timestamp) if d.HasField("start_timestamp") else None, _facts(d, at_max))
                 entry = st.pending[key] = (dump, [])
             entry[1].append((iids, values))
         if not pp.continued:
             self.finalize(s)
+
+    def _wanted(self, d: Any) -> bool:
+        """Whether dump ``d`` is one the options ask for (its pid checked first)."""
+        check_int64("ProcessHeapSamples.pid", d.pid)
+        wanted, wanted_heap = self.ctx.options.pid, self.ctx.options.heap
+        if wanted is not None and d.pid not in wanted:
+            return False
+        return not wanted_heap or (d.heap_name.decode("utf-8", errors="replace") or "unknown") == wanted_heap
+
+    def _per_dump(self, data: bytes) -> tuple[Any, list[_DumpSamples]]:
+        """The packet parsed with every sample as its own bytes, each dump's samples decoded on their own."""
+        pp = S.messages()["ProfilePacketEntries"].FromString(data)  # entries stay bytes: decoded together
+        out: list[_DumpSamples] = []
+        for d in pp.process_dumps:
+            if not self._wanted(d):
+                out.append((None, None, False))
+                continue
+            spans = _Spans.join(list(d.samples))
+            out.append(_samples(spans.buf, spans.start, spans.start + spans.length,
+                                d.orig_sampling_interval_bytes > 0))
+        return pp, out
+
+    def _walked(self, data: bytes) -> tuple[Any, list[_DumpSamples]]:
+        """:meth:`_per_dump`'s answer with the samples of all dumps found and decoded in one walk
+        of the packet's bytes; ``_Decline`` (or a walker error) where the answer could differ."""
+        pp = S.messages()["ProfilePacketHead"].FromString(data)  # samples left unparsed
+        dumps = list(pp.process_dumps)
+        wanted = np.array([self._wanted(d) for d in dumps], dtype=bool)
+        buf = V.as_buffer(data)
+        spans = V.walk_fields(buf, np.zeros(1, dtype=np.int64), np.full(1, len(data), dtype=np.int64)).select(5, V.LEN)
+        if spans.msg.size != len(dumps):
+            raise _Decline
+        smp = V.walk_fields(buf, spans.start, spans.start + spans.length).select(2, V.LEN)
+        keep = wanted[smp.msg]
+        owner, start = smp.msg[keep], smp.start[keep]
+        trusted = np.array([d.orig_sampling_interval_bytes > 0 for d in dumps], dtype=bool)
+        iids, values, at_max = _samples(buf, start, start + smp.length[keep], trusted[owner], strict=False)
+        bounds = np.searchsorted(owner, np.arange(len(dumps) + 1))
+        return pp, [(iids[a:b], values[a:b], bool(at_max[a:b].any())) if w else (None, None, False)
+                    for w, a, b in zip(wanted.tolist(), bounds[:-1].tolist(), bounds[1:].tolist())]
 
     def finalize(self, s: Sequence) -> None:
         st = s.heap
@@ -210,18 +251,29 @@ class HeapCollector:
                 self.finalize(s)
 
 
-def _samples(entries: list[bytes], trusted_count: bool) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(callstack iid, [alloc count, alloc size, free count, free size]) of every HeapSample,
-    and whether any is a dump-at-max sample."""
-    n = len(entries)
-    lengths = np.fromiter(map(len, entries), dtype=np.int64, count=n)
-    buf = V.as_buffer(b"".join(entries))
-    f = V.walk_varint_fields(buf, np.cumsum(lengths) - lengths, np.cumsum(lengths))
+class _Decline(Exception):
+    """The bulk decode of a packet's samples leaves this packet to the per-dump path."""
+
+
+_DumpSamples = tuple["np.ndarray | None", "np.ndarray | None", bool]
+
+
+def _samples(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, trusted_count: Any,
+             strict: bool = True) -> Any:
+    """(callstack iid, [alloc count, alloc size, free count, free size]) of every HeapSample
+    ``buf[starts[i]:ends[i]]``, and whether it is a dump-at-max sample (``strict``: whether
+    any is). ``trusted_count``: whether the producer's counts of dump-at-max samples hold
+    (one flag, or one per sample). A value out of signed 64-bit range is an error naming
+    its field (``strict``) or declined."""
+    n = starts.size
+    f = V.walk_varint_fields(buf, starts, ends)
 
     def col(k: int) -> np.ndarray:
         raw = V.scalar_column(f, k, n)
         big = raw > np.uint64(2**63 - 1)
         if big.any():  # uint64 on the wire, signed 64-bit in the model
+            if not strict:
+                raise _Decline
             check_int64(f"HeapSample.{_NAMES[k]}", int(raw[np.argmax(big)]))
         return raw.view(np.int64)
 
@@ -230,9 +282,10 @@ def _samples(entries: list[bytes], trusted_count: bool) -> tuple[np.ndarray, np.
     values = np.stack([col(k) for k in _PLAIN], axis=1) if n else np.zeros((0, 4), dtype=np.int64)
     if at_max.any():
         count, size = (col(k)[at_max] for k in _AT_MAX)
-        values[at_max] = np.stack([count if trusted_count else np.zeros_like(count), size, np.zeros_like(size),
+        trusted = np.broadcast_to(np.asarray(trusted_count, dtype=bool), (n,))[at_max]
+        values[at_max] = np.stack([np.where(trusted, count, 0), size, np.zeros_like(size),
                                    np.zeros_like(size)], axis=1)
-    return V.scalar_column(f, _CALLSTACK, n), values, bool(at_max.any())
+    return V.scalar_column(f, _CALLSTACK, n), values, (bool(at_max.any()) if strict else at_max)
 
 
 def _facts(d: Any, at_max: bool) -> dict[str, Any]:
