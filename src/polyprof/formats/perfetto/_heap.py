@@ -162,7 +162,7 @@ class HeapCollector:
         st.tables.tables.add_entries(pp, PROFILE_PACKET)
         for d, (iids, values, at_max) in zip(pp.process_dumps, dump_samples):  # one step per dump
             heap = text(d.heap_name, self.ctx.stats) if d.heap_name else "unknown"
-            if iids is None:
+            if iids is None or values is None:  # a dump the options leave out
                 continue
             key = (d.pid, heap, d.timestamp)
             entry = st.pending.get(key)
