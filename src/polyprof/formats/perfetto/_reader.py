@@ -257,7 +257,7 @@ class TraceReader:
 
     def control(self, ch: Chunk, i: int, depth: int, top: "_TopLevel") -> None:
         start, end = int(ch.starts[i]), int(ch.ends[i])
-        pkt = _parse(ch, start, end, "TracePacketHeapBytes")
+        pkt = _parse(ch, start, end, "TracePacketLazy")
         s = self.seq(pkt.trusted_packet_sequence_id)
         if pkt.incremental_state_cleared or pkt.sequence_flags & S.SEQ_INCREMENTAL_STATE_CLEARED:
             s.clear(self.new_generation())
@@ -272,7 +272,8 @@ class TraceReader:
         if pkt.HasField("interned_data"):
             if s.valid:
                 s.gen.defer(top.buf, *top.field_spans(i, S.F_INTERNED_DATA))
-            else:
+            else:  # skipped; damaged, it is still an error, as when every control packet was parsed whole
+                _parse(ch, start, end, "TracePacket")
                 self.stats["interned data skipped: incremental state invalid"] += 1
         if pkt.sequence_flags & S.SEQ_NEEDS_INCREMENTAL_STATE and not s.valid:
             if not pkt.HasField("perf_sample"):  # perf samples are counted by the sample path

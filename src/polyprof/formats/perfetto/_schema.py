@@ -168,9 +168,11 @@ def _build() -> dict[str, type]:
               zstd_compressed_packets=(F_ZSTD_COMPRESSED, "bytes"),
               stack_sample=(F_STACK_SAMPLE, "StackSample"))
     s.message("TracePacket", **packet)
-    # The control-packet parse: a heap dump stays bytes (the heap collector decodes its samples
-    # in bulk; a damaged one is parsed again as TracePacket, which names the damage as before).
-    s.message("TracePacketHeapBytes", **{**packet, "profile_packet": (F_PROFILE_PACKET, "bytes")})
+    # The control-packet parse: a heap dump and interned data stay bytes (both are decoded in
+    # bulk by the reader's walkers; a damaged heap dump is parsed again as TracePacket, which
+    # names the damage as before).
+    s.message("TracePacketLazy", **{**packet, "profile_packet": (F_PROFILE_PACKET, "bytes"),
+                                    "interned_data": (F_INTERNED_DATA, "bytes")})
     return s.build()
 
 
