@@ -62,7 +62,7 @@ class _Growing:
     def __getitem__(self, name: str) -> np.ndarray:
         parts = self._parts[name]
         if len(parts) > 1:
-            parts[:] = [np.concatenate(parts)]
+            parts[:] = [np.concatenate(parts) if parts[0].size or len(parts) > 2 else parts[1]]  # one part: no copy
         return parts[0]
 
 
