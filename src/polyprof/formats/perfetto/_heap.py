@@ -90,33 +90,35 @@ class _Series:
     def update(self, keys: list[np.ndarray], values: np.ndarray) -> int:
         """Take samples in order (a value going down is ignored); returns how many were ignored."""
         n_old = self.values.shape[0]
-        group, first = factorize_rows([np.concatenate([a, b]) for a, b in zip(self.keys, keys)])
-        group = group[n_old:]
-        at = first[group]
-        fresh = at >= n_old
-        if fresh.any():  # new series, in order of first sight
-            new_groups, where = np.unique(group[fresh], return_index=True)
-            order = np.argsort(where, kind="stable")
-            rows = np.empty(first.size, dtype=np.int64)
-            rows[new_groups[order]] = n_old + np.arange(new_groups.size)
-            at[fresh] = rows[group[fresh]]
-            firsts = np.flatnonzero(fresh)[where[order]]
+        # In order of first sight, the existing series (distinct rows, first) keep their numbers
+        # 0..n_old-1 and new ones follow: a sample's group is its row.
+        group, first = factorize_rows([np.concatenate([a, b]) for a, b in zip(self.keys, keys)], in_order=True)
+        at = group[n_old:]
+        if first.size > n_old:  # new series, in order of first sight
+            firsts = first[n_old:] - n_old
             self.keys = [np.concatenate([a, b[firsts]]) for a, b in zip(self.keys, keys)]
             self.values = np.concatenate([self.values, np.full((firsts.size, 4), -1, dtype=np.int64)])
-            nodes = keys[3][firsts]
-            new_nodes = nodes[~np.isin(nodes, self.node_order)]
-            _, keep = np.unique(new_nodes, return_index=True)
-            self.node_order = np.concatenate([self.node_order, new_nodes[np.sort(keep)]])
+            n_nodes = self.node_order.size
+            _, node_first = factorize_rows([np.concatenate([self.node_order, keys[3][firsts]])],
+                                                    in_order=True)
+            self.node_order = np.concatenate([self.node_order, keys[3][firsts[node_first[n_nodes:] - n_nodes]]])
+        if not at.size:
+            return 0
+        if int(np.bincount(at).max()) == 1:  # each series once: one round, no ranks
+            return self._round(at, values)
         ignored = 0
         rank = _rank(at)
-        for r in range(int(rank.max()) + 1 if rank.size else 0):  # repeated series: one round per repeat
+        for r in range(int(rank.max()) + 1):  # repeated series: one round per repeat
             mine = np.flatnonzero(rank == r)
-            rows = at[mine]
-            prev = self.values[rows]
-            down = (prev[:, 0] >= 0) & (values[mine] < prev).any(axis=1)
-            ignored += int(down.sum())
-            self.values[rows[~down]] = values[mine[~down]]
+            ignored += self._round(at[mine], values[mine])
         return ignored
+
+    def _round(self, rows: np.ndarray, values: np.ndarray) -> int:
+        """Set the values of distinct series ``rows`` where none goes down; how many did."""
+        prev = self.values[rows]
+        down = (prev[:, 0] >= 0) & (values < prev).any(axis=1)
+        self.values[rows[~down]] = values[~down]
+        return int(down.sum())
 
     def totals(self) -> tuple[np.ndarray, np.ndarray]:
         """(stacks with any value, their [alloc count, alloc size, free count, free size]) in first-seen order."""
@@ -124,8 +126,12 @@ class _Series:
         nodes = self.keys[3][seen]
         pos = np.searchsorted(np.sort(self.node_order), nodes)
         rank_of = np.argsort(self.node_order, kind="stable")
+        where = rank_of[pos]
         total = np.zeros((self.node_order.size, 4), dtype=np.int64)
-        np.add.at(total, rank_of[pos], self.values[seen])
+        if where.size and int(np.bincount(where).max()) == 1:  # one series per stack: no sums
+            total[where] = self.values[seen]
+        else:
+            np.add.at(total, where, self.values[seen])
         keep = total.any(axis=1)
         return self.node_order[keep], total[keep]
 
