@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 from polyprof.errors import MalformedInputError
 from polyprof.formats.limits import check_int64
@@ -160,7 +161,7 @@ class HeapCollector:
         st = s.heap = s.heap or _SeqHeap()
         try:  # the samples of every dump walked together in the packet's bytes
             pp, dump_samples = self._walked(data)
-        except (MalformedInputError, _Decline):  # named by the per-dump path, as it always was
+        except (MalformedInputError, DecodeError, _Decline):  # named by the per-dump path, as it always was
             pp, dump_samples = self._per_dump(data)
         if st.prev_index is None and pp.index != 0 or st.prev_index is not None and pp.index != st.prev_index + 1:
             self.ctx.stats["heapprofd packets missing (index gap)"] += 1
