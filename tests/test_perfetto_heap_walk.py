@@ -141,3 +141,19 @@ def test_walk_is_what_a_clean_packet_takes(tmp_path):
     for p in _real_heap_packets(tmp_path):
         _, dumps = heap._walked(p)
         assert all(i is not None and i.dtype == np.uint64 for i, _, _ in dumps)
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.sets(st.one_of(st.integers(0, 3000), U64), max_size=60),
+       queries=st.lists(st.one_of(st.integers(0, 3100), U64), max_size=60))
+def test_callstack_lookup_by_table_is_the_binary_search(keys, queries):
+    """Interned callstack iids are found by a table when dense and by binary search otherwise:
+    the same (position, found) either way."""
+    from polyprof.formats.perfetto._tables import _find_sorted
+
+    k = np.array(sorted(keys), dtype=np.uint64)
+    q = np.array(queries, dtype=np.uint64)
+    at, hit = _find_sorted(k, q)
+    expect_hit = np.isin(q, k)
+    assert hit.tolist() == expect_hit.tolist()
+    assert (k[at[hit]] == q[hit]).all()

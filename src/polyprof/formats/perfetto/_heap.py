@@ -231,7 +231,7 @@ class HeapCollector:
     def _commit(self, dump: Dump, samples: list[tuple[np.ndarray, np.ndarray]], st: _SeqHeap, s: Sequence) -> None:
         iids = np.concatenate([i for i, _ in samples]) if samples else np.zeros(0, dtype=np.uint64)
         values = np.concatenate([v for _, v in samples]) if samples else np.zeros((0, 4), dtype=np.int64)
-        own = st.tables.tables.callstacks(iids)[0]  # the dump's own tables first
+        own = st.tables.tables.has_callstacks(iids)  # the dump's own tables first
         node = np.empty(iids.size, dtype=np.int64)
         node[own] = self.ctx.resolver.stacks(st.tables, iids[own])
         node[~own] = self.ctx.resolver.stacks(s.gen, iids[~own])
