@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from polyprof.formats.perfetto import _schema as S
+from polyprof.model.columns import distinct
 from polyprof.wire import vector as V
 
 __all__ = ["Layout", "INTERNED", "PROFILE_PACKET", "Tables"]
@@ -166,7 +167,8 @@ class Tables:
         for lo, hi in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [big.size]]).tolist()):
             if not big[lo]:
                 f = V.walk_fields(buf, starts[lo:hi], ends[lo:hi])
-                numbers = [n for n in layout.numbers() if n in set(np.unique(f.field).tolist())]
+                present = set(distinct(f.field).tolist())  # once, not once per table
+                numbers = [n for n in layout.numbers() if n in present]
                 self._take(layout, {n: _Spans.of(buf, f.select(n, V.LEN)) for n in numbers})
                 continue
             for a, b in zip(starts[lo:hi].tolist(), ends[lo:hi].tolist()):
