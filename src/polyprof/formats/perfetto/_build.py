@@ -259,8 +259,13 @@ def _perf_meta(r: "TraceReader", b: ProfileBuilder, cfg: Any, config: int, cols:
 
 def _counts(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(col, return_counts=True)`` of an enum column (-1: absent), by a bincount when small."""
-    if col.size and -1 <= int(col.min()) and int(col.max()) < 4096:
-        counts = np.bincount(col + 1)
+    low, high = (int(col.min()), int(col.max())) if col.size else (0, -1)
+    if low == high:  # the usual case (no unwind errors, no skips): no pass that widens the column
+        return col[:1].astype(np.int64), np.array([col.size], dtype=np.int64)
+    if col.size and -1 <= low and high < 4096:
+        counts = np.zeros(high + 2, dtype=np.int64)
+        for at in range(0, col.size, 1 << 20):  # bincount widens to intp: a block at a time
+            counts += np.bincount(col[at:at + (1 << 20)].astype(np.int16) + 1, minlength=high + 2)
         vals = np.flatnonzero(counts)
         return vals - 1, counts[vals]
     return np.unique(col, return_counts=True)

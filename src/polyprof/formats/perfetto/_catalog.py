@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.columns import distinct, factorize_rows, factorize_runs, runs_equal, unique_inverse
+from polyprof.model.columns import factorize_rows, factorize_runs, runs_equal, unique_inverse
 from polyprof.wire.vector import gather_runs, hash_runs, ranges
 
 __all__ = ["Catalog", "Emitter", "build_id_text"]
@@ -243,8 +243,11 @@ class Emitter:
         if not stacks.size:
             return np.zeros(0, dtype=np.int32)
         # Catalog ids from -1 are dense: a table by id, no sort and no int64 column per sample.
-        shifted = stacks.astype(np.int32 if stacks.dtype.itemsize <= 4 else np.int64) + 1
-        uniq = distinct(shifted)
+        shifted = np.add(stacks, 1, dtype=np.int32 if stacks.dtype.itemsize <= 4 else np.int64)  # >= 0
+        present = np.zeros(int(shifted.max()) + 1, dtype=bool)
+        present[shifted] = True  # ``distinct`` without its int64 copy of a column of millions
+        uniq = np.flatnonzero(present)
+        del present
         used = uniq[uniq > 0] - 1
         leaf = np.full(int(uniq[-1]) + 1, -1, dtype=np.int32)
         if used.size:

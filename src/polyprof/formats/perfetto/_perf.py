@@ -27,8 +27,10 @@ import numpy as np
 
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._sequence import text
+from polyprof.model.builder import sample_dtype
 from polyprof.model.columns import distinct, factorize_rows, unique_inverse
-from polyprof.model.profile import Label
+from polyprof.model.memory import release_free_memory
+from polyprof.model.profile import Label, SampleTable
 from polyprof.model.units import split_unit
 from polyprof.wire import vector as V
 
@@ -363,9 +365,12 @@ class PerfCollector:
         counted = not self.ctx.options.extra.get("aggregate")  # the batches lack the sample count
         cols: dict[str, np.ndarray] = {}
         for key in list(batches[0]):
-            dtype = np.int64 if key in _WIDE else np.result_type(*[b[key] for b in batches])
-            cols[key] = _fill(batches, key, dtype, counted and key == "values")
-        cols["time"] = self.ctx.times.trace_times(cols.pop("ts"), cols["has_ts"], cols["clock"])
+            dtype = np.result_type(*[b[key] for b in batches])
+            if key in SampleTable.OPTIONAL_COLUMNS:
+                dtype = sample_dtype(key, dtype)  # the profile's own type: it takes the column uncopied
+            cols[key] = _fill(batches, key, np.int64 if key == "ts" else dtype, counted and key == "values")
+            release_free_memory()  # the parts just copied sit in glibc's heap: give them back before the next
+        cols["time"] = self.ctx.times.trace_times(cols.pop("ts"), cols["has_ts"], cols["clock"], in_place=True)
         return cols
 
     def labels(self, cols: dict[str, np.ndarray],
@@ -373,8 +378,12 @@ class PerfCollector:
         """A label-combination id per sample and the label tuple of each id (thread names by tid)."""
         tids = cols["tid"] if tid_names else np.zeros(cols["tid"].size, np.int64)
         keys = [cols["mode"], cols["unwind"], cols["skip"], tids]
-        inverse, first = factorize_rows(keys)
-        uniq = np.stack([k[first] for k in keys], axis=1)
+        coded = _small_rows(keys)
+        if coded is not None:
+            inverse, uniq = coded
+        else:
+            inverse, first = factorize_rows(keys)
+            uniq = np.stack([k[first] for k in keys], axis=1)
         sets = []
         for mode, unwind, skip, tid in uniq.tolist():
             labels = []
@@ -393,8 +402,30 @@ class PerfCollector:
         return inverse, sets
 
 
-#: Columns the profile keeps as int64: made so once here (the builder then takes them uncopied).
-_WIDE = ("pid", "tid", "cpu")
+def _small_rows(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``factorize_rows(keys)`` as (int32 id per row, distinct rows in sorted order) for columns of
+    small ranges (cpu modes, enums, tids): one mixed-radix code per row and a presence table, no
+    int64 column per row. None when the codes would not fit a table about the rows' size."""
+    n = keys[0].size
+    lows = [int(k.min()) if n else 0 for k in keys]
+    spans = [int(k.max()) - low + 1 if n else 1 for k, low in zip(keys, lows)]
+    total = int(np.prod(spans, dtype=object))
+    if total > max(n, 1 << 16):
+        return None
+    code = np.zeros(n, dtype=np.int32)
+    for k, low, span in zip(keys, lows, spans):
+        code *= span
+        code += np.subtract(k, low, dtype=np.int32)  # most significant first: codes sort as the tuples
+    present = np.zeros(total, dtype=bool)
+    present[code] = True
+    rank = np.cumsum(present, dtype=np.int32) - 1
+    uniq_codes = np.flatnonzero(present)
+    ids = rank[code]
+    digits = []
+    for low, span in zip(reversed(lows), reversed(spans)):
+        digits.append(uniq_codes % span + low)
+        uniq_codes = uniq_codes // span
+    return ids, np.stack(digits[::-1], axis=1).astype(np.int64)
 
 
 def _fill(batches: list[dict[str, np.ndarray]], key: str, dtype: Any, counted: bool) -> np.ndarray:
