@@ -132,7 +132,8 @@ def _narrow(col: np.ndarray) -> np.ndarray:
     one to four bytes; ``np.concatenate`` of batches widens to the widest part)."""
     if not col.size:
         return col.astype(np.int8)
-    low, high = int(col.min()), int(col.max())
+    high = int(col.max())
+    low = 0 if col.dtype.kind == "u" else int(col.min())  # decoded varints: one pass, not two
     for t in (np.int8, np.int16, np.int32):
         info = np.iinfo(t)
         if info.min <= low and high <= info.max:
