@@ -221,7 +221,21 @@ def merge_columns(parts: list[tuple[np.ndarray, dict[str, np.ndarray]]]) -> tupl
 
 def _deltas(keys: np.ndarray, values: np.ndarray, present: np.ndarray, prev: dict[int, int],
             stats: Any) -> np.ndarray:
-    """Per-row increase of running counters, per key, in row order (state carried in ``prev``)."""
+    """Per-row increase of running counters, per key, in row order (state carried in ``prev``).
+
+    By the compiled twin (:mod:`._perf_compiled`) once the wire kernels are compiled; same answers."""
+    if V.compiled():
+        from polyprof.formats.perfetto._perf_compiled import deltas_compiled
+
+        out, backs = deltas_compiled(keys, values, present, prev)
+        if backs:
+            stats["perf counters that went backwards (restarted from their value)"] += backs
+        return out
+    return _deltas_numpy(keys, values, present, prev, stats)
+
+
+def _deltas_numpy(keys: np.ndarray, values: np.ndarray, present: np.ndarray, prev: dict[int, int],
+                  stats: Any) -> np.ndarray:
     out = np.zeros(keys.size, dtype=np.int64)
     idx = np.nonzero(present)[0]
     if not idx.size:
@@ -237,9 +251,9 @@ def _deltas(keys: np.ndarray, values: np.ndarray, present: np.ndarray, prev: dic
     d[1:] = v[1:] - v[:-1]
     starts = np.nonzero(first)[0]
     lasts = np.append(starts[1:] - 1, k.size - 1)
-    for s, last in zip(starts.tolist(), lasts.tolist()):
-        key = int(k[s])
-        d[s] = int(v[s]) - prev.get(key, 0)
+    # int64 arithmetic that wraps, as the rows after each key's first do (no OverflowError on hostile counters)
+    d[starts] = v[starts] - np.array([prev.get(key, 0) for key in k[starts].tolist()], dtype=np.int64)
+    for key, last in zip(k[starts].tolist(), lasts.tolist()):
         prev[key] = int(v[last])
     back = d < 0
     if back.any():
