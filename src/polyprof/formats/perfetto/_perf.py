@@ -302,10 +302,9 @@ class PerfCollector:
         with_stack = c["has_iid"] & keep
         if with_stack.any():
             stack[with_stack] = resolve(pk["gen"][with_stack], c["iid"][with_stack])
-        values = self._values(c, pk, cpu, keep)
-        # Compact dtypes: the batches are what memory holds for a big trace.
-        if not self.ctx.options.extra.get("aggregate"):
-            values = np.ascontiguousarray(values[:, 1:])  # the sample count, 1 each, is put back by ``columns``
+        # Full detail: no sample-count column (1 each), ``columns`` puts it back. Compact dtypes: the
+        # batches are what memory holds for a big trace.
+        values = self._values(c, pk, cpu, keep, counted=bool(self.ctx.options.extra.get("aggregate")))
         batch = {"config": _narrow(pk["config"]), "ts": pk["ts"], "has_ts": pk["has_ts"],
                  "clock": _narrow(pk["clock"]), "pid": _narrow(c["pid"]), "tid": _narrow(c["tid"]),
                  "cpu": _narrow(cpu), "has_pid": c["has_pid"], "has_tid": c["has_tid"], "has_cpu": c["has_cpu"],
@@ -342,20 +341,24 @@ class PerfCollector:
         self._folded, self._pending = m, 0
 
     def _values(self, c: dict[str, np.ndarray], pk: dict[str, np.ndarray], cpu: np.ndarray,
-                keep: np.ndarray) -> np.ndarray:
+                keep: np.ndarray, counted: bool) -> np.ndarray:
         n = cpu.size
         fcounts, followers = c["fcount"], c["followers"]
         width = max([len(self.configs[k].followers) for k in distinct(pk["config"]).tolist() if k >= 0] + [0])
         if fcounts.size and int(fcounts.max()) > width:
             self.ctx.stats["perf follower counts beyond the configured followers (ignored)"] += int(
                 (fcounts > width).sum())
-        values = np.zeros((n, 2 + width), dtype=np.int64)
-        values[:, 0] = 1
+        first = int(counted)
+        values = np.zeros((n, first + 1 + width), dtype=np.int64)
+        if counted:
+            values[:, 0] = 1
         key = (pk["seq"].astype(np.int64) << 32) | (cpu & 0xFFFFFFFF)
-        values[:, 1] = _deltas(key, c["tb"], c["has_tb"] & keep, self._prev.setdefault(-1, {}), self.ctx.stats)
+        values[:, first] = _deltas(key, c["tb"], c["has_tb"] & keep, self._prev.setdefault(-1, {}),
+                                   self.ctx.stats)
         for j in range(min(width, followers.shape[1])):
             present = (fcounts > j) & keep
-            values[:, 2 + j] = _deltas(key, followers[:, j], present, self._prev.setdefault(j, {}), self.ctx.stats)
+            values[:, first + 1 + j] = _deltas(key, followers[:, j], present, self._prev.setdefault(j, {}),
+                                               self.ctx.stats)
         return values
 
     def _non_samples(self, config: np.ndarray, c: dict[str, np.ndarray], lost: np.ndarray) -> None:
