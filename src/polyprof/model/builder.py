@@ -301,7 +301,7 @@ class ProfileBuilder:
             col = optional.get(name)
             if col is not None:
                 self._has.add(name)
-                chunk.optional[name] = np.asarray(col, dtype=np.int64)
+                chunk.optional[name] = sample_column(name, col)
         self._sample_chunks.append(chunk)
 
     def _flush_samples(self) -> None:
@@ -315,7 +315,7 @@ class ProfileBuilder:
                              np.array(s["labelset"], dtype=np.int32))
         for name in SampleTable.OPTIONAL_COLUMNS:
             if name in self._has and any(v is not None for v in s[name]):
-                chunk.optional[name] = np.array([0 if v is None else v for v in s[name]], dtype=np.int64)
+                chunk.optional[name] = sample_column(name, [0 if v is None else v for v in s[name]])
         self._sample_chunks.append(chunk)
         self._samples = {k: [] for k in s}
 
@@ -390,8 +390,10 @@ class ProfileBuilder:
         )
         for name in SampleTable.OPTIONAL_COLUMNS:
             if name in self._has:
-                setattr(table, name, _concat([c.optional[name] if name in c.optional
-                                              else np.zeros(len(c.stack), np.int64) for c in chunks]))
+                parts = [c.optional.get(name) for c in chunks]
+                dtype = np.result_type(*[c for c in parts if c is not None])
+                setattr(table, name, _concat([np.zeros(len(c.stack), dtype) if part is None else part
+                                              for c, part in zip(chunks, parts)]))
         self._sample_chunks = []  # the table owns the columns now
         p.samples = table
 
@@ -404,6 +406,33 @@ class _SampleChunk:
     values: np.ndarray
     labelset: np.ndarray
     optional: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+#: The narrowest type each optional sample column is kept in when its values fit (else int64):
+#: pids and tids are below 2**22 on Linux, cpus below 2**15; times need 64 bits.
+_NARROW: dict[str, type[np.signedinteger]] = {"pid": np.int32, "tid": np.int32, "cpu": np.int16}
+
+
+def sample_dtype(name: str, dtype: np.dtype) -> np.dtype:
+    """The type optional sample column ``name`` is kept in when its values are of ``dtype``
+    (a reader filling the column in place allocates it so, and the builder takes it uncopied)."""
+    narrow = _NARROW.get(name)
+    return np.dtype(narrow if narrow is not None and np.can_cast(dtype, narrow) else np.int64)
+
+
+def sample_column(name: str, col: ArrayLike) -> np.ndarray:
+    """Optional sample column ``name`` (time, pid, tid, cpu) in the type the profile keeps it:
+    pid/tid int32 and cpu int16 when every value fits (no copy when already so), else int64.
+    Consumers read them with ``astype(np.int64)`` where they compute on them."""
+    arr = np.asarray(col)
+    narrow = _NARROW.get(name)
+    if narrow is not None and arr.dtype.kind in "iu":
+        if sample_dtype(name, arr.dtype) == narrow:
+            return arr.astype(narrow, copy=False)
+        info = np.iinfo(narrow)
+        if not arr.size or (info.min <= int(arr.min()) and int(arr.max()) <= info.max):
+            return arr.astype(narrow)
+    return arr.astype(np.int64, copy=False)
 
 
 def _concat(parts: list[np.ndarray]) -> np.ndarray:

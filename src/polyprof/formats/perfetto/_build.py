@@ -29,6 +29,7 @@ from polyprof.formats.perfetto._heap import HEAP_TYPES, Dump
 from polyprof.formats.perfetto._perf import PerfConfig
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import distinct, factorize_rows
+from polyprof.model.memory import release_free_memory
 from polyprof.model.profile import Label, Profile
 
 if TYPE_CHECKING:
@@ -138,9 +139,10 @@ def _new_builder(types: list[tuple[str, str]], default: str, labels: dict[str, A
 
 
 def _finish(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], rows: np.ndarray | slice,
-            labelsets: np.ndarray, present: tuple[str, ...]) -> Profile:
+            labelsets: np.ndarray, present: tuple[str, ...], consume: bool = False) -> Profile:
     """Add the samples ``rows`` of ``cols`` (sorted by time) and finish the profile
-    (``rows`` a ``slice(None)``: every row, taken without copies when in time order)."""
+    (``rows`` a ``slice(None)``: every row, taken without copies when in time order;
+    ``consume``: no other profile needs ``cols``, whose stack column may then be overwritten)."""
     if r.options.extra.get("aggregate"):
         return _finish_aggregated(r, b, cols, rows, labelsets, present)
     n = cols["stack"].size
@@ -153,7 +155,9 @@ def _finish(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], ro
     pick = (lambda col: col) if order is None else (lambda col: col[order])  # no copies for a one-profile trace
     em = Emitter(r.catalog, b)
     optional = {k: pick(cols[k]) for k in _OPTIONAL if k in present}
-    b.add_samples_bulk(em.callsites(pick(cols["stack"])), pick(cols["values"]), pick(labelsets), **optional)
+    # Every row in order: the catalog stack column is the caller's to give up (a one-profile trace).
+    stacks = em.callsites(pick(cols["stack"]), in_place=order is None and consume)
+    b.add_samples_bulk(stacks, pick(cols["values"]), pick(labelsets), **optional)
     if em.mapping_offsets():
         b.meta.extras["mapping_offsets"] = em.mapping_offsets()
     if t is not None and t.size:
@@ -211,7 +215,8 @@ def _perf_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple)
         in_cfg = keep & (cols["config"] == config)
         for pid in distinct(pids[in_cfg]).tolist():
             mine = in_cfg & (pids == pid)
-            rows: np.ndarray | slice = slice(None) if mine.all() else np.flatnonzero(mine)  # all: no copies
+            whole = bool(mine.all())  # the trace's only profile: its columns are taken, not copied
+            rows: np.ndarray | slice = slice(None) if whole else np.flatnonzero(mine)
             del mine
             labels: dict[str, Any] = {"kind": "perf", "event": cfg.timebase[0]}
             if "pid" in present:
@@ -221,8 +226,15 @@ def _perf_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple)
             types = cfg.sample_types()
             b = _new_builder(types, "samples", labels)
             _perf_meta(r, b, cfg, config, cols, rows)
+            labelsets = _labelsets(b, combo, sets)
+            if whole:  # what only the selection and the metadata needed goes before the peak
+                del combo, in_cfg, keep, pids
+                for key in [k for k in cols if k not in ("stack", "values", *_OPTIONAL)]:
+                    del cols[key]
+                release_free_memory()
             sub = dict(cols, values=_value_columns(cols["values"], cfg.columns()))
-            out.append(_finish(r, b, sub, rows, _labelsets(b, combo, sets), present))
+            out.append(_finish(r, b, sub, rows, labelsets, present, consume=whole))
+            del sub, labelsets
     return out
 
 
@@ -259,8 +271,13 @@ def _perf_meta(r: "TraceReader", b: ProfileBuilder, cfg: Any, config: int, cols:
 
 def _counts(col: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(col, return_counts=True)`` of an enum column (-1: absent), by a bincount when small."""
-    if col.size and -1 <= int(col.min()) and int(col.max()) < 4096:
-        counts = np.bincount(col + 1)
+    low, high = (int(col.min()), int(col.max())) if col.size else (0, -1)
+    if low == high:  # the usual case (no unwind errors, no skips): no pass that widens the column
+        return col[:1].astype(np.int64), np.array([col.size], dtype=np.int64)
+    if col.size and -1 <= low and high < 4096:
+        counts = np.zeros(high + 2, dtype=np.int64)
+        for at in range(0, col.size, 1 << 20):  # bincount widens to intp: a block at a time
+            counts += np.bincount(col[at:at + (1 << 20)].astype(np.int16) + 1, minlength=high + 2)
         vals = np.flatnonzero(counts)
         return vals - 1, counts[vals]
     return np.unique(col, return_counts=True)

@@ -245,14 +245,20 @@ class Emitter:
         rows = [self.cat.mapping_rows[mid] for mid in self._map]
         return sorted([path, build, start, so, lb] for path, build, start, _, _, so, lb in rows if so or lb)
 
-    def callsites(self, stacks: np.ndarray) -> np.ndarray:
-        """Model callsite of every catalog stack in ``stacks`` (-1, the empty stack, stays -1)."""
+    def callsites(self, stacks: np.ndarray, in_place: bool = False) -> np.ndarray:
+        """Model callsite of every catalog stack in ``stacks`` (-1, the empty stack, stays -1);
+        ``in_place``: an int32 ``stacks`` the caller no longer needs becomes the answer (no copy)."""
         stacks = np.asarray(stacks)
         if not stacks.size:
             return np.zeros(0, dtype=np.int32)
         # Catalog ids from -1 are dense: a table by id, no sort and no int64 column per sample.
-        shifted = stacks.astype(np.int32 if stacks.dtype.itemsize <= 4 else np.int64) + 1
-        uniq = distinct(shifted)
+        wide = stacks.dtype.itemsize > 4
+        out = stacks if in_place and stacks.dtype == np.int32 else None
+        shifted = np.add(stacks, 1, dtype=np.int64 if wide else np.int32, out=out)  # >= 0
+        present = np.zeros(int(shifted.max()) + 1, dtype=bool)
+        present[shifted] = True  # ``distinct`` without its int64 copy of a column of millions
+        uniq = np.flatnonzero(present)
+        del present
         used = uniq[uniq > 0] - 1
         leaf = np.full(int(uniq[-1]) + 1, -1, dtype=np.int32)
         if used.size:
@@ -263,7 +269,9 @@ class Emitter:
             table[frames] = locs  # narrow: cheaper interning
             locs = table[flat]
             leaf[used + 1] = self.b.stacks_from_csr(locs, offsets, leaf_first=False, distinct=True)
-        return leaf[shifted]
+        for lo in range(0, shifted.size, 1 << 20):  # in place, a block at a time: no second column
+            shifted[lo:lo + (1 << 20)] = leaf[shifted[lo:lo + (1 << 20)]]
+        return shifted.astype(np.int32) if wide else shifted
 
     def _locations(self, fids: np.ndarray) -> np.ndarray:
         """Model location of each catalog frame in ``fids`` (equal locations share a row)."""

@@ -136,9 +136,10 @@ class TraceTimes:
             self.keys.append(key)
         return idx
 
-    def trace_times(self, raw: np.ndarray, has: np.ndarray, clock: np.ndarray) -> np.ndarray:
-        """Trace time of every value (clock index per value); missing ones take the latest time before."""
-        out = np.array(raw, dtype=np.int64)  # one copy (``raw`` may be uint64)
+    def trace_times(self, raw: np.ndarray, has: np.ndarray, clock: np.ndarray, in_place: bool = False) -> np.ndarray:
+        """Trace time of every value (clock index per value); missing ones take the latest time before.
+        ``in_place``: an int64 ``raw`` the caller no longer needs is converted in place (no copy)."""
+        out = raw if in_place and raw.dtype == np.int64 else np.array(raw, dtype=np.int64)  # raw may be uint64
         for c in distinct(clock).tolist():
             key = self.keys[c]
             if key is None:

@@ -27,8 +27,10 @@ import numpy as np
 
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._sequence import text
+from polyprof.model.builder import sample_dtype
 from polyprof.model.columns import distinct, factorize_rows, unique_inverse
-from polyprof.model.profile import Label
+from polyprof.model.memory import release_free_memory
+from polyprof.model.profile import Label, SampleTable
 from polyprof.model.units import split_unit
 from polyprof.wire import vector as V
 
@@ -130,7 +132,8 @@ def _narrow(col: np.ndarray) -> np.ndarray:
     one to four bytes; ``np.concatenate`` of batches widens to the widest part)."""
     if not col.size:
         return col.astype(np.int8)
-    low, high = int(col.min()), int(col.max())
+    high = int(col.max())
+    low = 0 if col.dtype.kind == "u" else int(col.min())  # decoded varints: one pass, not two
     for t in (np.int8, np.int16, np.int32):
         info = np.iinfo(t)
         if info.min <= low and high <= info.max:
@@ -218,7 +221,21 @@ def merge_columns(parts: list[tuple[np.ndarray, dict[str, np.ndarray]]]) -> tupl
 
 def _deltas(keys: np.ndarray, values: np.ndarray, present: np.ndarray, prev: dict[int, int],
             stats: Any) -> np.ndarray:
-    """Per-row increase of running counters, per key, in row order (state carried in ``prev``)."""
+    """Per-row increase of running counters, per key, in row order (state carried in ``prev``).
+
+    By the compiled twin (:mod:`._perf_compiled`) once the wire kernels are compiled; same answers."""
+    if V.compiled():
+        from polyprof.formats.perfetto._perf_compiled import deltas_compiled
+
+        out, backs = deltas_compiled(keys, values, present, prev)
+        if backs:
+            stats["perf counters that went backwards (restarted from their value)"] += backs
+        return out
+    return _deltas_numpy(keys, values, present, prev, stats)
+
+
+def _deltas_numpy(keys: np.ndarray, values: np.ndarray, present: np.ndarray, prev: dict[int, int],
+                  stats: Any) -> np.ndarray:
     out = np.zeros(keys.size, dtype=np.int64)
     idx = np.nonzero(present)[0]
     if not idx.size:
@@ -234,9 +251,9 @@ def _deltas(keys: np.ndarray, values: np.ndarray, present: np.ndarray, prev: dic
     d[1:] = v[1:] - v[:-1]
     starts = np.nonzero(first)[0]
     lasts = np.append(starts[1:] - 1, k.size - 1)
-    for s, last in zip(starts.tolist(), lasts.tolist()):
-        key = int(k[s])
-        d[s] = int(v[s]) - prev.get(key, 0)
+    # int64 arithmetic that wraps, as the rows after each key's first do (no OverflowError on hostile counters)
+    d[starts] = v[starts] - np.array([prev.get(key, 0) for key in k[starts].tolist()], dtype=np.int64)
+    for key, last in zip(k[starts].tolist(), lasts.tolist()):
         prev[key] = int(v[last])
     back = d < 0
     if back.any():
@@ -285,10 +302,9 @@ class PerfCollector:
         with_stack = c["has_iid"] & keep
         if with_stack.any():
             stack[with_stack] = resolve(pk["gen"][with_stack], c["iid"][with_stack])
-        values = self._values(c, pk, cpu, keep)
-        # Compact dtypes: the batches are what memory holds for a big trace.
-        if not self.ctx.options.extra.get("aggregate"):
-            values = np.ascontiguousarray(values[:, 1:])  # the sample count, 1 each, is put back by ``columns``
+        # Full detail: no sample-count column (1 each), ``columns`` puts it back. Compact dtypes: the
+        # batches are what memory holds for a big trace.
+        values = self._values(c, pk, cpu, keep, counted=bool(self.ctx.options.extra.get("aggregate")))
         batch = {"config": _narrow(pk["config"]), "ts": pk["ts"], "has_ts": pk["has_ts"],
                  "clock": _narrow(pk["clock"]), "pid": _narrow(c["pid"]), "tid": _narrow(c["tid"]),
                  "cpu": _narrow(cpu), "has_pid": c["has_pid"], "has_tid": c["has_tid"], "has_cpu": c["has_cpu"],
@@ -325,20 +341,24 @@ class PerfCollector:
         self._folded, self._pending = m, 0
 
     def _values(self, c: dict[str, np.ndarray], pk: dict[str, np.ndarray], cpu: np.ndarray,
-                keep: np.ndarray) -> np.ndarray:
+                keep: np.ndarray, counted: bool) -> np.ndarray:
         n = cpu.size
         fcounts, followers = c["fcount"], c["followers"]
         width = max([len(self.configs[k].followers) for k in distinct(pk["config"]).tolist() if k >= 0] + [0])
         if fcounts.size and int(fcounts.max()) > width:
             self.ctx.stats["perf follower counts beyond the configured followers (ignored)"] += int(
                 (fcounts > width).sum())
-        values = np.zeros((n, 2 + width), dtype=np.int64)
-        values[:, 0] = 1
+        first = int(counted)
+        values = np.zeros((n, first + 1 + width), dtype=np.int64)
+        if counted:
+            values[:, 0] = 1
         key = (pk["seq"].astype(np.int64) << 32) | (cpu & 0xFFFFFFFF)
-        values[:, 1] = _deltas(key, c["tb"], c["has_tb"] & keep, self._prev.setdefault(-1, {}), self.ctx.stats)
+        values[:, first] = _deltas(key, c["tb"], c["has_tb"] & keep, self._prev.setdefault(-1, {}),
+                                   self.ctx.stats)
         for j in range(min(width, followers.shape[1])):
             present = (fcounts > j) & keep
-            values[:, 2 + j] = _deltas(key, followers[:, j], present, self._prev.setdefault(j, {}), self.ctx.stats)
+            values[:, first + 1 + j] = _deltas(key, followers[:, j], present, self._prev.setdefault(j, {}),
+                                               self.ctx.stats)
         return values
 
     def _non_samples(self, config: np.ndarray, c: dict[str, np.ndarray], lost: np.ndarray) -> None:
@@ -363,9 +383,12 @@ class PerfCollector:
         counted = not self.ctx.options.extra.get("aggregate")  # the batches lack the sample count
         cols: dict[str, np.ndarray] = {}
         for key in list(batches[0]):
-            dtype = np.int64 if key in _WIDE else np.result_type(*[b[key] for b in batches])
-            cols[key] = _fill(batches, key, dtype, counted and key == "values")
-        cols["time"] = self.ctx.times.trace_times(cols.pop("ts"), cols["has_ts"], cols["clock"])
+            dtype = np.result_type(*[b[key] for b in batches])
+            if key in SampleTable.OPTIONAL_COLUMNS:
+                dtype = sample_dtype(key, dtype)  # the profile's own type: it takes the column uncopied
+            cols[key] = _fill(batches, key, np.int64 if key == "ts" else dtype, counted and key == "values")
+            release_free_memory()  # the parts just copied sit in glibc's heap: give them back before the next
+        cols["time"] = self.ctx.times.trace_times(cols.pop("ts"), cols["has_ts"], cols["clock"], in_place=True)
         return cols
 
     def labels(self, cols: dict[str, np.ndarray],
@@ -373,8 +396,12 @@ class PerfCollector:
         """A label-combination id per sample and the label tuple of each id (thread names by tid)."""
         tids = cols["tid"] if tid_names else np.zeros(cols["tid"].size, np.int64)
         keys = [cols["mode"], cols["unwind"], cols["skip"], tids]
-        inverse, first = factorize_rows(keys)
-        uniq = np.stack([k[first] for k in keys], axis=1)
+        coded = _small_rows(keys)
+        if coded is not None:
+            inverse, uniq = coded
+        else:
+            inverse, first = factorize_rows(keys)
+            uniq = np.stack([k[first] for k in keys], axis=1)
         sets = []
         for mode, unwind, skip, tid in uniq.tolist():
             labels = []
@@ -393,8 +420,30 @@ class PerfCollector:
         return inverse, sets
 
 
-#: Columns the profile keeps as int64: made so once here (the builder then takes them uncopied).
-_WIDE = ("pid", "tid", "cpu")
+def _small_rows(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``factorize_rows(keys)`` as (int32 id per row, distinct rows in sorted order) for columns of
+    small ranges (cpu modes, enums, tids): one mixed-radix code per row and a presence table, no
+    int64 column per row. None when the codes would not fit a table about the rows' size."""
+    n = keys[0].size
+    lows = [int(k.min()) if n else 0 for k in keys]
+    spans = [int(k.max()) - low + 1 if n else 1 for k, low in zip(keys, lows)]
+    total = int(np.prod(spans, dtype=object))
+    if total > max(n, 1 << 16):
+        return None
+    code = np.zeros(n, dtype=np.int32)
+    for k, low, span in zip(keys, lows, spans):
+        code *= span
+        code += np.subtract(k, low, dtype=np.int32)  # most significant first: codes sort as the tuples
+    present = np.zeros(total, dtype=bool)
+    present[code] = True
+    rank = np.cumsum(present, dtype=np.int32) - 1
+    uniq_codes = np.flatnonzero(present)
+    ids = rank[code]
+    digits = []
+    for low, span in zip(reversed(lows), reversed(spans)):
+        digits.append(uniq_codes % span + low)
+        uniq_codes = uniq_codes // span
+    return ids, np.stack(digits[::-1], axis=1).astype(np.int64)
 
 
 def _fill(batches: list[dict[str, np.ndarray]], key: str, dtype: Any, counted: bool) -> np.ndarray:
