@@ -10,6 +10,11 @@ own process and measures:
   what a user does, asked as the page asks (tables: every row): the landing page (flame + top), a sandwich, a search, a
   zoom, an expanded call-tree node, the timeline, and a filter change (flame
   + top with ``focus``), each asked twice (computed, then cached);
+- what a user clicks next, each building a graph of its own: the inverted flame
+  graph and call tree, a sandwich at full resolution (``min_fraction=0``), a hide
+  filter, the labels panel, the flame graph grouped by the first label key
+  (``tagroot``), and a diff (the input against itself as base: ``b=0``; the
+  same work as against another file of the same size);
 - the page: from navigation start until the flame graph is drawn, in
   Debian's Chromium driven by Playwright (skipped without them);
 - the server's peak RSS after all of that, against ``polyprof top`` on the
@@ -138,6 +143,18 @@ def bench(name: str, path: Path) -> None:
                  ("timeline", "/api/timeline"), ("filter: flame", f"/api/flame?focus={focus}"),
                  ("filter: top", f"/api/top?nodecount=0&nodefraction=0&focus={focus}"),
                  ("filter: sandwich", f"/api/sandwich?fn={fn}&focus={focus}")]
+        # what a user clicks next: the views and filters that build a graph of their own
+        _, _, labels = ask(port, "/api/labels")
+        key = urllib.parse.quote(labels["keys"][0]["key"], safe="") if labels["keys"] else ""
+        hide = urllib.parse.quote(re.escape(top["rows"][0]["name"]), safe="")
+        steps += [("inverted flame", "/api/flame?inverted=1"), ("inverted tree", "/api/calltree?id=0&inverted=1"),
+                  ("sandwich all", f"/api/sandwich?fn={fn}&min_fraction=0"),
+                  ("hide: flame", f"/api/flame?hide={hide}"),
+                  ("hide: top", f"/api/top?nodecount=0&nodefraction=0&hide={hide}"),
+                  ("labels", "/api/labels?nodecount=0"),
+                  ("diff: flame", "/api/flame?b=0"), ("diff: table", "/api/diff?b=0")]
+        if key:
+            steps.append(("group by label", f"/api/flame?tagroot={key}"))
         print(f"  {'answer':<18} {'first ms':>9} {'again ms':>9} {'bytes':>10} {'peak MB':>8}")
         worst = 0.0
         for label, url in steps:
