@@ -240,3 +240,43 @@ def test_a_flame_shape_gives_the_flame_graph_of_every_filter(monkeypatch, prune)
         assert len(got) > (1 if o.focus != "no such function" else 0)
         for x, y in zip(_columns(want), _columns(got), strict=True):
             assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, o
+
+
+def _paths(g) -> dict:  # noqa: ANN001
+    """Each node's path of names -> (self, total, width): a graph's numbers, whatever its layout."""
+    names, parent, out, path = list(g.names), g.parent.tolist(), {}, {}
+    for i, p in enumerate(parent):
+        path[i] = (*path[p], names[i]) if p >= 0 else ()
+        out[path[i]] = (int(g.self[i]), int(g.total[i]), int(g.width[i]))
+    return out
+
+
+@pytest.mark.parametrize("o", [{}, {"focus": "json"}, {"hide": "^runtime"}, {"sample_index": "cpu"}])
+def test_the_inverted_graph_made_from_the_complete_graph_is_flame_tree_s(monkeypatch, o):  # noqa: ANN001
+    """``inverted_graph`` (the web view's: reversed paths of the complete graph's self weights)
+    gives ``flame_tree(inverted=True)``'s graph column for column; at a resolution, the same
+    nodes and numbers as flame_tree's pruned graph (only the left edges differ: the merged
+    narrow children are drawn after the kept ones)."""
+    import polyprof
+    from polyprof.analysis import filters
+    from polyprof.analysis.flame import flame_tree
+    from polyprof.analysis.flameview import FlameIndex
+    from polyprof.analysis.options import Options
+    from polyprof.analysis.sandwich import inverted_graph
+
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(tree, "_compiled", compiled)
+    p = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    opts = Options(**o)
+    fr = filters.apply(p, opts)
+    graph = FlameIndex(flame_tree(fr, opts, max_nodes=0, min_fraction=0))
+    want = numpy_only(tree, lambda: flame_tree(fr, opts, max_nodes=0, min_fraction=0, inverted=True))
+    got = inverted_graph(graph)
+    assert got is not None and len(got) == len(want) > 10 and got.inverted
+    for x, y in zip(_columns(want)[:7], _columns(got)[:7], strict=True):
+        assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
+    for fraction in (0.01, 0.05):
+        pruned = numpy_only(tree, lambda f=fraction: flame_tree(fr, opts, max_nodes=0, min_fraction=f, inverted=True))
+        coarse = inverted_graph(graph, min_fraction=fraction)
+        assert coarse is not None and 1 < len(coarse) < len(got)
+        assert _paths(coarse) == _paths(pruned)
