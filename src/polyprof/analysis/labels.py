@@ -21,7 +21,7 @@ from polyprof.errors import OptionsError
 from polyprof.model import tree
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.merge import copy_into
-from polyprof.model.profile import Profile, SampleTable
+from polyprof.model.profile import CallsiteTable, Profile, SampleTable
 from polyprof.model.units import scaled_label
 
 __all__ = ["keep_label_keys", "label_frames", "option_regex"]
@@ -71,24 +71,30 @@ def label_frames(p: Profile, roots: str | None, leaves: str | None, unit: str = 
         return p, False
     b = ProfileBuilder(p.source_format)
     b.set_sample_types(p.sample_types)
+    # the tables but not the callsites (the stacks are interned anew, all at once: a builder
+    # holding callsites interns stack by stack) nor the label sets (mapped below)
     lmap = copy_into(b, dataclasses.replace(p, samples=SampleTable(values=np.zeros((0, len(p.sample_types)),
-                                                                                  dtype=np.int64))))
+                                                                                  dtype=np.int64)),
+                                            callsites=CallsiteTable(), labelsets=[()]))
     units = tags.num_label_units(p)
     matched = False
     frame: dict[tuple[str, str], int] = {}
+    by_value: dict[tuple, int] = {}  # (key, strings, numbers): its frame (a label set per sample is common)
 
     def frames(labels: tuple, keys: list[str]) -> list[int]:
         nonlocal matched
         out = []
         for key in reversed(keys):  # pprof adds them last key first
-            values = [lab.str for lab in labels if lab.key == key and lab.str is not None] + \
-                [scaled_label(lab.num or 0, units.get(key, key), unit) for lab in labels
-                 if lab.key == key and lab.str is None]
-            matched |= bool(values)
-            name = ",".join(values)
-            if (key, name) not in frame:
-                frame[(key, name)] = b.location(-1, 0, [(b.function(name, "", key, 0), 0, 0)])
-            out.append(frame[(key, name)])
+            strs = tuple(lab.str for lab in labels if lab.key == key and lab.str is not None)
+            nums = tuple(lab.num or 0 for lab in labels if lab.key == key and lab.str is None)
+            matched |= bool(strs or nums)
+            got = by_value.get((key, strs, nums))
+            if got is None:
+                name = ",".join([*strs, *(scaled_label(x, units.get(key, key), unit) for x in nums)])
+                if (key, name) not in frame:
+                    frame[(key, name)] = b.location(-1, 0, [(b.function(name, "", key, 0), 0, 0)])
+                got = by_value[(key, strs, nums)] = frame[(key, name)]
+            out.append(got)
         return out
 
     s = p.samples
