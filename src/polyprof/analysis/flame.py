@@ -28,9 +28,9 @@ code that vanished entirely is not drawn (its base weight is in
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar, TypeAlias, overload
 
 import numpy as np
 
@@ -238,11 +238,17 @@ def _build(parent: np.ndarray, count: np.ndarray, frames: np.ndarray,
     return node_parent, np.concatenate(([-1], node_name)), node_of[pair_start + count - 1] + 1, levels
 
 
+#: Every node's (pre-order entry, last descendant's entry), or a function making them.
+Order: TypeAlias = tuple[np.ndarray, np.ndarray] | Callable[[], tuple[np.ndarray, np.ndarray]]
+
+
 @dataclass
 class _Layout:
     """The name tree of all sides: per node its parent, name id (-1: the root), self and total
     weight per side, width, left edge, depth; ``order`` is every node's (pre-order entry, last
-    descendant's entry), and ``preordered`` says the nodes are in pre-order already."""
+    descendant's entry), or a function making them (nodes in pre-order: rarely needed, and two
+    arrays of millions of rows at the build's peak), and ``preordered`` says the nodes are in
+    pre-order already."""
 
     parent: np.ndarray
     name: np.ndarray
@@ -251,8 +257,20 @@ class _Layout:
     width: np.ndarray
     start: np.ndarray
     depth: np.ndarray
-    order: tuple[np.ndarray, np.ndarray]
+    order: Order
     preordered: bool = False
+
+
+def _preorder(size: np.ndarray) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    """The order of nodes in pre-order with subtree sizes ``size``, made when asked."""
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        pre = np.arange(size.size, dtype=np.int64)
+        return pre, pre + size - 1
+    return make
+
+
+def _order(order: Order) -> tuple[np.ndarray, np.ndarray]:
+    return order() if callable(order) else order
 
 
 def _layout(sides: list[_Side], n_names: int) -> _Layout:
@@ -273,8 +291,8 @@ def _layout(sides: list[_Side], n_names: int) -> _Layout:
         for s, side in zip(selfs, sides):
             s[0] += side.empty
         totals, width, start, depth, size = fast.preorder_layout(node_parent, selfs)
-        pre = np.arange(node_parent.size, dtype=np.int64)
-        return _Layout(node_parent, node_name, selfs, totals, width, start, depth, (pre, pre + size - 1), True)
+        return _Layout(node_parent, node_name, selfs, totals, width, start, _narrow(depth), _preorder(_narrow(size)),
+                       True)
     node_parent, node_name, leaf_node, levels = _build(parent, count, frames, n_names)
     selfs = []
     for k, side in enumerate(sides):
@@ -386,13 +404,12 @@ class FlameShape:
         if fast is None:
             return None
         values, has, vt = _weights(p, o)
-        parent = self.parent.astype(np.int64)  # copies: _finish reorders its arrays in place
+        parent = self.parent  # read only; the names are copied: _finish writes the root's id
         selfs = [sum_by(self.at[p.samples.stack[has]], values[has], parent.size)]
         selfs[0][0] += int(values[~has].astype(np.int64).sum())
         totals, width, start, depth, size = fast.preorder_layout(parent, selfs)
-        pre = np.arange(parent.size, dtype=np.int64)
-        return _Layout(parent, self.name.astype(np.int64), selfs, totals, width, start, depth,
-                       (pre, pre + size - 1), True), vt
+        return _Layout(parent, self.name.copy(), selfs, totals, width, start, _narrow(depth),
+                       _preorder(_narrow(size)), True), vt
 
 
 def flame_shape(profile: Profile, options: Options | None = None, **overrides: Any) -> FlameShape | None:
@@ -515,7 +532,7 @@ def prune(width: np.ndarray, min_fraction: float, max_nodes: int,
     return keep, threshold
 
 
-def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: tuple[np.ndarray, np.ndarray],
+def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: Order,
               preordered: bool) -> tuple[np.ndarray, np.ndarray]:
     """The kept nodes (``kept``: their ids in pre-order; closed under ancestors) as a tree of
     their own: (parent, subtree size). Nodes already in pre-order take one compiled walk."""
@@ -523,7 +540,7 @@ def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: tup
     compact = fast.preorder_keep(parent, keep) if fast is not None else None
     if compact is not None:
         return compact
-    pre, post = order
+    pre, post = _order(order)
     new_id = np.full(parent.size, -1, dtype=np.int64)
     new_id[kept] = np.arange(kept.size)
     new_parent = np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1)
@@ -543,12 +560,12 @@ def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noq
     the root); ``order`` is every node's (pre-order entry, last descendant's entry);
     ``preordered``: the nodes are in pre-order already. The node arrays are the caller's
     temporaries: they may be reordered in place."""
-    pre, post = order
+    pre = None if preordered else _order(order)[0]
 
-    def _in_preorder(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
-        return nodes if preordered else _by_entry(nodes, pre)
+    def _in_preorder(nodes: np.ndarray, pre: np.ndarray | None) -> np.ndarray:
+        return nodes if pre is None else _by_entry(nodes, pre)
 
-    keep, threshold = prune(width, min_fraction, max_nodes, None if preordered else pre)
+    keep, threshold = prune(width, min_fraction, max_nodes, pre)
     kept = _in_preorder(np.nonzero(keep)[0], pre)
     dropped = int(np.count_nonzero(width > 0)) - int(np.count_nonzero(keep & (width > 0)))
     base_only = 0

@@ -126,8 +126,9 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def _positions(ids: np.ndarray, n: int) -> np.ndarray:
     """Where each node id of ``0..n-1`` is in ``ids`` (-1: absent): one lookup array, where a
     binary search of millions of queries per step cost seconds."""
-    where = np.full(n, -1, dtype=np.int64)
-    where[ids] = np.arange(ids.size, dtype=np.int64)
+    small = np.int32 if n < np.iinfo(np.int32).max else np.int64  # 3M of them per lookup
+    where = np.full(n, -1, dtype=small)
+    where[ids] = np.arange(ids.size, dtype=small)
     return where
 
 
