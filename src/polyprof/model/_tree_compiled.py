@@ -617,8 +617,8 @@ def reversed_paths(parent: np.ndarray, name_of: np.ndarray, nodes: np.ndarray, w
     """The callers tree of :func:`polyprof.analysis.sandwich._callers` (its numpy twin, an
     interned level per step): (parent, name, self, total, level bounds) of the merged reversed
     paths from ``nodes`` (each carrying its ``weight``, not 0) towards the root."""
-    cur = np.ascontiguousarray(nodes, dtype=np.int64).copy()
-    w = np.ascontiguousarray(weight, dtype=np.int64).copy()
+    cur = np.ascontiguousarray(nodes, dtype=np.int64)  # copied per attempt (the kernel consumes them)
+    w = np.ascontiguousarray(weight, dtype=np.int64)
     # a flame graph's int32 columns as they are: a copy of each is 24 MB per 3M nodes
     name_of, parent = (x if x.dtype in (np.int32, np.int64) and x.flags.c_contiguous else
                        np.ascontiguousarray(x, dtype=np.int64) for x in (name_of, parent))
