@@ -280,3 +280,4 @@ def test_the_inverted_graph_made_from_the_complete_graph_is_flame_tree_s(monkeyp
         coarse = inverted_graph(graph, min_fraction=fraction)
         assert coarse is not None and 1 < len(coarse) < len(got)
         assert _paths(coarse) == _paths(pruned)
+

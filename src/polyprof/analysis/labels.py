@@ -98,8 +98,7 @@ def label_frames(p: Profile, roots: str | None, leaves: str | None, unit: str = 
         return out
 
     s = p.samples
-    groups, inverse = np.unique(np.stack([s.stack.astype(np.int64), s.labelset.astype(np.int64)]),
-                                axis=1, return_inverse=True)
+    groups, inverse = _distinct_pairs(s.stack.astype(np.int64), s.labelset.astype(np.int64))
     # label frames per labelset, made in the order the groups first reach each labelset
     used, first = np.unique(groups[1], return_index=True)
     leaf_of: dict[int, list[int]] = {}
@@ -160,3 +159,21 @@ def _framed_paths(p: Profile, lmap: np.ndarray, groups: np.ndarray, leaf_of: dic
         pos = tree.segment_positions(per)
         flat[offsets[at] + (n_leaf[ls[at]] + depth[at] if after else 0) + pos] = frames[own[ls[at]] + pos]
     return flat, offsets
+
+
+def _distinct_pairs(stack: np.ndarray, ls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (stack, labelset) pairs sorted (a 2 x n array) and each sample's pair: what
+    ``np.unique(axis=1)`` answers, by one int64 key per pair (its row sort took 46 s on 6.5M
+    samples), counted through a table when the keys' range is small."""
+    width = int(ls.max(initial=0)) + 1
+    key = (stack + 1) * width + ls  # stack -1 (no stack) first, as the row sort puts it
+    span = int(key.max(initial=-1)) + 1
+    if span <= 4 * key.size + 1024:
+        seen = np.zeros(span, np.int64)
+        seen[key] = 1
+        distinct = np.flatnonzero(seen)
+        np.cumsum(seen, out=seen)
+        inverse = seen[key] - 1
+    else:
+        distinct, inverse = np.unique(key, return_inverse=True)
+    return np.stack([distinct // width - 1, distinct % width]), inverse.reshape(-1)
