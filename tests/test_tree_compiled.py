@@ -10,6 +10,7 @@ visibly.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -281,3 +282,43 @@ def test_the_inverted_graph_made_from_the_complete_graph_is_flame_tree_s(monkeyp
         assert coarse is not None and 1 < len(coarse) < len(got)
         assert _paths(coarse) == _paths(pruned)
 
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_hide_pass_on_the_name_tree_is_the_hide_filter_s_flame_graph(monkeypatch, seed):  # noqa: ANN001
+    """``polyprof serve`` makes a hide filter's flame graph from the input's name tree with the
+    hidden frames taken out (FlameShape.hiding); random hide regexes (pieces of the demo's
+    function names, sometimes with a sample filter) give flame_tree's graph of the filtered
+    profile, column for column, and the pass is taken for most of them."""
+    import random
+
+    import polyprof
+    from polyprof.analysis import filters
+    from polyprof.analysis.flame import flame_shape, flame_tree
+    from polyprof.analysis.options import Options
+    from polyprof.web.session import Input, Session
+
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(tree, "_compiled", compiled)
+    path = REPO / "examples" / "demo.pb.gz"
+    p = polyprof.read(path)
+    shape = flame_shape(p, Options())
+    assert shape is not None
+    rng = random.Random(seed)
+    names = sorted(set(shape.names))
+    taken = 0
+    for _ in range(12):
+        name = rng.choice(names)
+        lo = rng.randrange(len(name))
+        piece = re.escape(name[lo:lo + rng.randint(1, 12)])
+        hide = rng.choice([piece, "^" + re.escape(name.split("(")[0][:rng.randint(1, 20)]), piece + "|" +
+                           re.escape(rng.choice(names)[:8])])
+        extra = rng.choice([{}, {}, {"focus": "json"}, {"ignore": "sha256"}, {"sample_index": "cpu"},
+                            {"tagfocus": "worker=hasher"}])
+        o = Options(hide=hide, **extra)
+        want = flame_tree(filters.apply(p, o), o, max_nodes=0, min_fraction=0)
+        taken += shape.hiding(p, o) is not None
+        got = Session([Input("demo", str(path), p)])._flame_tree(0, o, None, False)
+        for x, y in zip(_columns(want), _columns(got), strict=True):
+            assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, o
+    assert taken >= 6

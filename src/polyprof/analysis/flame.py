@@ -390,7 +390,9 @@ class FlameShape:
     nodes: NodeMap
     parent: np.ndarray        # per node (int32): its parent, -1 for the root (node 0)
     name: np.ndarray          # per node (int32): id in ``names``, -1 for the root
-    at: np.ndarray            # per callsite (int32): the node of its last frame
+    at: np.ndarray            # per callsite (int32): the node of its last frame (-1: dropped)
+    #: Made by :meth:`hiding`: samples at -1 and samples without a stack are dropped (pprof's hide).
+    drops: bool = False
 
     def fits(self, p: Profile, o: Options) -> bool:
         """``p`` (a filtered profile) has the tables this shape was made of, viewed as ``o`` asks."""
@@ -405,11 +407,68 @@ class FlameShape:
             return None
         values, has, vt = _weights(p, o)
         parent = self.parent  # read only; the names are copied: _finish writes the root's id
-        selfs = [sum_by(self.at[p.samples.stack[has]], values[has], parent.size)]
-        selfs[0][0] += int(values[~has].astype(np.int64).sum())
+        at, weight = self.at[p.samples.stack[has]], values[has]
+        if self.drops:
+            kept = at >= 0
+            at, weight = at[kept], weight[kept]
+        selfs = [sum_by(at, weight, parent.size)]
+        if not self.drops:
+            selfs[0][0] += int(values[~has].astype(np.int64).sum())
         totals, width, start, depth, size = fast.preorder_layout(parent, selfs)
         return _Layout(parent, self.name.copy(), selfs, totals, width, start, _narrow(depth),
                        _preorder(_narrow(size)), True), vt
+
+
+    def hiding(self, p: Profile, o: Options) -> FlameShape | None:
+        """This tree with the frames ``o.hide`` removes taken out of every path (their children
+        merged into their parent), weighing like ``filters.apply(p, hide=...)``'s remade stacks:
+        samples whose frames are all hidden, and samples without a stack, are dropped. ``p`` has
+        this shape's tables. None where hiding is not a matter of node names: a granularity
+        other than functions with inlines, a location whose lines are not its nodes, a name
+        the regex hides in one place and not in another, or the compiled kernels are off."""
+        nodes = self.nodes
+        fast = tree.compiled(len(self.at))
+        if fast is None or self.view != ("functions", True) or not np.array_equal(
+                nodes.loc_start, p.locations.line_start):
+            return None
+        hidden_name = self._hidden_names(filters.hidden_lines(p, o))
+        if hidden_name is None:
+            return None
+        hidden = np.append(False, hidden_name[self.name[1:]])
+        up = self.parent.astype(np.int64)  # becomes each node's nearest kept proper ancestor
+        todo = np.flatnonzero(hidden[np.maximum(up, 0)] & (up >= 0))
+        while todo.size:  # pointer doubling (the root is kept: no chain runs past it)
+            up[todo] = up[up[todo]]
+            todo = todo[hidden[up[todo]]]
+        keep = np.flatnonzero(~hidden)[1:]  # pre-order: a kept parent comes before its children
+        rank = np.cumsum(~hidden) - 2        # kept node -> its row in the forest below (root: -1)
+        name_id = np.cumsum(~hidden_name) - 1
+        at = np.empty(keep.size, np.int64)
+        made = fast.merge_paths(rank[up[keep]], np.ones(keep.size, np.int64), name_id[self.name[keep]], [], at=at)
+        if made is None:
+            return None
+        node_of = np.full(self.parent.size, -1, np.int64)  # every old node -> its new node (-1: gone)
+        node_of[keep] = at
+        lost = np.flatnonzero(hidden)
+        node_of[lost] = np.where(up[lost] > 0, node_of[up[lost]], -1)
+        small = self.parent.dtype
+        return FlameShape(self.tables, self.view, [n for n, h in zip(self.names, hidden_name.tolist()) if not h],
+                          nodes, made[0].astype(small), made[1].astype(small), node_of[self.at].astype(small), True)
+
+    def _hidden_names(self, line_hidden: np.ndarray) -> np.ndarray | None:
+        """Per name of this shape: whether the hidden lines (``line_hidden``, aligned with
+        the node map's entries) hide it; None when some of its lines are hidden and others not."""
+        nodes = self.nodes
+        gid = {name: i for i, name in enumerate(self.names)}
+        lookup = np.array([gid.get(x, -1) for x in nodes.names], dtype=np.int64)
+        entry = lookup[nodes.loc_nodes]
+        if entry.size and int(entry.min()) < 0:
+            return None
+        n = len(self.names)
+        hit = np.bincount(entry[line_hidden], minlength=n)
+        if ((hit > 0) & (hit < np.bincount(entry, minlength=n))).any():
+            return None
+        return hit > 0
 
 
 def flame_shape(profile: Profile, options: Options | None = None, **overrides: Any) -> FlameShape | None:

@@ -132,6 +132,11 @@ class _Cache:
 FILTER_FIELDS = (*filters.FILTERS, "tagroot", "tagleaf", "unit")
 
 
+#: Filters that remake the stacks other than by hiding frames (the hide pass on a name tree
+#: does not apply with them).
+_REMAKE_STACKS = ("show", "show_from", "prune_from", "tagroot", "tagleaf", "tagshow", "taghide")
+
+
 def _filter_key(o: Options) -> tuple:
     return tuple(repr(getattr(o, name)) for name in FILTER_FIELDS)
 
@@ -240,12 +245,30 @@ class Session:
 
     def _flame_tree(self, index: int, o: Options, base: int | None, inverted: bool) -> Any:
         extra: dict[str, Any] = {"inverted": True} if inverted else {}
+        if base is None and not inverted and (made := self._hidden_flame(index, o)) is not None:
+            return made
         if base is None:
             filtered = self.filtered(index, o)
             shape = None if inverted else self.shape(index, o, filtered.profile)
             return flame_tree(filtered, o, max_nodes=0, min_fraction=0, shape=shape, **extra)
         old, new = self.pair(index, base, o)
         return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, **extra)
+
+    def _hidden_flame(self, index: int, o: Options) -> Any:
+        """The flame graph of a ``hide`` filter made from the input's name tree with the hidden
+        frames taken out (no new callsites: the filter's other selections are samples only), or
+        None where that does not apply (see :meth:`FlameShape.hiding`)."""
+        profile = self.input(index).profile
+        if not o.hide or profile is None or any(getattr(o, k) for k in _REMAKE_STACKS):
+            return None
+        plain = dataclasses.replace(o, hide=None)
+        selected = self.filtered(index, plain)
+        shape = self.shape(index, o, selected.profile)
+        hidden = shape.hiding(profile, o) if shape is not None else None
+        if hidden is None:
+            return None
+        selected = dataclasses.replace(selected, active=filters.legend(o))
+        return flame_tree(selected, o, max_nodes=0, min_fraction=0, shape=hidden)
 
     def shape(self, index: int, o: Options, filtered: Profile) -> FlameShape | None:
         """The name tree of input ``index``'s flame graphs at ``o``'s granularity (cached), when
