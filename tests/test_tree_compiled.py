@@ -322,3 +322,30 @@ def test_the_hide_pass_on_the_name_tree_is_the_hide_filter_s_flame_graph(monkeyp
         for x, y in zip(_columns(want), _columns(got), strict=True):
             assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, o
     assert taken >= 6
+
+
+@pytest.mark.parametrize("hide", ["^runtime", "json|sha256", ""])
+def test_a_diff_from_each_side_s_name_tree_is_the_diff_from_the_callsites(monkeypatch, hide):  # noqa: ANN001
+    """The diff flame graph made by merging the two sides' name trees (FlameShape, as
+    ``polyprof serve`` caches them per input) is the one merged from the callsites, base
+    columns included: sides with other callsite tables (a base with frames hidden) and with
+    the same ones (the input against itself, or a focus of it)."""
+    import polyprof
+    from polyprof.analysis import filters
+    from polyprof.analysis.flame import flame_shape, flame_tree
+    from polyprof.analysis.options import Options
+
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(tree, "_compiled", compiled)
+    p = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    base = filters.apply(p, Options(hide=hide or None)).profile
+    for new in (p, filters.apply(p, Options(focus="json")).profile):
+        for o in (Options(), Options(sample_index="cpu")):
+            want = flame_tree(new, o, base=base, max_nodes=0, min_fraction=0)
+            shape = flame_shape(new, o)  # without a hide, the base has p's tables: one tree for both
+            got = flame_tree(new, o, base=base, max_nodes=0, min_fraction=0, shape=shape,
+                             base_shape=shape if not hide else flame_shape(base, o))
+            assert len(got) > 1
+            for x, y in zip(_columns(want) + [want.base_self, want.base_total],
+                            _columns(got) + [got.base_self, got.base_total], strict=True):
+                assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, (hide, o)

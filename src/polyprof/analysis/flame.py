@@ -312,7 +312,7 @@ def _layout(sides: list[_Side], n_names: int) -> _Layout:
 def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
                base: Profile | FilterResult | None = None, *, min_fraction: float = DEFAULT_MIN_FRACTION,
                max_nodes: int = DEFAULT_MAX_NODES, inverted: bool = False, shape: FlameShape | None = None,
-               **overrides: Any) -> FlameTree:
+               base_shape: FlameShape | None = None, **overrides: Any) -> FlameTree:
     """The flame graph of ``profile`` (``base`` adds the weights for a diff colouring).
 
     The filters set in ``options`` apply to both profiles (a FilterResult is
@@ -321,7 +321,8 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     functions with self weight sit on the root and their callers above them,
     so a hot leaf reached through many paths is one wide frame. ``shape``
     (:func:`flame_shape` of the unfiltered profile) saves the walk over the
-    callsites when the filters only selected samples; it changes no number.
+    callsites when the filters only selected samples; it changes no number. With ``base``,
+    ``shape`` and ``base_shape`` (each side's) merge the two name trees instead of the callsites.
     """
     o = resolve(options, **overrides)
     new = filters.prepare(profile, o)
@@ -329,9 +330,14 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     if old is None and not inverted and (shape is None or not shape.fits(new.profile, o)):
         shape = flame_shape(new.profile, o)  # None: small, or the compiled walk declines
     weighed = shape.weigh(new.profile, o) if old is None and not inverted and shape is not None else None
+    paired = (_weigh_pair((shape, base_shape), (new.profile, old.profile), o)
+              if old is not None and not inverted and shape is not None and base_shape is not None else None)
     if weighed is not None and shape is not None:
         laid, vt = weighed
         names, maps = shape.names, [shape.nodes]
+    elif paired is not None and shape is not None and base_shape is not None:
+        laid, vt, names = paired
+        maps = [shape.nodes, base_shape.nodes]
     else:
         sides, names, maps = _named_sides([new.profile] + ([old.profile] if old is not None else []), o)
         if inverted:
@@ -405,18 +411,30 @@ class FlameShape:
         fast = tree.compiled(len(self.at))
         if fast is None:
             return None
-        values, has, vt = _weights(p, o)
+        selfs, vt = self.selfs([p], o)
+        return self._laid(fast, selfs), vt
+
+    def selfs(self, profiles: list[Profile], o: Options) -> tuple[list[np.ndarray], ValueType]:
+        """Each profile's self weight per node of this tree (the profiles fit it; the root holds
+        samples without a stack, unless :attr:`drops`), and the first one's value type."""
+        out, vts = [], []
+        for p in profiles:
+            values, has, vt = _weights(p, o)
+            at, weight = self.at[p.samples.stack[has]], values[has]
+            if self.drops:
+                kept = at >= 0
+                at, weight = at[kept], weight[kept]
+            out.append(sum_by(at, weight, self.parent.size))
+            if not self.drops:
+                out[-1][0] += int(values[~has].astype(np.int64).sum())
+            vts.append(vt)
+        return out, vts[0]
+
+    def _laid(self, fast: Any, selfs: list[np.ndarray]) -> _Layout:
         parent = self.parent  # read only; the names are copied: _finish writes the root's id
-        at, weight = self.at[p.samples.stack[has]], values[has]
-        if self.drops:
-            kept = at >= 0
-            at, weight = at[kept], weight[kept]
-        selfs = [sum_by(at, weight, parent.size)]
-        if not self.drops:
-            selfs[0][0] += int(values[~has].astype(np.int64).sum())
         totals, width, start, depth, size = fast.preorder_layout(parent, selfs)
         return _Layout(parent, self.name.copy(), selfs, totals, width, start, _narrow(depth),
-                       _preorder(_narrow(size)), True), vt
+                       _preorder(_narrow(size)), True)
 
 
     def hiding(self, p: Profile, o: Options) -> FlameShape | None:
@@ -469,6 +487,48 @@ class FlameShape:
         if ((hit > 0) & (hit < np.bincount(entry, minlength=n))).any():
             return None
         return hit > 0
+
+
+def _weigh_pair(shapes: tuple[FlameShape, FlameShape], profiles: tuple[Profile, Profile],
+                o: Options) -> tuple[_Layout, ValueType, list[str]] | None:
+    """The diff layout of two profiles (new, base) from their name trees: the two trees merged
+    by name as one forest of one-frame nodes, each weighed with its profile's samples, as
+    :func:`_layout` merges the callsites; and the value type and names. None when a shape does
+    not fit its profile, drops samples, or the compiled kernels are off."""
+    if any(sh.drops or not sh.fits(p, o) for sh, p in zip(shapes, profiles, strict=True)):
+        return None
+    fast = tree.compiled(sum(len(sh.parent) for sh in shapes))
+    if fast is None:
+        return None
+    if shapes[0] is shapes[1]:  # one input's tables on both sides: its tree is the merged one
+        selfs, vt = shapes[0].selfs(list(profiles), o)
+        return shapes[0]._laid(fast, selfs), vt, shapes[0].names
+    names = sorted(set(shapes[0].names).union(shapes[1].names))
+    gid = {name: i for i, name in enumerate(names)}
+    parents, frames, leaves, empties, offset, vts = [], [], [], [], 0, []
+    for sh, p in zip(shapes, profiles, strict=True):
+        lookup = np.array([gid[x] for x in sh.names], dtype=np.int64)
+        up = sh.parent[1:].astype(np.int64) - 1  # the roots left out: their children become roots
+        parents.append(np.where(up >= 0, up + offset, -1))
+        frames.append(lookup[sh.name[1:]])
+        weights, side_vt = sh.selfs([p], o)
+        leaves.append(weights[0][1:])
+        empties.append(int(weights[0][0]))
+        vts.append(side_vt)
+        offset += len(sh.parent) - 1
+    vt = vts[0]
+    zeros = [np.zeros(x.size, np.int64) for x in leaves]
+    made = fast.merge_paths(np.concatenate(parents), np.ones(offset, np.int64), np.concatenate(frames),
+                            [np.concatenate([leaves[0], zeros[1]]), np.concatenate([zeros[0], leaves[1]])])
+    if made is None:
+        return None
+    del parents, frames, leaves, zeros
+    node_parent, node_name, selfs = made
+    for s, empty in zip(selfs, empties):
+        s[0] += empty
+    totals, width, start, depth, size = fast.preorder_layout(node_parent, selfs)
+    return (_Layout(node_parent, node_name, selfs, totals, width, start, _narrow(depth), _preorder(_narrow(size)),
+                    True), vt, names)
 
 
 def flame_shape(profile: Profile, options: Options | None = None, **overrides: Any) -> FlameShape | None:

@@ -252,7 +252,10 @@ class Session:
             shape = None if inverted else self.shape(index, o, filtered.profile)
             return flame_tree(filtered, o, max_nodes=0, min_fraction=0, shape=shape, **extra)
         old, new = self.pair(index, base, o)
-        return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, **extra)
+        if inverted:
+            return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, **extra)
+        return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, shape=self.shape(index, o, new.profile),
+                          base_shape=self.shape(base, o, old.profile))  # each side's cached name tree
 
     def _hidden_flame(self, index: int, o: Options) -> Any:
         """The flame graph of a ``hide`` filter made from the input's name tree with the hidden
