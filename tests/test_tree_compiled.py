@@ -10,6 +10,7 @@ visibly.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -240,3 +241,111 @@ def test_a_flame_shape_gives_the_flame_graph_of_every_filter(monkeypatch, prune)
         assert len(got) > (1 if o.focus != "no such function" else 0)
         for x, y in zip(_columns(want), _columns(got), strict=True):
             assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, o
+
+
+def _paths(g) -> dict:  # noqa: ANN001
+    """Each node's path of names -> (self, total, width): a graph's numbers, whatever its layout."""
+    names, parent, out, path = list(g.names), g.parent.tolist(), {}, {}
+    for i, p in enumerate(parent):
+        path[i] = (*path[p], names[i]) if p >= 0 else ()
+        out[path[i]] = (int(g.self[i]), int(g.total[i]), int(g.width[i]))
+    return out
+
+
+@pytest.mark.parametrize("o", [{}, {"focus": "json"}, {"hide": "^runtime"}, {"sample_index": "cpu"}])
+def test_the_inverted_graph_made_from_the_complete_graph_is_flame_tree_s(monkeypatch, o):  # noqa: ANN001
+    """``inverted_graph`` (the web view's: reversed paths of the complete graph's self weights)
+    gives ``flame_tree(inverted=True)``'s graph column for column; at a resolution, the same
+    nodes and numbers as flame_tree's pruned graph (only the left edges differ: the merged
+    narrow children are drawn after the kept ones)."""
+    import polyprof
+    from polyprof.analysis import filters
+    from polyprof.analysis.flame import flame_tree
+    from polyprof.analysis.flameview import FlameIndex
+    from polyprof.analysis.options import Options
+    from polyprof.analysis.sandwich import inverted_graph
+
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(tree, "_compiled", compiled)
+    p = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    opts = Options(**o)
+    fr = filters.apply(p, opts)
+    graph = FlameIndex(flame_tree(fr, opts, max_nodes=0, min_fraction=0))
+    want = numpy_only(tree, lambda: flame_tree(fr, opts, max_nodes=0, min_fraction=0, inverted=True))
+    got = inverted_graph(graph)
+    assert got is not None and len(got) == len(want) > 10 and got.inverted
+    for x, y in zip(_columns(want)[:7], _columns(got)[:7], strict=True):
+        assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
+    for fraction in (0.01, 0.05):
+        pruned = numpy_only(tree, lambda f=fraction: flame_tree(fr, opts, max_nodes=0, min_fraction=f, inverted=True))
+        coarse = inverted_graph(graph, min_fraction=fraction)
+        assert coarse is not None and 1 < len(coarse) < len(got)
+        assert _paths(coarse) == _paths(pruned)
+
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_hide_pass_on_the_name_tree_is_the_hide_filter_s_flame_graph(monkeypatch, seed):  # noqa: ANN001
+    """``polyprof serve`` makes a hide filter's flame graph from the input's name tree with the
+    hidden frames taken out (FlameShape.hiding); random hide regexes (pieces of the demo's
+    function names, sometimes with a sample filter) give flame_tree's graph of the filtered
+    profile, column for column, and the pass is taken for most of them."""
+    import random
+
+    import polyprof
+    from polyprof.analysis import filters
+    from polyprof.analysis.flame import flame_shape, flame_tree
+    from polyprof.analysis.options import Options
+    from polyprof.web.session import Input, Session
+
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(tree, "_compiled", compiled)
+    path = REPO / "examples" / "demo.pb.gz"
+    p = polyprof.read(path)
+    shape = flame_shape(p, Options())
+    assert shape is not None
+    rng = random.Random(seed)
+    names = sorted(set(shape.names))
+    taken = 0
+    for _ in range(12):
+        name = rng.choice(names)
+        lo = rng.randrange(len(name))
+        piece = re.escape(name[lo:lo + rng.randint(1, 12)])
+        hide = rng.choice([piece, "^" + re.escape(name.split("(")[0][:rng.randint(1, 20)]), piece + "|" +
+                           re.escape(rng.choice(names)[:8])])
+        extra = rng.choice([{}, {}, {"focus": "json"}, {"ignore": "sha256"}, {"sample_index": "cpu"},
+                            {"tagfocus": "worker=hasher"}])
+        o = Options(hide=hide, **extra)
+        want = flame_tree(filters.apply(p, o), o, max_nodes=0, min_fraction=0)
+        taken += shape.hiding(p, o) is not None
+        got = Session([Input("demo", str(path), p)])._flame_tree(0, o, None, False)
+        for x, y in zip(_columns(want), _columns(got), strict=True):
+            assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, o
+    assert taken >= 6
+
+
+@pytest.mark.parametrize("hide", ["^runtime", "json|sha256", ""])
+def test_a_diff_from_each_side_s_name_tree_is_the_diff_from_the_callsites(monkeypatch, hide):  # noqa: ANN001
+    """The diff flame graph made by merging the two sides' name trees (FlameShape, as
+    ``polyprof serve`` caches them per input) is the one merged from the callsites, base
+    columns included: sides with other callsite tables (a base with frames hidden) and with
+    the same ones (the input against itself, or a focus of it)."""
+    import polyprof
+    from polyprof.analysis import filters
+    from polyprof.analysis.flame import flame_shape, flame_tree
+    from polyprof.analysis.options import Options
+
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(tree, "_compiled", compiled)
+    p = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    base = filters.apply(p, Options(hide=hide or None)).profile
+    for new in (p, filters.apply(p, Options(focus="json")).profile):
+        for o in (Options(), Options(sample_index="cpu")):
+            want = flame_tree(new, o, base=base, max_nodes=0, min_fraction=0)
+            shape = flame_shape(new, o)  # without a hide, the base has p's tables: one tree for both
+            got = flame_tree(new, o, base=base, max_nodes=0, min_fraction=0, shape=shape,
+                             base_shape=shape if not hide else flame_shape(base, o))
+            assert len(got) > 1
+            for x, y in zip(_columns(want) + [want.base_self, want.base_total],
+                            _columns(got) + [got.base_self, got.base_total], strict=True):
+                assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, (hide, o)

@@ -415,3 +415,20 @@ def _in_time_range(p: Profile, window: tuple[int | None, int | None]) -> np.ndar
     if end is not None:
         hit &= rel < end
     return hit
+
+
+def hidden_lines(p: Profile, options: Options) -> np.ndarray:
+    """Per line row of ``p``: whether ``options.hide`` removes it (what :func:`apply` does with
+    the lines; the flame graph's hide pass on a name tree decides by these)."""
+    rx = option_regex("hide", options.hide)
+    if rx is None:
+        return np.zeros(len(p.lines), dtype=bool)
+    h = _match(p, rx)
+    line_loc, _ = _line_positions(p)
+    return h.location[line_loc] & (h.mapping[line_loc] | h.line)
+
+
+
+def legend(options: Options) -> list[str]:
+    """``name=value`` of every filter ``options`` sets, as :class:`FilterResult`'s ``active``."""
+    return _active(options)

@@ -28,9 +28,9 @@ code that vanished entirely is not drawn (its base weight is in
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, overload
+from typing import Any, ClassVar, TypeAlias, overload
 
 import numpy as np
 
@@ -102,7 +102,7 @@ class FlameTree(Result):
     TABLES: ClassVar[tuple[str, ...]] = ("nodes",)
 
     names: Sequence[str]    # a NameColumn from flame_tree
-    parent: np.ndarray      # int64, -1 for the root
+    parent: np.ndarray      # int32 (int64 past 2**31 nodes), -1 for the root
     depth: np.ndarray       # root = 0
     self: np.ndarray        # weight of samples whose stack ends here ("flat")
     total: np.ndarray       # weight of samples through here ("cum")
@@ -238,11 +238,17 @@ def _build(parent: np.ndarray, count: np.ndarray, frames: np.ndarray,
     return node_parent, np.concatenate(([-1], node_name)), node_of[pair_start + count - 1] + 1, levels
 
 
+#: Every node's (pre-order entry, last descendant's entry), or a function making them.
+Order: TypeAlias = tuple[np.ndarray, np.ndarray] | Callable[[], tuple[np.ndarray, np.ndarray]]
+
+
 @dataclass
 class _Layout:
     """The name tree of all sides: per node its parent, name id (-1: the root), self and total
     weight per side, width, left edge, depth; ``order`` is every node's (pre-order entry, last
-    descendant's entry), and ``preordered`` says the nodes are in pre-order already."""
+    descendant's entry), or a function making them (nodes in pre-order: rarely needed, and two
+    arrays of millions of rows at the build's peak), and ``preordered`` says the nodes are in
+    pre-order already."""
 
     parent: np.ndarray
     name: np.ndarray
@@ -251,8 +257,20 @@ class _Layout:
     width: np.ndarray
     start: np.ndarray
     depth: np.ndarray
-    order: tuple[np.ndarray, np.ndarray]
+    order: Order
     preordered: bool = False
+
+
+def _preorder(size: np.ndarray) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
+    """The order of nodes in pre-order with subtree sizes ``size``, made when asked."""
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        pre = np.arange(size.size, dtype=np.int64)
+        return pre, pre + size - 1
+    return make
+
+
+def _order(order: Order) -> tuple[np.ndarray, np.ndarray]:
+    return order() if callable(order) else order
 
 
 def _layout(sides: list[_Side], n_names: int) -> _Layout:
@@ -273,8 +291,8 @@ def _layout(sides: list[_Side], n_names: int) -> _Layout:
         for s, side in zip(selfs, sides):
             s[0] += side.empty
         totals, width, start, depth, size = fast.preorder_layout(node_parent, selfs)
-        pre = np.arange(node_parent.size, dtype=np.int64)
-        return _Layout(node_parent, node_name, selfs, totals, width, start, depth, (pre, pre + size - 1), True)
+        return _Layout(node_parent, node_name, selfs, totals, width, start, _narrow(depth), _preorder(_narrow(size)),
+                       True)
     node_parent, node_name, leaf_node, levels = _build(parent, count, frames, n_names)
     selfs = []
     for k, side in enumerate(sides):
@@ -294,7 +312,7 @@ def _layout(sides: list[_Side], n_names: int) -> _Layout:
 def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
                base: Profile | FilterResult | None = None, *, min_fraction: float = DEFAULT_MIN_FRACTION,
                max_nodes: int = DEFAULT_MAX_NODES, inverted: bool = False, shape: FlameShape | None = None,
-               **overrides: Any) -> FlameTree:
+               base_shape: FlameShape | None = None, **overrides: Any) -> FlameTree:
     """The flame graph of ``profile`` (``base`` adds the weights for a diff colouring).
 
     The filters set in ``options`` apply to both profiles (a FilterResult is
@@ -303,7 +321,8 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     functions with self weight sit on the root and their callers above them,
     so a hot leaf reached through many paths is one wide frame. ``shape``
     (:func:`flame_shape` of the unfiltered profile) saves the walk over the
-    callsites when the filters only selected samples; it changes no number.
+    callsites when the filters only selected samples; it changes no number. With ``base``,
+    ``shape`` and ``base_shape`` (each side's) merge the two name trees instead of the callsites.
     """
     o = resolve(options, **overrides)
     new = filters.prepare(profile, o)
@@ -311,9 +330,14 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     if old is None and not inverted and (shape is None or not shape.fits(new.profile, o)):
         shape = flame_shape(new.profile, o)  # None: small, or the compiled walk declines
     weighed = shape.weigh(new.profile, o) if old is None and not inverted and shape is not None else None
+    paired = (_weigh_pair((shape, base_shape), (new.profile, old.profile), o)
+              if old is not None and not inverted and shape is not None and base_shape is not None else None)
     if weighed is not None and shape is not None:
         laid, vt = weighed
         names, maps = shape.names, [shape.nodes]
+    elif paired is not None and shape is not None and base_shape is not None:
+        laid, vt, names = paired
+        maps = [shape.nodes, base_shape.nodes]
     else:
         sides, names, maps = _named_sides([new.profile] + ([old.profile] if old is not None else []), o)
         if inverted:
@@ -372,7 +396,9 @@ class FlameShape:
     nodes: NodeMap
     parent: np.ndarray        # per node (int32): its parent, -1 for the root (node 0)
     name: np.ndarray          # per node (int32): id in ``names``, -1 for the root
-    at: np.ndarray            # per callsite (int32): the node of its last frame
+    at: np.ndarray            # per callsite (int32): the node of its last frame (-1: dropped)
+    #: Made by :meth:`hiding`: samples at -1 and samples without a stack are dropped (pprof's hide).
+    drops: bool = False
 
     def fits(self, p: Profile, o: Options) -> bool:
         """``p`` (a filtered profile) has the tables this shape was made of, viewed as ``o`` asks."""
@@ -385,14 +411,124 @@ class FlameShape:
         fast = tree.compiled(len(self.at))
         if fast is None:
             return None
-        values, has, vt = _weights(p, o)
-        parent = self.parent.astype(np.int64)  # copies: _finish reorders its arrays in place
-        selfs = [sum_by(self.at[p.samples.stack[has]], values[has], parent.size)]
-        selfs[0][0] += int(values[~has].astype(np.int64).sum())
+        selfs, vt = self.selfs([p], o)
+        return self._laid(fast, selfs), vt
+
+    def selfs(self, profiles: list[Profile], o: Options) -> tuple[list[np.ndarray], ValueType]:
+        """Each profile's self weight per node of this tree (the profiles fit it; the root holds
+        samples without a stack, unless :attr:`drops`), and the first one's value type."""
+        out, vts = [], []
+        for p in profiles:
+            values, has, vt = _weights(p, o)
+            at, weight = self.at[p.samples.stack[has]], values[has]
+            if self.drops:
+                kept = at >= 0
+                at, weight = at[kept], weight[kept]
+            out.append(sum_by(at, weight, self.parent.size))
+            if not self.drops:
+                out[-1][0] += int(values[~has].astype(np.int64).sum())
+            vts.append(vt)
+        return out, vts[0]
+
+    def _laid(self, fast: Any, selfs: list[np.ndarray]) -> _Layout:
+        parent = self.parent  # read only; the names are copied: _finish writes the root's id
         totals, width, start, depth, size = fast.preorder_layout(parent, selfs)
-        pre = np.arange(parent.size, dtype=np.int64)
-        return _Layout(parent, self.name.astype(np.int64), selfs, totals, width, start, depth,
-                       (pre, pre + size - 1), True), vt
+        return _Layout(parent, self.name.copy(), selfs, totals, width, start, _narrow(depth),
+                       _preorder(_narrow(size)), True)
+
+
+    def hiding(self, p: Profile, o: Options) -> FlameShape | None:
+        """This tree with the frames ``o.hide`` removes taken out of every path (their children
+        merged into their parent), weighing like ``filters.apply(p, hide=...)``'s remade stacks:
+        samples whose frames are all hidden, and samples without a stack, are dropped. ``p`` has
+        this shape's tables. None where hiding is not a matter of node names: a granularity
+        other than functions with inlines, a location whose lines are not its nodes, a name
+        the regex hides in one place and not in another, or the compiled kernels are off."""
+        nodes = self.nodes
+        fast = tree.compiled(len(self.at))
+        if fast is None or self.view != ("functions", True) or not np.array_equal(
+                nodes.loc_start, p.locations.line_start):
+            return None
+        hidden_name = self._hidden_names(filters.hidden_lines(p, o))
+        if hidden_name is None:
+            return None
+        hidden = np.append(False, hidden_name[self.name[1:]])
+        up = self.parent.astype(np.int64)  # becomes each node's nearest kept proper ancestor
+        todo = np.flatnonzero(hidden[np.maximum(up, 0)] & (up >= 0))
+        while todo.size:  # pointer doubling (the root is kept: no chain runs past it)
+            up[todo] = up[up[todo]]
+            todo = todo[hidden[up[todo]]]
+        keep = np.flatnonzero(~hidden)[1:]  # pre-order: a kept parent comes before its children
+        rank = np.cumsum(~hidden) - 2        # kept node -> its row in the forest below (root: -1)
+        name_id = np.cumsum(~hidden_name) - 1
+        at = np.empty(keep.size, np.int64)
+        made = fast.merge_paths(rank[up[keep]], np.ones(keep.size, np.int64), name_id[self.name[keep]], [], at=at)
+        if made is None:
+            return None
+        node_of = np.full(self.parent.size, -1, np.int64)  # every old node -> its new node (-1: gone)
+        node_of[keep] = at
+        lost = np.flatnonzero(hidden)
+        node_of[lost] = np.where(up[lost] > 0, node_of[up[lost]], -1)
+        small = self.parent.dtype
+        return FlameShape(self.tables, self.view, [n for n, h in zip(self.names, hidden_name.tolist()) if not h],
+                          nodes, made[0].astype(small), made[1].astype(small), node_of[self.at].astype(small), True)
+
+    def _hidden_names(self, line_hidden: np.ndarray) -> np.ndarray | None:
+        """Per name of this shape: whether the hidden lines (``line_hidden``, aligned with
+        the node map's entries) hide it; None when some of its lines are hidden and others not."""
+        nodes = self.nodes
+        gid = {name: i for i, name in enumerate(self.names)}
+        lookup = np.array([gid.get(x, -1) for x in nodes.names], dtype=np.int64)
+        entry = lookup[nodes.loc_nodes]
+        if entry.size and int(entry.min()) < 0:
+            return None
+        n = len(self.names)
+        hit = np.bincount(entry[line_hidden], minlength=n)
+        if ((hit > 0) & (hit < np.bincount(entry, minlength=n))).any():
+            return None
+        return hit > 0
+
+
+def _weigh_pair(shapes: tuple[FlameShape, FlameShape], profiles: tuple[Profile, Profile],
+                o: Options) -> tuple[_Layout, ValueType, list[str]] | None:
+    """The diff layout of two profiles (new, base) from their name trees: the two trees merged
+    by name as one forest of one-frame nodes, each weighed with its profile's samples, as
+    :func:`_layout` merges the callsites; and the value type and names. None when a shape does
+    not fit its profile, drops samples, or the compiled kernels are off."""
+    if any(sh.drops or not sh.fits(p, o) for sh, p in zip(shapes, profiles, strict=True)):
+        return None
+    fast = tree.compiled(sum(len(sh.parent) for sh in shapes))
+    if fast is None:
+        return None
+    if shapes[0] is shapes[1]:  # one input's tables on both sides: its tree is the merged one
+        selfs, vt = shapes[0].selfs(list(profiles), o)
+        return shapes[0]._laid(fast, selfs), vt, shapes[0].names
+    names = sorted(set(shapes[0].names).union(shapes[1].names))
+    gid = {name: i for i, name in enumerate(names)}
+    parents, frames, leaves, empties, offset, vts = [], [], [], [], 0, []
+    for sh, p in zip(shapes, profiles, strict=True):
+        lookup = np.array([gid[x] for x in sh.names], dtype=np.int64)
+        up = sh.parent[1:].astype(np.int64) - 1  # the roots left out: their children become roots
+        parents.append(np.where(up >= 0, up + offset, -1))
+        frames.append(lookup[sh.name[1:]])
+        weights, side_vt = sh.selfs([p], o)
+        leaves.append(weights[0][1:])
+        empties.append(int(weights[0][0]))
+        vts.append(side_vt)
+        offset += len(sh.parent) - 1
+    vt = vts[0]
+    zeros = [np.zeros(x.size, np.int64) for x in leaves]
+    made = fast.merge_paths(np.concatenate(parents), np.ones(offset, np.int64), np.concatenate(frames),
+                            [np.concatenate([leaves[0], zeros[1]]), np.concatenate([zeros[0], leaves[1]])])
+    if made is None:
+        return None
+    del parents, frames, leaves, zeros
+    node_parent, node_name, selfs = made
+    for s, empty in zip(selfs, empties):
+        s[0] += empty
+    totals, width, start, depth, size = fast.preorder_layout(node_parent, selfs)
+    return (_Layout(node_parent, node_name, selfs, totals, width, start, _narrow(depth), _preorder(_narrow(size)),
+                    True), vt, names)
 
 
 def flame_shape(profile: Profile, options: Options | None = None, **overrides: Any) -> FlameShape | None:
@@ -515,7 +651,7 @@ def prune(width: np.ndarray, min_fraction: float, max_nodes: int,
     return keep, threshold
 
 
-def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: tuple[np.ndarray, np.ndarray],
+def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: Order,
               preordered: bool) -> tuple[np.ndarray, np.ndarray]:
     """The kept nodes (``kept``: their ids in pre-order; closed under ancestors) as a tree of
     their own: (parent, subtree size). Nodes already in pre-order take one compiled walk."""
@@ -523,7 +659,7 @@ def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: tup
     compact = fast.preorder_keep(parent, keep) if fast is not None else None
     if compact is not None:
         return compact
-    pre, post = order
+    pre, post = _order(order)
     new_id = np.full(parent.size, -1, dtype=np.int64)
     new_id[kept] = np.arange(kept.size)
     new_parent = np.where(parent[kept] >= 0, new_id[np.maximum(parent[kept], 0)], -1)
@@ -543,12 +679,12 @@ def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noq
     the root); ``order`` is every node's (pre-order entry, last descendant's entry);
     ``preordered``: the nodes are in pre-order already. The node arrays are the caller's
     temporaries: they may be reordered in place."""
-    pre, post = order
+    pre = None if preordered else _order(order)[0]
 
-    def _in_preorder(nodes: np.ndarray, pre: np.ndarray) -> np.ndarray:
-        return nodes if preordered else _by_entry(nodes, pre)
+    def _in_preorder(nodes: np.ndarray, pre: np.ndarray | None) -> np.ndarray:
+        return nodes if pre is None else _by_entry(nodes, pre)
 
-    keep, threshold = prune(width, min_fraction, max_nodes, None if preordered else pre)
+    keep, threshold = prune(width, min_fraction, max_nodes, pre)
     kept = _in_preorder(np.nonzero(keep)[0], pre)
     dropped = int(np.count_nonzero(width > 0)) - int(np.count_nonzero(keep & (width > 0)))
     base_only = 0
@@ -579,12 +715,22 @@ def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noq
         table.append(ROOT_NAME)
     ids = take(label[1])
     ids[ids < 0] = root_id
+    ids, size, new_parent = _narrow(ids), _narrow(size), _narrow(new_parent)
     flame = FlameTree(
         names=NameColumn(table, ids),
         name_ids=ids, name_table=table, subtree_size=size, parent=new_parent,
-        depth=take(depth), self=take(selfs[0]), total=take(totals[0]),
+        depth=_narrow(take(depth)), self=take(selfs[0]), total=take(totals[0]),
         start=take(start), width=take(width), sample_type=vt, dropped=dropped, min_width=threshold)
     if len(selfs) > 1:
         flame.base_self, flame.base_total = take(selfs[1]), take(totals[1])
         flame.base_only = base_only
     return flame
+
+
+def _narrow(x: np.ndarray) -> np.ndarray:
+    """``x`` (node ids, depths or counts of nodes: below the node count) as int32 when the
+    values fit: a complete graph of millions of nodes is held by the web view, and these
+    four columns were half of its 80 bytes per node. Weights stay int64."""
+    if x.dtype == np.int32 or x.size >= np.iinfo(np.int32).max:
+        return x
+    return x.astype(np.int32)

@@ -106,7 +106,10 @@ class FlameIndex:
         if tree.name_ids is not None and tree.name_table is not None:
             # only the names the graph holds, in the table's (sorted) order
             present = np.bincount(tree.name_ids, minlength=len(tree.name_table)) > 0
-            self.name_id = (np.cumsum(present) - 1)[tree.name_ids]
+            if present.all():  # the usual case: the graph's own ids, not a second column
+                self.name_id = tree.name_ids
+            else:
+                self.name_id = (np.cumsum(present, dtype=np.int64) - 1).astype(tree.name_ids.dtype)[tree.name_ids]
             self.distinct = [tree.name_table[i] for i in np.flatnonzero(present).tolist()]
         else:
             codes: dict[str, int] = {}

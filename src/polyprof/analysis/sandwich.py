@@ -35,7 +35,7 @@ from polyprof.analysis.result import Result
 from polyprof.errors import OptionsError
 from polyprof.model import tree
 
-__all__ = ["SandwichResult", "sandwich"]
+__all__ = ["SandwichResult", "inverted_graph", "sandwich"]
 
 
 @dataclass(repr=False)
@@ -92,6 +92,30 @@ def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0) -> Sand
                           _tree(callees, index))
 
 
+def inverted_graph(index: FlameIndex, *, min_fraction: float = 0.0) -> FlameTree | None:
+    """The inverted (bottom-up) flame graph of the complete graph ``index``: every node's self
+    weight carried up its reversed path and merged by names, as ``flame_tree(inverted=True)``
+    builds from the callsites (the same nodes, numbers and child order; tests compare them).
+    ``min_fraction`` > 0 merges nodes narrower than that fraction of the total as they are
+    built (their weight stays in their parent's total: a view's hidden width). None for a
+    diff or negative weights (``flame_tree`` builds those), or without the compiled kernels."""
+    t = index.tree
+    fast = tree.compiled(len(t))
+    if t.is_diff or not len(t) or bool((t.self < 0).any()) or fast is None:
+        return None
+    nodes = np.flatnonzero(t.self[1:]) + 1  # the root's self is the stacks without frames
+    threshold = max(int(np.ceil(min_fraction * t.root_total)), 1) if min_fraction > 0 else 0
+    got = fast.reversed_paths(t.parent, index.name_id, nodes, t.self[nodes], threshold)
+    if got is None:
+        return None
+    m = _Merged(*got)
+    m.total[0] += int(t.self[0])
+    m.self[0] += int(t.self[0])
+    out = _tree(m, index)
+    out.inverted = True
+    return out
+
+
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The ids start..start+length-1 of every range, concatenated."""
     total = int(lengths.sum())
@@ -102,8 +126,9 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 def _positions(ids: np.ndarray, n: int) -> np.ndarray:
     """Where each node id of ``0..n-1`` is in ``ids`` (-1: absent): one lookup array, where a
     binary search of millions of queries per step cost seconds."""
-    where = np.full(n, -1, dtype=np.int64)
-    where[ids] = np.arange(ids.size, dtype=np.int64)
+    small = np.int32 if n < np.iinfo(np.int32).max else np.int64  # 3M of them per lookup
+    where = np.full(n, -1, dtype=small)
+    where[ids] = np.arange(ids.size, dtype=small)
     return where
 
 

@@ -617,9 +617,11 @@ def reversed_paths(parent: np.ndarray, name_of: np.ndarray, nodes: np.ndarray, w
     """The callers tree of :func:`polyprof.analysis.sandwich._callers` (its numpy twin, an
     interned level per step): (parent, name, self, total, level bounds) of the merged reversed
     paths from ``nodes`` (each carrying its ``weight``, not 0) towards the root."""
-    cur = np.ascontiguousarray(nodes, dtype=np.int64).copy()
-    w = np.ascontiguousarray(weight, dtype=np.int64).copy()
-    name_of = np.ascontiguousarray(name_of, dtype=np.int64)
+    cur = np.ascontiguousarray(nodes, dtype=np.int64)  # copied per attempt (the kernel consumes them)
+    w = np.ascontiguousarray(weight, dtype=np.int64)
+    # a flame graph's int32 columns as they are: a copy of each is 24 MB per 3M nodes
+    name_of, parent = (x if x.dtype in (np.int32, np.int64) and x.flags.c_contiguous else
+                       np.ascontiguousarray(x, dtype=np.int64) for x in (name_of, parent))
     if name_of.size and int(name_of.min()) < 0:
         return None
     width = int(name_of.max(initial=0)) + 1
@@ -627,7 +629,7 @@ def reversed_paths(parent: np.ndarray, name_of: np.ndarray, nodes: np.ndarray, w
     while True:
         m_parent, m_name, m_total = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
         m_self, bounds = np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
-        made, levels = _reversed_paths(np.ascontiguousarray(parent, dtype=np.int64), name_of, cur.copy(), w.copy(),
+        made, levels = _reversed_paths(parent, name_of, cur.copy(), w.copy(),
                                        threshold or 0, width, m_parent, m_name, m_total, m_self, bounds)
         if made >= 0:
             return (m_parent[:made].copy(), m_name[:made].copy(), m_self[:made].copy(), m_total[:made].copy(),

@@ -28,10 +28,10 @@ from typing import Any, TypeVar
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.flame import FlameShape, flame_shape, flame_tree
+from polyprof.analysis.flame import DEFAULT_MIN_FRACTION, FlameShape, flame_shape, flame_tree
 from polyprof.analysis.flameview import FlameIndex
 from polyprof.analysis.options import Options
-from polyprof.analysis.sandwich import SandwichResult, sandwich
+from polyprof.analysis.sandwich import SandwichResult, inverted_graph, sandwich
 from polyprof.analysis.timeline import TimedSamples, timed_samples
 from polyprof.errors import OptionsError
 from polyprof.model.merge import align_sample_types
@@ -43,8 +43,14 @@ __all__ = ["Input", "Session"]
 
 T = TypeVar("T")
 
-#: Flame-graph nodes kept in the cache, summed over graphs (about 80 bytes each).
+#: Flame-graph nodes kept in the cache, summed over graphs (about 48 bytes each: four int64
+#: weight columns, four int32 id columns).
 FLAME_BUDGET = 4_000_000
+
+#: Resolution of the inverted graph made from the complete one: the CLI's own default
+#: (``flame --inverted``). Finer costs what the data holds: on the benchmark pprof every
+#: sample's own reversed path (16M nodes at 0, 9M at 1e-6, 84k at 1e-5).
+INVERTED_RESOLUTION = DEFAULT_MIN_FRACTION
 
 
 @dataclass
@@ -80,7 +86,9 @@ class _Cache:
     flights: dict = field(default_factory=dict)
     pinned: set = field(default_factory=set)  # let go last, only for the budget (the landing view)
 
-    def get(self, key: Hashable, make: Callable[[], T]) -> T:
+    def get(self, key: Hashable, make: Callable[[], T], *, guess: float | None = None) -> T:
+        """The value of ``key``, made by ``make()`` unless cached; ``guess``: its weight, when
+        the last value's is no guide (a small graph made from a cached big one)."""
         while True:
             with self.mutex:
                 if key in self.items:
@@ -96,7 +104,7 @@ class _Cache:
         try:
             with self.mutex:
                 while self.items and (len(self.items) >= self.size + len(self.pinned)
-                                      or self._held() + self.last > self.budget):
+                                      or self._held() + (self.last if guess is None else guess) > self.budget):
                     # the least recently used first; a pinned value only when memory needs it
                     victim = (self._evictable() or list(self.items))[0]
                     del self.items[victim]
@@ -122,6 +130,11 @@ class _Cache:
 
 #: The options a filtered profile depends on: the filters, and the label frames pprof adds first.
 FILTER_FIELDS = (*filters.FILTERS, "tagroot", "tagleaf", "unit")
+
+
+#: Filters that remake the stacks other than by hiding frames (the hide pass on a name tree
+#: does not apply with them).
+_REMAKE_STACKS = ("show", "show_from", "prune_from", "tagroot", "tagleaf", "tagshow", "taghide")
 
 
 def _filter_key(o: Options) -> tuple:
@@ -221,16 +234,44 @@ class Session:
         key = (index, base, inverted, _view_key(o))
         if pin:
             self._flames.pinned.add(key)
+        if inverted and base is None:  # made from the (cached) normal graph, at a view's resolution
+            graph = self.flame(index, o)
+            return self._flames.get(key, lambda: self._inverted(index, o, graph), guess=0)
         return self._flames.get(key, lambda: FlameIndex(self._flame_tree(index, o, base, inverted)))
+
+    def _inverted(self, index: int, o: Options, graph: FlameIndex) -> FlameIndex:
+        made = inverted_graph(graph, min_fraction=INVERTED_RESOLUTION)
+        return FlameIndex(made if made is not None else self._flame_tree(index, o, None, True))
 
     def _flame_tree(self, index: int, o: Options, base: int | None, inverted: bool) -> Any:
         extra: dict[str, Any] = {"inverted": True} if inverted else {}
+        if base is None and not inverted and (made := self._hidden_flame(index, o)) is not None:
+            return made
         if base is None:
             filtered = self.filtered(index, o)
             shape = None if inverted else self.shape(index, o, filtered.profile)
             return flame_tree(filtered, o, max_nodes=0, min_fraction=0, shape=shape, **extra)
         old, new = self.pair(index, base, o)
-        return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, **extra)
+        if inverted:
+            return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, **extra)
+        return flame_tree(new, o, base=old, max_nodes=0, min_fraction=0, shape=self.shape(index, o, new.profile),
+                          base_shape=self.shape(base, o, old.profile))  # each side's cached name tree
+
+    def _hidden_flame(self, index: int, o: Options) -> Any:
+        """The flame graph of a ``hide`` filter made from the input's name tree with the hidden
+        frames taken out (no new callsites: the filter's other selections are samples only), or
+        None where that does not apply (see :meth:`FlameShape.hiding`)."""
+        profile = self.input(index).profile
+        if not o.hide or profile is None or any(getattr(o, k) for k in _REMAKE_STACKS):
+            return None
+        plain = dataclasses.replace(o, hide=None)
+        selected = self.filtered(index, plain)
+        shape = self.shape(index, o, selected.profile)
+        hidden = shape.hiding(profile, o) if shape is not None else None
+        if hidden is None:
+            return None
+        selected = dataclasses.replace(selected, active=filters.legend(o))
+        return flame_tree(selected, o, max_nodes=0, min_fraction=0, shape=hidden)
 
     def shape(self, index: int, o: Options, filtered: Profile) -> FlameShape | None:
         """The name tree of input ``index``'s flame graphs at ``o``'s granularity (cached), when
