@@ -57,6 +57,7 @@ from polyprof.formats.chromium.columns import (
 from polyprof.formats.chromium.spans import Entries, Span, call_stack_spans, entries_in, joined
 from polyprof.formats.chromium.shape import (
     CALLSTACK,
+    HEAD,
     SAMPLED,
     UMA,
     decode_base64,
@@ -155,13 +156,15 @@ def read(source: Source, options: ReadOptions) -> list[Profile]:
 
 
 def _read(data: bytes, options: ReadOptions) -> list[Profile]:
-    kind = detect(data)
-    if kind is None and is_base64(data[: 1 << 16]):
+    # Which message: decided on the head, as the sniffer decided (and cached) it; upb then
+    # parses the whole input as that message.
+    kind = detect(data[:HEAD])
+    if kind is None and is_base64(data[:HEAD]):
         try:
             data = decode_base64(data)
         except ValueError as exc:
             raise MalformedInputError(f"invalid base64 text ({exc})") from None
-        kind = detect(data)
+        kind = detect(data[:HEAD])
     if kind is None:
         kind = detect(data, evidence=False)  # e.g. a profile without samples
     if kind is None:
