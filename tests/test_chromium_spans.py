@@ -15,6 +15,7 @@ from test_chromium_support import all_fixtures, fixture_bytes, load_message
 import polyprof
 from polyprof.formats.chromium import reader, spans
 from polyprof.model.dump import dump
+from polyprof.wire.encode import varint as _varint
 from polyprof.wire import vector as V
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,12 +101,3 @@ def test_uma_log_with_several_profiles_reads_the_same(monkeypatch: pytest.Monkey
     msg.sampled_profile.add()  # no call stacks (ChromeOS perf data): skipped, its index kept
     msg.sampled_profile.add().CopyFrom(extra)
     assert _same(msg.SerializeToString(), monkeypatch) == len(msg.sampled_profile) - 1
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
