@@ -143,3 +143,21 @@ def test_sub_span_twins_group_alike(messages, damage):
 def _subs(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[list[int], list[int]]:
     f = V.walk_fields(buf, starts, starts + lengths).select(3, V.LEN)
     return f.start.tolist(), f.length.tolist()
+
+
+def test_compiled_span_words_read_from_aligned_words_as_byte_by_byte() -> None:
+    """The compiled walk reads a span's first 16 bytes from the buffer's aligned words (shifted
+    together, masked to the span); near the end, byte by byte: the same two words at every
+    offset, length and alignment of the buffer."""
+    import pytest
+
+    twin = pytest.importorskip("polyprof.formats._span_compiled", reason="numba is not installed")
+    raw = np.random.default_rng(7).integers(0, 256, 80, dtype=np.uint8).tobytes()
+    for shift in range(3):  # the buffer itself starting off an 8-byte boundary
+        buf = np.frombuffer(raw, dtype=np.uint8)[shift:]
+        aligned = buf[:buf.size // 8 * 8].view("<u8")
+        for s in range(buf.size):
+            for n in range(buf.size - s + 1):
+                head = bytes(buf[s:s + min(n, 16)]).ljust(16, b"\0")
+                want = (int.from_bytes(head[:8], "little"), int.from_bytes(head[8:], "little"))
+                assert tuple(int(w) for w in twin._words(buf, aligned, s, n)) == want, (shift, s, n)
