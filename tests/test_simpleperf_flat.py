@@ -76,7 +76,7 @@ def test_walker_decodes_as_upb(kind: int, soups: list, split: list) -> None:
     parts = R._Payloads(R.V.walk_fields(buf, starts, ends), kind)
     name, spec = KINDS[kind]
     want = parts.messages(data, R._kind_classes()[name])
-    got = F.decode(data, buf, parts, spec)
+    got = F.decode(data, R._walk_items(buf, [parts])[0], parts.n, spec)
     assert len(got) == len(want) == len(soups)
     for g, w in zip(got, want):
         _same_fields(g, w, spec)
@@ -129,6 +129,7 @@ def test_file_names_come_from_the_walker() -> None:
     data = frame([_field(R.FILE, 2, 0, f)])
     buf = np.frombuffer(data, dtype=np.uint8)
     starts, ends = R.records(data, [])
-    got = F.decode(data, buf, R._Payloads(R.V.walk_fields(buf, starts, ends), R.FILE), F.FILE)[0]
+    part = R._Payloads(R.V.walk_fields(buf, starts, ends), R.FILE)
+    got = F.decode(data, R._walk_items(buf, [part])[0], part.n, F.FILE)[0]
     assert (got.id, got.path, got.symbol, got.mangled_symbol) == (7, b"/b", [b"x", b"y"], [])
     assert got.HasField("path") and not record_class()().HasField("file")

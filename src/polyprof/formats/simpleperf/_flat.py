@@ -12,7 +12,7 @@ the caller, which then reads as before.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -29,13 +29,6 @@ LOST = {"sample_count": (1, "uint64"), "lost_count": (2, "uint64")}
 _DEFAULTS = {"uint32": 0, "uint64": 0, "bool": False, "bytes": b""}
 
 
-class _Part(Protocol):
-    @property
-    def n(self) -> int: ...
-
-    def fields(self, buf: np.ndarray) -> V.Fields: ...
-
-
 class Flat:
     """One decoded record: its fields as attributes (absent: the type's default), and
     ``HasField`` for the singular ones."""
@@ -48,11 +41,9 @@ class Flat:
         return name in self._present
 
 
-def decode(data: bytes, buf: np.ndarray, part: _Part, spec: dict[str, tuple[int, str]]) -> list[Flat]:
-    """Every record of ``part`` (items of merged payload spans) as a :class:`Flat`. Raises
-    MalformedInputError where the walker refuses the bytes."""
-    n = part.n
-    f = part.fields(buf)
+def decode(data: bytes, f: V.Fields, n: int, spec: dict[str, tuple[int, str]]) -> list[Flat]:
+    """Every one of ``n`` records, walked into ``f`` (items of merged payload spans, numbered from
+    0), as a :class:`Flat`."""
     values: list[dict[str, Any]] = [{} for _ in range(n)]
     present: list[set[str]] = [set() for _ in range(n)]
     for name, (number, kind) in spec.items():
