@@ -190,7 +190,9 @@ def sub_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
         if groups >= 0:
             total = int(counts.sum())
             tail = (values, present, spans[:, 0], np.where(spans[:, 2] > 0, spans[:, 1], -1), spans[:, 2])
-            return (counts, ids[:total].copy() if total < room else ids, first_k[:groups].copy(),
+            # ids[:total] is a view: the reservation's unwritten pages were never touched, so it
+            # costs no memory, where a copy cost 216 MB and 0.3 s for 54M callchain entries.
+            return (counts, ids[:total], first_k[:groups].copy(),
                     first_start[:groups].copy(), first_len[:groups].copy(), sizes[:groups].copy(), *tail)
         cap *= 8
     return None
