@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import polyprof
-from polyprof.errors import MalformedInputError
 from polyprof.formats.simpleperf import _flat as F
 from polyprof.formats.simpleperf import _records as R
 from polyprof.formats.simpleperf._framing import frame
@@ -38,7 +37,7 @@ def _field(number: int, wire: int, value: int, raw: bytes) -> bytes:
     return tag + _varint(len(raw)) + raw
 
 
-fields = st.lists(st.tuples(st.integers(1, 8), st.sampled_from([0, 0, 2, 2, 1, 5]),
+fields = st.lists(st.tuples(st.integers(0, 8), st.sampled_from([0, 0, 2, 2, 1, 5]),
                             st.integers(0, 2**64 - 1), st.binary(max_size=6)), max_size=12)
 
 
@@ -75,16 +74,18 @@ def test_walker_decodes_as_upb(kind: int, soups: list, split: list) -> None:
     buf = np.frombuffer(data, dtype=np.uint8)
     parts = R._Payloads(R.V.walk_fields(buf, starts, ends), kind)
     name, spec = KINDS[kind]
-    want = parts.messages(data, R._kind_classes()[name])
-    got = F.decode(data, R._walk_items(buf, [parts])[0], parts.n, spec)
+    got = F.decode(data, parts.spans(), spec)
+    if got is None:  # refused (field 0, a varint past 64 bits): upb reads it, see the next test
+        return
+    want = parts.messages(data, R._kind_classes()[name])  # what the walk takes, upb takes too
     assert len(got) == len(want) == len(soups)
     for g, w in zip(got, want):
         _same_fields(g, w, spec)
 
 
 def _read_both(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
-    def refuse(*args: object) -> list:
-        raise MalformedInputError("refused")
+    def refuse(*args: object) -> None:
+        return None
 
     def read() -> str:
         try:
@@ -94,7 +95,7 @@ def _read_both(data: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
 
     walker = read()
     with monkeypatch.context() as m:
-        m.setattr(F, "decode", refuse)  # the reader falls back to upb
+        m.setattr(F, "decode", refuse)  # refused: the reader falls back to upb
         upb = read()
     return walker, upb
 
@@ -130,6 +131,6 @@ def test_file_names_come_from_the_walker() -> None:
     buf = np.frombuffer(data, dtype=np.uint8)
     starts, ends = R.records(data, [])
     part = R._Payloads(R.V.walk_fields(buf, starts, ends), R.FILE)
-    got = F.decode(data, R._walk_items(buf, [part])[0], part.n, F.FILE)[0]
+    got = F.decode(data, part.spans(), F.FILE)[0]
     assert (got.id, got.path, got.symbol, got.mangled_symbol) == (7, b"/b", [b"x", b"y"], [])
     assert got.HasField("path") and not record_class()().HasField("file")

@@ -1,22 +1,21 @@
 """The flat records (File, Thread, MetaInfo, LostSituation) decoded by the field walker.
 
-They hold only scalars and strings, so the fields the sample walk already
-uses decode them without protobuf (whose import and schema build cost 30 to
-60 ms of a small file's read). The result reads like upb's message:
+They hold only scalars and strings, so a plain walk of their fields
+decodes them without protobuf (whose import and schema build cost 30 to
+60 ms of a small file's read); beyond :data:`WALK_MAX` bytes of them upb
+parses them (a Python step per field would cost more). The result reads like upb's message:
 attributes and ``HasField``, with protobuf's rules: the last occurrence of
 a scalar or string wins, repeated strings keep wire order, uint32 keeps the
 low 32 bits, a field of another wire type than declared is skipped (upb
-keeps it as an unknown field). Bytes the walker refuses are left to upb by
-the caller, which then reads as before.
+keeps it as an unknown field). Bytes this walk refuses (damage, groups,
+varints past 64 bits) are left to upb by the caller, which then reads (or
+names the problem) as before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
-
-import numpy as np
-
-from polyprof.wire import vector as V
 
 __all__ = ["FILE", "LOST", "META", "THREAD", "Flat", "decode"]
 
@@ -41,27 +40,74 @@ class Flat:
         return name in self._present
 
 
-def decode(data: bytes, f: V.Fields, n: int, spec: dict[str, tuple[int, str]]) -> list[Flat]:
-    """Every one of ``n`` records, walked into ``f`` (items of merged payload spans, numbered from
-    0), as a :class:`Flat`."""
-    values: list[dict[str, Any]] = [{} for _ in range(n)]
-    present: list[set[str]] = [set() for _ in range(n)]
-    for name, (number, kind) in spec.items():
-        if kind in ("bytes", "repeated"):
-            sel = f.select(number, V.LEN)
-            rows = zip(sel.msg.tolist(), sel.start.tolist(), (sel.start + sel.length).tolist())
+#: Flat payload bytes up to which they are walked here; beyond, upb's parse (its import and schema
+#: build paid once) is quicker than a Python step per field (a File of 20k symbols).
+WALK_MAX = 256 << 10
+
+
+class _Refused(Exception):
+    """Bytes this walk does not take (the caller lets upb parse them)."""
+
+
+def _varint(data: bytes, i: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while i < end and shift < 63:
+        byte = data[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, i
+        shift += 7
+    if i < end and shift == 63 and data[i] <= 1:  # the tenth byte: the 64th bit
+        return value | (data[i] << 63), i + 1
+    raise _Refused
+
+
+def _fields(data: bytes, i: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(number, wire type, value or start, end) of every field in ``data[i:end]``."""
+    while i < end:
+        tag, i = _varint(data, i, end)
+        number, wire = tag >> 3, tag & 7
+        if not 0 < number < 1 << 29:
+            raise _Refused
+        if wire == 0:
+            value, i = _varint(data, i, end)
+            yield number, wire, value, i
+            continue
+        if wire == 2:
+            length, i = _varint(data, i, end)
+            start, i = i, i + length
+        elif wire in (1, 5):
+            start, i = i, i + (8 if wire == 1 else 4)
         else:
-            keep = np.flatnonzero((f.field == number) & (f.wire == V.VARINT))
-            column = f.value[keep]
-            if kind == "uint32":
-                column = column & np.uint64(0xFFFFFFFF)
-            rows = zip(f.msg[keep].tolist(), column.tolist(), column.tolist())
-        for k in range(n):
-            values[k][name] = [] if kind == "repeated" else _DEFAULTS[kind]
-        for owner, a, b in rows:  # wire order: the last occurrence is written last
-            if kind == "repeated":
-                values[owner][name].append(data[a:b])
-                continue
-            values[owner][name] = data[a:b] if kind == "bytes" else (a != 0 if kind == "bool" else a)
-            present[owner].add(name)
-    return [Flat(v, p) for v, p in zip(values, present)]
+            raise _Refused
+        if i > end:
+            raise _Refused
+        yield number, wire, start, i
+
+
+def decode(data: bytes, spans: list[list[tuple[int, int]]], spec: dict[str, tuple[int, str]]) -> list[Flat] | None:
+    """Every record, given as its payload spans (merged in wire order), as a :class:`Flat`; None
+    when some bytes are refused (the caller lets upb parse them and name the problem)."""
+    by_number = {number: (name, kind) for name, (number, kind) in spec.items()}
+    out = []
+    try:
+        for record in spans:
+            values: dict[str, Any] = {name: [] if kind == "repeated" else _DEFAULTS[kind]
+                                      for name, (_, kind) in spec.items()}
+            present: set[str] = set()
+            for a, b in record:
+                for number, wire, x, y in _fields(data, a, b):
+                    name, kind = by_number.get(number, ("", ""))
+                    if not name or (wire == 2) != (kind in ("bytes", "repeated")) or wire not in (0, 2):
+                        continue  # unknown, or another wire type than declared: upb skips it
+                    if kind == "repeated":
+                        values[name].append(data[x:y])
+                        continue
+                    values[name] = data[x:y] if kind == "bytes" else (
+                        x != 0 if kind == "bool" else x & 0xFFFFFFFF if kind == "uint32" else x)
+                    present.add(name)
+            out.append(Flat(values, present))
+    except _Refused:
+        return None
+    return out

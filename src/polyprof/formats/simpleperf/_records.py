@@ -107,6 +107,13 @@ class _Payloads:
         f.msg = self.item[f.msg]
         return f
 
+    def spans(self) -> list[list[tuple[int, int]]]:
+        """The payload spans of every item, in wire order."""
+        out: list[list[tuple[int, int]]] = [[] for _ in range(self.n)]
+        for k, a, b in zip(self.item.tolist(), self.start.tolist(), self.end.tolist()):
+            out[k].append((a, b))
+        return out
+
     def messages(self, data: bytes, kind_class: Any) -> list[Any]:
         """Every item parsed with upb (for the few records of rare kinds)."""
         from google.protobuf.message import DecodeError
@@ -147,7 +154,7 @@ def _decode(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
     parts = {k: _Payloads(f, k) for k in range(SAMPLE, SWITCH + 1)}
     samples = _samples(buf, parts[SAMPLE])
     recs = Records(samples, _switches(buf, parts[SWITCH], parts[SAMPLE].records), odd=odd)
-    flat = _flat_records(data, buf, parts)
+    flat = _flat_records(data, parts)
     for msg, record in zip(flat["file"], parts[FILE].records.tolist()):
         if msg.id in recs.files:
             raise MalformedInputError(f"two File records have id {msg.id}", offset=int(starts[record]) - 4)
@@ -166,31 +173,19 @@ def _decode(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
     return recs
 
 
-def _flat_records(data: bytes, buf: np.ndarray, parts: dict[int, _Payloads]) -> dict[str, list[Any]]:
-    """The File, Thread, MetaInfo and LostSituation records by kind: decoded by the field walker
-    (:mod:`._flat`), or by upb when the walker refuses some bytes (upb then names the problem,
-    or takes what the walker does not, as before)."""
+def _flat_records(data: bytes, parts: dict[int, _Payloads]) -> dict[str, list[Any]]:
+    """The File, Thread, MetaInfo and LostSituation records by kind: decoded by a plain walk of
+    their fields (:mod:`._flat`) up to ``WALK_MAX`` bytes of them, else (or when that walk
+    refuses some bytes) by upb, which then names the problem or takes them, as before."""
     kinds = {"file": (FILE, F.FILE), "thread": (THREAD, F.THREAD), "meta_info": (META, F.META),
              "lost": (LOST, F.LOST)}
-    try:
-        walked = _walk_items(buf, [parts[kind] for kind, _ in kinds.values()])
-        return {name: F.decode(data, f, parts[kind].n, spec) for (name, (kind, spec)), f in zip(kinds.items(), walked)}
-    except MalformedInputError:
-        classes = _kind_classes()
-        return {name: parts[kind].messages(data, classes[name]) for name, (kind, _) in kinds.items()}
-
-
-def _walk_items(buf: np.ndarray, parts: list[_Payloads]) -> list[V.Fields]:
-    """:meth:`_Payloads.fields` of several parts from one walk (a numpy walk costs tens of
-    steps whatever the number of messages)."""
-    sizes = np.array([p.n for p in parts], dtype=np.int64)
-    first_item = np.concatenate([[0], np.cumsum(sizes)])
-    item = np.concatenate([p.item + off for p, off in zip(parts, first_item.tolist())])
-    f = V.walk_fields(buf, np.concatenate([p.start for p in parts]), np.concatenate([p.end for p in parts]))
-    msg = item[f.msg]  # non-decreasing: parts one after the other, items in order within each
-    bounds = np.searchsorted(msg, first_item).tolist()
-    return [V.Fields(msg[a:b] - off, f.field[a:b], f.wire[a:b], f.value[a:b], f.start[a:b], f.length[a:b])
-            for a, b, off in zip(bounds, bounds[1:], first_item.tolist())]
+    size = sum(int((parts[kind].end - parts[kind].start).sum()) for kind, _ in kinds.values())
+    if size <= F.WALK_MAX:
+        walked = {name: F.decode(data, parts[kind].spans(), spec) for name, (kind, spec) in kinds.items()}
+        if all(v is not None for v in walked.values()):
+            return {name: v for name, v in walked.items() if v is not None}
+    classes = _kind_classes()
+    return {name: parts[kind].messages(data, classes[name]) for name, (kind, _) in kinds.items()}
 
 
 def _kind_classes() -> dict[str, Any]:
