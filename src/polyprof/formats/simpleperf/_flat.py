@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from polyprof.wire.scan import read_varint
+
 __all__ = ["FILE", "LOST", "META", "THREAD", "Flat", "decode"]
 
 #: field name -> (number, type) of each record kind (spec/wire-formats.md 3.2, as _schema builds them)
@@ -50,17 +52,13 @@ class _Refused(Exception):
 
 
 def _varint(data: bytes, i: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    while i < end and shift < 63:
-        byte = data[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, i
-        shift += 7
-    if i < end and shift == 63 and data[i] <= 1:  # the tenth byte: the 64th bit
-        return value | (data[i] << 63), i + 1
-    raise _Refused
+    try:
+        value, after = read_varint(data, i)
+    except IndexError:
+        raise _Refused from None
+    if after > end or value >> 64:
+        raise _Refused
+    return value, after
 
 
 def _fields(data: bytes, i: int, end: int) -> Iterator[tuple[int, int, int, int]]:
