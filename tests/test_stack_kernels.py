@@ -46,7 +46,9 @@ def test_sorted_intern_numbers_callsites_as_the_level_walk_does(prefixes, picks,
         return
     flat = flat.astype(width)
     want = numpy_only(bulk_stacks, bulk_stacks._intern, flat, offsets, leaf_first)
-    for keys in (1, fast._KEYS):  # words carried in the sort: 1 makes deep words come from the stacks
+    # Words carried in the sort: 1 makes deep words come from the stacks; 0 radix-sorts whole
+    # stacks (the quicksort's order, whatever the input's size).
+    for keys in (1, fast._KEYS, 0):
         got = _with_keys(keys, fast.intern_stacks, flat, offsets, leaf_first)
         for name, column in zip(("leaf", "parent", "location", "depth", "size"), got, strict=True):
             expected = getattr(want, name)
@@ -55,16 +57,18 @@ def test_sorted_intern_numbers_callsites_as_the_level_walk_does(prefixes, picks,
 
 def _with_keys(keys: int, kernel, *args):  # noqa: ANN001, ANN202
     """``kernel(*args)`` with ``keys`` words carried in the sort (and no more for small inputs):
-    1 sends deeper partitions and the sorted copy to the stacks themselves."""
-    saved = fast._KEYS, fast._KEYS_BYTES
-    fast._KEYS, fast._KEYS_BYTES = keys, (fast._KEYS_BYTES if keys > 1 else 0)
+    1 sends deeper partitions and the sorted copy to the stacks themselves; 0 carries whole
+    stacks and radix-sorts them from the first stack on (else only for many stacks)."""
+    saved = fast._KEYS, fast._KEYS_BYTES, fast._RADIX_FROM
+    fast._KEYS, fast._KEYS_BYTES = max(keys, 1), (0 if keys == 1 else fast._KEYS_BYTES)
+    fast._RADIX_FROM = 0 if keys == 0 else 1 << 62
     try:
         return kernel(*args)
     finally:
-        fast._KEYS, fast._KEYS_BYTES = saved
+        fast._KEYS, fast._KEYS_BYTES, fast._RADIX_FROM = saved
 
 
-@pytest.mark.parametrize("keys", [1, 4])
+@pytest.mark.parametrize("keys", [1, 4, 0])
 def test_sorted_intern_of_many_random_stacks(keys):
     """Large enough to exercise the partitioning (not only the insertion sort), with long shared
     prefixes; with one word carried in the sort, partitions deeper down read the stacks."""

@@ -9,8 +9,6 @@ is the weight of the callsites where it occurs with no occurrence above
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from polyprof.analysis.nodes import GRANULARITIES, NodeInfo, NodeMap, display_name, node_map
@@ -45,14 +43,33 @@ def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-@dataclass
 class Weights:
-    """Per-callsite weights for one value column."""
+    """Per-callsite weights for one value column.
 
-    leaf: np.ndarray      # sum of samples whose stack ends here
-    subtree: np.ndarray   # sum of samples whose stack passes through here
-    nonzero: np.ndarray   # > 0 where a non-zero sample passes (a count; 0/1 for non-negative values)
-    total: int            # sum over all samples (including empty stacks)
+    ``leaf``: sum of samples whose stack ends here; ``subtree``: sum of samples whose stack
+    passes through here; ``nonzero``: > 0 where a non-zero sample passes (a count; 0/1 for
+    non-negative values); ``total``: sum over all samples (including empty stacks).
+    ``samples``: (leaf callsite, value) of the samples with a stack, when kept; then ``leaf``
+    may be left to be summed on first use (``top`` never needs it: its flat column comes from
+    the samples), which spares an int64 per callsite at the analysis' peak.
+    """
+
+    def __init__(self, leaf: np.ndarray | None, subtree: np.ndarray, nonzero: np.ndarray, total: int,
+                 samples: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        if leaf is None and samples is None:
+            raise ValueError("Weights needs leaf sums or the samples to sum them from")
+        self._leaf = leaf
+        self.subtree = subtree
+        self.nonzero = nonzero
+        self.total = total
+        self.samples = samples
+
+    @property
+    def leaf(self) -> np.ndarray:
+        if self._leaf is None:
+            assert self.samples is not None
+            self._leaf = sum_by(*self.samples, self.subtree.shape[0])
+        return self._leaf
 
 
 def callsite_weights(p: Profile, values: np.ndarray, mask: np.ndarray | None = None) -> Weights:
@@ -62,15 +79,24 @@ def callsite_weights(p: Profile, values: np.ndarray, mask: np.ndarray | None = N
     if mask is not None:
         stack, values = stack[mask], values[mask]
     has = stack >= 0
-    leaf = sum_by(stack[has], values[has], n)
+    samples = (stack[has], values[has])
+    leaf = sum_by(*samples, n)
     total = int(values.astype(np.int64).sum())
     if not values.size or values.min() >= 0:
         # Without negative values a subtree holds a non-zero sample iff its sum is non-zero.
-        subtree = p.callsites.subtree_sums(leaf) if n else leaf
-        return Weights(leaf, subtree, (subtree != 0).view(np.uint8), total)  # 0/1: a byte each
+        subtree = _subtree_sums(p, leaf) if n else leaf.copy()
+        return Weights(None, subtree, (subtree != 0).view(np.uint8), total, samples)  # 0/1: a byte each
     nz = sum_by(stack[has], values[has] != 0, n)
     both = p.callsites.subtree_sums(np.stack([leaf, nz], axis=1)) if n else np.zeros((0, 2), np.int64)
-    return Weights(leaf, both[:, 0], both[:, 1], total)
+    return Weights(leaf, both[:, 0], both[:, 1], total, samples)
+
+
+def _subtree_sums(p: Profile, leaf: np.ndarray) -> np.ndarray:
+    """Subtree sums of ``leaf`` (which this may overwrite: it is then the result)."""
+    fast = stack_kernels(len(p.callsites)) if p.callsites.preorder_size() is not None else None
+    if fast is not None:
+        return fast.subtree_sums_in_place(leaf, p.callsites.parent)
+    return p.callsites.subtree_sums(leaf)
 
 
 def _small_ids(ids: np.ndarray, count: int) -> np.ndarray:
@@ -93,11 +119,15 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
     if not len(cs):
         return np.zeros(nn, dtype=np.int64), np.zeros(nn, dtype=np.int64)
     loc_of = cs.location
-    leafy = np.flatnonzero(w.leaf)
+    if w.samples is not None:  # from the samples: no per-callsite leaf sums needed
+        leafy, weight = w.samples
+    else:
+        leafy = np.flatnonzero(w.leaf)
+        weight = w.leaf[leafy]
     leaf_loc = loc_of[leafy]
     first_node = nodes.loc_nodes[nodes.loc_start[leaf_loc]]  # the innermost line's node
     has_line = np.diff(nodes.loc_start)[leaf_loc] > 0
-    flat = sum_by(first_node[has_line], w.leaf[leafy[has_line]], nn)
+    flat = sum_by(first_node[has_line], weight[has_line], nn)
     size = cs.preorder_size()
     fast = stack_kernels(len(cs)) if size is not None else None
     if fast is not None:  # one walk in pre-order, no (callsite, node) pairs to sort

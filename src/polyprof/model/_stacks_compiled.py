@@ -14,6 +14,15 @@ sorted copy, one int32 per stack and the result are allocated, where the
 numpy walk keeps a frontier and per-level copies (a few hundred MB less at
 peak on a 7.8M callsite profile, and about twice as quick).
 
+When every stack fits whole in its row of sort keys (words of ``per``
+locations) and there are many stacks, the rows are radix-sorted instead
+(stable LSD, 11 bits a pass, constant digits skipped) and the walk reads
+the new frames straight from the sorted rows, comparing neighbouring rows
+word by word for the shared prefix: no copy of the stacks at all. On the
+895k-stack benchmark profile this interning took 0.87 s with the quicksort
+and the copy, 0.49 s so (CPU, same process; 0.68 -> 0.38 s on the 700k
+stacks diverging at the root).
+
 :func:`outermost_sums` is :func:`polyprof.analysis.graph.node_weights`'s
 cumulative column for callsites in pre-order: one pass with a running
 "covered until" per node instead of a sort of every (callsite, node) pair.
@@ -27,13 +36,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["intern_stacks", "outermost_sums", "subtree_sums"]
+from polyprof.model.bulk_stacks import size_dtype
+
+__all__ = ["intern_stacks", "outermost_sums", "subtree_sums", "subtree_sums_in_place"]
 
 #: Partitions this small are finished by insertion sort (fewer passes than more partitioning).
 _SMALL = 12
 #: Words of each stack carried along in the sort (the rest are read from the stacks when needed).
 _KEYS = 4
 _KEYS_BYTES = 64 << 20
+#: From this many stacks (all of them carried whole in the sort's rows) the rows are radix-sorted.
+_RADIX_FROM = 1 << 14
+_RADIX_BITS = 11
+_RADIX_BUCKETS = 1 << _RADIX_BITS
 
 
 @njit(inline="always", cache=True, nogil=True)
@@ -147,6 +162,44 @@ def _sort(flat, start, length, step, idx, keys, bits, per):  # noqa: ANN001, ANN
 
 
 @njit(cache=True, nogil=True)
+def _radix(keys, idx, spare, spare_idx, used_bits):  # noqa: ANN001, ANN202 - numba
+    """Sort the rows of ``keys`` (whole stacks, ``used_bits`` bits per word) and ``idx`` with them:
+    a stable LSD radix sort, 11 bits a pass, last word first, skipping the passes whose digit is
+    the same in every row (high digits of sparse ids, words past every stack's end). No branch
+    per comparison, where the quicksort mispredicts about every other one on random stacks.
+    Returns whether the sorted rows ended in ``spare``/``spare_idx`` (an odd number of passes)."""
+    n, n_words = keys.shape
+    n_shifts = (used_bits + _RADIX_BITS - 1) // _RADIX_BITS
+    hists = np.zeros((n_words, n_shifts, _RADIX_BUCKETS), dtype=np.int64)  # every pass's, in one read
+    for r in range(n):
+        for w in range(n_words):
+            x = keys[r, w]
+            for k in range(n_shifts):
+                hists[w, k, (x >> (k * _RADIX_BITS)) & (_RADIX_BUCKETS - 1)] += 1
+    src, dst, src_i, dst_i = keys, spare, idx, spare_idx
+    swapped = False
+    for w in range(n_words - 1, -1, -1):
+        for k in range(n_shifts):
+            hist = hists[w, k]
+            if hist.max() == n:  # one digit everywhere: this pass would change nothing
+                continue
+            total = 0
+            for d in range(_RADIX_BUCKETS):
+                total, hist[d] = total + hist[d], total
+            shift = k * _RADIX_BITS
+            for r in range(n):
+                d = (src[r, w] >> shift) & (_RADIX_BUCKETS - 1)
+                at = hist[d]
+                hist[d] = at + 1
+                for t in range(n_words):
+                    dst[at, t] = src[r, t]
+                dst_i[at] = src_i[r]
+            src, dst, src_i, dst_i = dst, src, dst_i, src_i
+            swapped = not swapped
+    return swapped
+
+
+@njit(cache=True, nogil=True)
 def _shared(out, prev, prev_len, p, n):  # noqa: ANN001, ANN202 - numba
     """How many first frames the stack of ``n`` frames at ``out[p:]`` shares with the one of
     ``prev_len`` frames at ``out[prev:]``."""
@@ -177,26 +230,60 @@ def _gather(flat, start, length, step, idx, out, lcp):  # noqa: ANN001, ANN202 -
 
 
 @njit(cache=True, nogil=True)
-def _gather_keys(keys, length, idx, bits, per, out, lcp):  # noqa: ANN001, ANN202 - numba
-    """:func:`_gather` when ``keys`` hold whole stacks: the frames come from the sorted rows,
-    read in order, instead of from the stacks themselves."""
+def _lcp_keys(keys, length, idx, bits, per, lcp):  # noqa: ANN001, ANN202 - numba
+    """:func:`_gather` when the sorted rows of ``keys`` hold whole stacks: the frames each shares
+    with the one before come from comparing the rows word by word (no copy of the stacks)."""
     mask = (np.int64(1) << bits) - 1
-    p = prev = prev_len = total = 0
+    total = 0
     for k in range(idx.size):
         n_i = length[idx[k]]
-        d = 0
-        for t in range(keys.shape[1]):  # digits word by word: no division per frame
-            shift = bits * (per - 1)
-            while d < n_i and shift >= 0:
-                out[p + d] = ((keys[k, t] >> shift) & mask) - 1
-                d += 1
-                shift -= bits
-        n = _shared(out, prev, prev_len, p, n_i)
+        n = 0
+        if k:
+            n = min(n_i, length[idx[k - 1]])
+            for t in range(keys.shape[1]):
+                x, y = keys[k, t], keys[k - 1, t]
+                if x != y:
+                    j = 0
+                    while ((x >> (bits * (per - 1 - j))) & mask) == ((y >> (bits * (per - 1 - j))) & mask):
+                        j += 1
+                    n = min(n, t * per + j)
+                    break
         lcp[k] = n
         total += n_i - n
-        prev, prev_len = p, n_i
-        p += n_i
     return total
+
+
+@njit(cache=True, nogil=True)
+def _number_keys(keys, length, idx, lcp, bits, per, path, leaf, parent, location, depth, size):  # noqa: ANN001, ANN202
+    """:func:`_number` reading the new frames from the sorted rows of ``keys`` (whole stacks)."""
+    mask = (np.int64(1) << bits) - 1
+    nid = 0
+    for k in range(idx.size):
+        i = idx[k]
+        n_i = length[i]
+        d = lcp[k]
+        t, shift = d // per, bits * (per - 1 - d % per)
+        while d < n_i:
+            parent[nid] = path[d - 1] if d else -1
+            location[nid] = ((keys[k, t] >> shift) & mask) - 1
+            depth[nid] = d
+            path[d] = nid
+            nid += 1
+            d += 1
+            shift -= bits
+            if shift < 0:
+                t, shift = t + 1, bits * (per - 1)
+        leaf[i] = path[n_i - 1] if n_i else -1
+    _sizes(parent, size, nid)
+
+
+@njit(cache=True, nogil=True)
+def _sizes(parent, size, nid):  # noqa: ANN001, ANN202 - numba
+    """Subtree sizes of the first ``nid`` callsites (children come after their parent)."""
+    for c in range(nid - 1, -1, -1):
+        size[c] += 1
+        if parent[c] >= 0:
+            size[parent[c]] += size[c]
 
 
 @njit(cache=True, nogil=True)
@@ -214,10 +301,7 @@ def _number(out, length, idx, lcp, path, leaf, parent, location, depth, size):  
             nid += 1
         leaf[i] = path[n_i - 1] if n_i else -1
         p += n_i
-    for c in range(nid - 1, -1, -1):  # children come after their parent
-        size[c] += 1
-        if parent[c] >= 0:
-            size[parent[c]] += size[c]
+    _sizes(parent, size, nid)
 
 
 def intern_stacks(flat: np.ndarray, offsets: np.ndarray,
@@ -236,19 +320,29 @@ def intern_stacks(flat: np.ndarray, offsets: np.ndarray,
     n_keys = max(min(words, max(_KEYS, _KEYS_BYTES // (8 * max(length.size, 1)))), 1)
     keys = np.empty((length.size, n_keys), dtype=np.int64)
     _first_words(flat, start, length, step, bits, per, keys)
-    _sort(flat, start, length, step, idx, keys, bits, per)
+    if n_keys >= words and length.size >= _RADIX_FROM:  # whole stacks in the rows: radix sort them
+        spare, spare_idx = np.empty_like(keys), np.empty_like(idx)
+        if _radix(keys, idx, spare, spare_idx, bits * per):
+            keys, idx = spare, spare_idx
+        del spare, spare_idx
+    else:
+        _sort(flat, start, length, step, idx, keys, bits, per)
     lcp = np.empty(length.size, dtype=np.int32)
-    out = np.empty(int(length.sum()), dtype=flat.dtype)
-    if n_keys >= words:
-        total = int(_gather_keys(keys, length, idx, bits, per, out, lcp))
+    whole = n_keys >= words
+    out = keys if whole else np.empty(int(length.sum()), dtype=flat.dtype)
+    if whole:
+        total = int(_lcp_keys(keys, length, idx, bits, per, lcp))
     else:
         total = int(_gather(flat, start, length, step, idx, out, lcp))
-    del keys
+        del keys
     leaf = np.empty(length.size, dtype=np.int32)
     parent, location, depth = (np.empty(total, dtype=np.int32) for _ in range(3))
-    size = np.zeros(total, dtype=np.int64)
+    size: np.ndarray = np.zeros(total, dtype=size_dtype(total))
     path = np.empty(max(int(length.max(initial=0)), 1), dtype=np.int64)
-    _number(out, length, idx, lcp, path, leaf, parent, location, depth, size)
+    if whole:
+        _number_keys(keys, length, idx, lcp, bits, per, path, leaf, parent, location, depth, size)
+    else:
+        _number(out, length, idx, lcp, path, leaf, parent, location, depth, size)
     return leaf, parent, location, depth, size
 
 
@@ -283,6 +377,14 @@ def _subtree_sums(parent, out):  # noqa: ANN001, ANN202 - numba
     for c in range(out.size - 1, -1, -1):  # a parent precedes its children
         if parent[c] >= 0:
             out[parent[c]] += out[c]
+
+
+def subtree_sums_in_place(values: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """:func:`subtree_sums` into ``values`` itself when it is an int64 column (else a copy)."""
+    if values.dtype != np.int64 or not values.flags.writeable or values.ndim != 1:
+        return subtree_sums(values, parent)
+    _subtree_sums(parent, values)
+    return values
 
 
 def subtree_sums(values: np.ndarray, parent: np.ndarray) -> np.ndarray:

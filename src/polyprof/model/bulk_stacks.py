@@ -44,7 +44,7 @@ from polyprof.model import tree
 from polyprof.wire import vector
 from polyprof.wire.vector import compiled_wanted, gather_runs, hash_factorize_spans, import_compiled
 
-__all__ = ["InternedStacks", "intern_stacks", "stack_kernels"]
+__all__ = ["InternedStacks", "intern_stacks", "size_dtype", "stack_kernels"]
 
 
 @dataclass
@@ -55,7 +55,7 @@ class InternedStacks:
     parent: np.ndarray     # int32, -1 for roots
     location: np.ndarray   # int32
     depth: np.ndarray      # int32
-    size: np.ndarray       # int64 subtree size: the subtree of c is ids [c, c + size[c])
+    size: np.ndarray       # subtree size (int32, int64 from 2**31 callsites): the subtree of c is ids [c, c + size[c])
 
 
 class _Chains(NamedTuple):
@@ -238,6 +238,12 @@ def _preorder(walk: _Walk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tin, parent_tin, size
 
 
+def size_dtype(n: int) -> type:
+    """The subtree-size column's type for ``n`` callsites: int32 (4 bytes a callsite held by the
+    profile, not 8) unless a subtree could reach 2**31."""
+    return np.int32 if n < 2**31 else np.int64
+
+
 def _renumber(walk: _Walk) -> InternedStacks:
     """Step 6: every column indexed by pre-order position."""
     n = walk.next_id
@@ -247,7 +253,7 @@ def _renumber(walk: _Walk) -> InternedStacks:
     tin, parent_tin, size = _preorder(walk)
     out = InternedStacks(np.where(walk.leaf >= 0, tin[np.maximum(walk.leaf, 0)], -1).astype(np.int32),
                          np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32),
-                         np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int64))
+                         np.empty(n, dtype=np.int32), np.empty(n, dtype=size_dtype(n)))
     out.parent[tin] = parent_tin
     out.location[tin] = location
     out.depth[tin] = depth

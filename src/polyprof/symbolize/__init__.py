@@ -15,10 +15,27 @@ installed, else in pure Python, with the same answers.
 
 from __future__ import annotations
 
-from polyprof.symbolize.apply import MappingReport, SymbolizeReport, Symbolizer, coverage, symbolize
+from typing import TYPE_CHECKING, Any
+
 from polyprof.symbolize.demangle import MODES as DEMANGLE_MODES
 from polyprof.symbolize.sources import Sources
-from polyprof.symbolize.store import SymbolStore
+
+if TYPE_CHECKING:
+    from polyprof.symbolize.apply import MappingReport, SymbolizeReport, Symbolizer, coverage, symbolize
+    from polyprof.symbolize.store import SymbolStore
+
+#: Imported on first use: every read passes through :func:`after_read`, and the symbolizer's
+#: modules (ELF, DWARF, Breakpad, debuginfod, the Chromium names) cost ~0.1 s of start-up.
+_LAZY = {"MappingReport": "apply", "SymbolizeReport": "apply", "Symbolizer": "apply", "coverage": "apply",
+         "symbolize": "apply", "SymbolStore": "store"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"polyprof.symbolize.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["DEMANGLE_MODES", "MappingReport", "Sources", "SymbolStore", "SymbolizeReport", "Symbolizer",
            "after_read", "coverage", "symbolize", "symbolize_all"]
@@ -30,6 +47,8 @@ def symbolize_all(profiles: list, sources: object = None, **kw: object) -> list:
     ``sources`` is a :class:`Sources`, a path or a list of paths. Names are
     filled in; no location, callsite or sample is renumbered.
     """
+    from polyprof.symbolize.apply import Symbolizer
+
     with Symbolizer(Sources.of(sources), **kw) as s:  # type: ignore[arg-type]
         return [s.run(p)[0] for p in profiles]
 
@@ -48,6 +67,8 @@ def after_read(profiles: list, options) -> list:  # noqa: ANN001
     mode = options.demangle or "simple"
     force = options.demangle is not None
     if options.symbolize or sources.wanted:
+        from polyprof.symbolize.apply import Symbolizer
+
         with Symbolizer(sources, demangle=mode, force_demangle=force) as s:
             out = []
             for p in profiles:
@@ -57,11 +78,12 @@ def after_read(profiles: list, options) -> list:  # noqa: ANN001
                 out.append(q)
             return out
     from polyprof.symbolize.demangle import demangle_profile
-    from polyprof.symbolize.r8 import deobfuscate_profile
 
     out = []
     for p in profiles:
         if "java_deobfuscation" in p.extras:
+            from polyprof.symbolize.r8 import deobfuscate_profile
+
             notes: list[str] = []
             p, _ = deobfuscate_profile(p, [], notes)
             p.warnings.extend(notes)

@@ -17,8 +17,6 @@ from __future__ import annotations
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from polyprof.symbolize.elf import build_id_of
@@ -87,6 +85,9 @@ class Debuginfod:
             pass
 
     def _download(self, url: str, build_id: str, kind: str) -> Path | None:
+        import urllib.error  # imported on use: urllib.request brings http, ssl and email (~60 ms),
+        import urllib.request  # and every read imports this module (symbolize.after_read)
+
         target = self.root / build_id / kind
         request = urllib.request.Request(f"{url}/buildid/{build_id}/{kind}",
                                          headers={"User-Agent": "polyprof"})

@@ -261,12 +261,10 @@ def demangle_profile(profile, mode: str = "simple", *, force: bool = False,  # n
 
 
 def _any_mangled(strings: list[str], functions) -> bool:  # noqa: ANN001
-    import numpy as np
-
-    if not len(functions):
-        return False
-    used = np.unique(np.concatenate([functions.name, functions.system_name]))
-    return any(strings[i].startswith(_PREFIXES) for i in used.tolist())
+    # A set, not np.unique: numpy 2's unique of a plain column imports numpy.ma (~35 ms), and
+    # every read comes through here.
+    used = {*functions.name.tolist(), *functions.system_name.tolist()}
+    return any(strings[i].startswith(_PREFIXES) for i in used)
 
 
 def _source(name: str, system: str, force: bool, mode: str) -> str | None:

@@ -50,6 +50,18 @@ def _varint(buf, p, end):  # noqa: ANN001, ANN202 - numba
     return value, np.int64(-1)
 
 
+@njit(inline="always", **_OPTIONS)
+def _tag(buf, p, end):  # noqa: ANN001, ANN202 - numba
+    """(field number, wire type, next position) of the tag at ``p``; next position -1 when it is
+    cut, names field 0, or has a wire type protobuf does not allow here (groups, 6, 7)."""
+    tag, p = _varint(buf, p, end)
+    wt = np.int64(tag & np.uint64(7))
+    number = np.int64(tag >> np.uint64(3))
+    if p < 0 or number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
+        return number, wt, np.int64(-1)
+    return number, wt, p
+
+
 @_kernel
 def _fields(buf, starts, ends, offsets, msg, field, wire, value, start, length, fill):  # noqa: ANN001, ANN202
     """Count (``fill`` False: into ``offsets[m+1]``) or decode the fields of every message."""
@@ -58,12 +70,8 @@ def _fields(buf, starts, ends, offsets, msg, field, wire, value, start, length, 
         p, end = starts[m], ends[m]
         n = 0
         while p < end:
-            tag, p = _varint(buf, p, end)
+            number, wt, p = _tag(buf, p, end)
             if p < 0:
-                return _BAD
-            wt = np.int64(tag & np.uint64(7))
-            number = np.int64(tag >> np.uint64(3))
-            if number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
                 return _BAD
             val = np.uint64(0)
             s = ln = np.int64(0)

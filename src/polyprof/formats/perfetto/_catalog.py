@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from polyprof.model.builder import ProfileBuilder
-from polyprof.model.columns import distinct, factorize_rows, factorize_runs, runs_equal, unique_inverse
+from polyprof.model.columns import distinct, factorize_rows, factorize_runs, runs_equal
 from polyprof.wire.vector import gather_runs, hash_runs, ranges
 
 __all__ = ["Catalog", "Emitter", "build_id_text"]
@@ -62,7 +62,7 @@ class _Growing:
     def __getitem__(self, name: str) -> np.ndarray:
         parts = self._parts[name]
         if len(parts) > 1:
-            parts[:] = [np.concatenate(parts)]
+            parts[:] = [np.concatenate(parts) if parts[0].size or len(parts) > 2 else parts[1]]  # one part: no copy
         return parts[0]
 
 
@@ -154,7 +154,9 @@ class Catalog:
         ids = self._find(h, frames, offsets)
         todo = np.flatnonzero(ids < 0)
         if todo.size:  # equal new stacks share an id, in order of first sight
-            if todo.size == lengths.size:
+            if _all_distinct(h[todo]):  # distinct hashes, distinct stacks: nothing to compare
+                group = first = np.arange(todo.size)
+            elif todo.size == lengths.size:
                 group, first = factorize_runs(frames, offsets, h)
             else:
                 sub = np.concatenate([[0], np.cumsum(lengths[todo])])
@@ -217,6 +219,12 @@ class Catalog:
         return None
 
 
+def _all_distinct(h: np.ndarray) -> bool:
+    """Whether no two of the hashes ``h`` are equal (then no two of their stacks are)."""
+    s = np.sort(h)
+    return not bool((s[1:] == s[:-1]).any())
+
+
 class Emitter:
     """Copies the catalog entries one profile uses into that profile's builder."""
 
@@ -249,9 +257,11 @@ class Emitter:
         leaf = np.full(int(uniq[-1]) + 1, -1, dtype=np.int32)
         if used.size:
             flat, offsets = self.cat.stack_frames(used)
-            frames, at = unique_inverse(flat)
+            frames = distinct(flat)  # catalog frame ids are dense: one lookup table, no inverse column
             locs = self._locations(frames)
-            locs = locs.astype(np.min_scalar_type(max(int(locs.max()), 0)))[at]  # narrow: cheaper interning
+            table = np.zeros(int(frames[-1]) + 1, dtype=np.min_scalar_type(max(int(locs.max()), 0)))
+            table[frames] = locs  # narrow: cheaper interning
+            locs = table[flat]
             leaf[used + 1] = self.b.stacks_from_csr(locs, offsets, leaf_first=False, distinct=True)
         return leaf[shifted]
 

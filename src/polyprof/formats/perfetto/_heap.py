@@ -29,12 +29,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
+from polyprof.errors import MalformedInputError
 from polyprof.formats.limits import check_int64
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._clock import wrap64
 from polyprof.formats.perfetto._sequence import Generation, Sequence, text
-from polyprof.formats.perfetto._tables import PROFILE_PACKET
+from polyprof.formats.perfetto._tables import PROFILE_PACKET, _Spans
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
 
@@ -89,33 +91,35 @@ class _Series:
     def update(self, keys: list[np.ndarray], values: np.ndarray) -> int:
         """Take samples in order (a value going down is ignored); returns how many were ignored."""
         n_old = self.values.shape[0]
-        group, first = factorize_rows([np.concatenate([a, b]) for a, b in zip(self.keys, keys)])
-        group = group[n_old:]
-        at = first[group]
-        fresh = at >= n_old
-        if fresh.any():  # new series, in order of first sight
-            new_groups, where = np.unique(group[fresh], return_index=True)
-            order = np.argsort(where, kind="stable")
-            rows = np.empty(first.size, dtype=np.int64)
-            rows[new_groups[order]] = n_old + np.arange(new_groups.size)
-            at[fresh] = rows[group[fresh]]
-            firsts = np.flatnonzero(fresh)[where[order]]
+        # In order of first sight, the existing series (distinct rows, first) keep their numbers
+        # 0..n_old-1 and new ones follow: a sample's group is its row.
+        group, first = factorize_rows([np.concatenate([a, b]) for a, b in zip(self.keys, keys)], in_order=True)
+        at = group[n_old:]
+        if first.size > n_old:  # new series, in order of first sight
+            firsts = first[n_old:] - n_old
             self.keys = [np.concatenate([a, b[firsts]]) for a, b in zip(self.keys, keys)]
             self.values = np.concatenate([self.values, np.full((firsts.size, 4), -1, dtype=np.int64)])
-            nodes = keys[3][firsts]
-            new_nodes = nodes[~np.isin(nodes, self.node_order)]
-            _, keep = np.unique(new_nodes, return_index=True)
-            self.node_order = np.concatenate([self.node_order, new_nodes[np.sort(keep)]])
+            n_nodes = self.node_order.size
+            _, node_first = factorize_rows([np.concatenate([self.node_order, keys[3][firsts]])],
+                                                    in_order=True)
+            self.node_order = np.concatenate([self.node_order, keys[3][firsts[node_first[n_nodes:] - n_nodes]]])
+        if not at.size:
+            return 0
+        if int(np.bincount(at).max()) == 1:  # each series once: one round, no ranks
+            return self._round(at, values)
         ignored = 0
         rank = _rank(at)
-        for r in range(int(rank.max()) + 1 if rank.size else 0):  # repeated series: one round per repeat
+        for r in range(int(rank.max()) + 1):  # repeated series: one round per repeat
             mine = np.flatnonzero(rank == r)
-            rows = at[mine]
-            prev = self.values[rows]
-            down = (prev[:, 0] >= 0) & (values[mine] < prev).any(axis=1)
-            ignored += int(down.sum())
-            self.values[rows[~down]] = values[mine[~down]]
+            ignored += self._round(at[mine], values[mine])
         return ignored
+
+    def _round(self, rows: np.ndarray, values: np.ndarray) -> int:
+        """Set the values of distinct series ``rows`` where none goes down; how many did."""
+        prev = self.values[rows]
+        down = (prev[:, 0] >= 0) & (values < prev).any(axis=1)
+        self.values[rows[~down]] = values[~down]
+        return int(down.sum())
 
     def totals(self) -> tuple[np.ndarray, np.ndarray]:
         """(stacks with any value, their [alloc count, alloc size, free count, free size]) in first-seen order."""
@@ -123,8 +127,12 @@ class _Series:
         nodes = self.keys[3][seen]
         pos = np.searchsorted(np.sort(self.node_order), nodes)
         rank_of = np.argsort(self.node_order, kind="stable")
+        where = rank_of[pos]
         total = np.zeros((self.node_order.size, 4), dtype=np.int64)
-        np.add.at(total, rank_of[pos], self.values[seen])
+        if where.size and int(np.bincount(where).max()) == 1:  # one series per stack: no sums
+            total[where] = self.values[seen]
+        else:
+            np.add.at(total, where, self.values[seen])
         keep = total.any(axis=1)
         return self.node_order[keep], total[keep]
 
@@ -151,27 +159,67 @@ class HeapCollector:
     def packet(self, data: bytes, s: Sequence) -> None:
         """Take the ProfilePacket ``data`` of sequence ``s``."""
         st = s.heap = s.heap or _SeqHeap()
-        pp = S.messages()["ProfilePacketEntries"].FromString(data)  # entries stay bytes: decoded together
+        try:  # the samples of every dump walked together in the packet's bytes
+            pp, dump_samples = self._walked(data)
+        except (MalformedInputError, DecodeError, _Decline):  # named by the per-dump path, as it always was
+            pp, dump_samples = self._per_dump(data)
         if st.prev_index is None and pp.index != 0 or st.prev_index is not None and pp.index != st.prev_index + 1:
             self.ctx.stats["heapprofd packets missing (index gap)"] += 1
         st.prev_index = pp.index
         st.tables.tables.add_entries(pp, PROFILE_PACKET)
-        wanted, wanted_heap = self.ctx.options.pid, self.ctx.options.heap
-        for d in pp.process_dumps:  # one step per dump
-            check_int64("ProcessHeapSamples.pid", d.pid)
+        for d, (iids, values, at_max) in zip(pp.process_dumps, dump_samples):  # one step per dump
             heap = text(d.heap_name, self.ctx.stats) if d.heap_name else "unknown"
-            if wanted is not None and d.pid not in wanted or wanted_heap and heap != wanted_heap:
+            if iids is None or values is None:  # a dump the options leave out
                 continue
-            iids, values, at_max = _samples(list(d.samples), d.orig_sampling_interval_bytes > 0)
             key = (d.pid, heap, d.timestamp)
             entry = st.pending.get(key)
             if entry is None:
-                dump = Dump(d.pid, heap, wrap64(d.timestamp),
+                dump = Dump(d.pid, key[1], wrap64(d.timestamp),
                             wrap64(d.start_timestamp) if d.HasField("start_timestamp") else None, _facts(d, at_max))
                 entry = st.pending[key] = (dump, [])
             entry[1].append((iids, values))
         if not pp.continued:
             self.finalize(s)
+
+    def _wanted(self, d: Any) -> bool:
+        """Whether dump ``d`` is one the options ask for (its pid checked first)."""
+        check_int64("ProcessHeapSamples.pid", d.pid)
+        wanted, wanted_heap = self.ctx.options.pid, self.ctx.options.heap
+        if wanted is not None and d.pid not in wanted:
+            return False
+        return not wanted_heap or (d.heap_name.decode("utf-8", errors="replace") or "unknown") == wanted_heap
+
+    def _per_dump(self, data: bytes) -> tuple[Any, list[_DumpSamples]]:
+        """The packet parsed with every sample as its own bytes, each dump's samples decoded on their own."""
+        pp = S.messages()["ProfilePacketEntries"].FromString(data)  # entries stay bytes: decoded together
+        out: list[_DumpSamples] = []
+        for d in pp.process_dumps:
+            if not self._wanted(d):
+                out.append((None, None, False))
+                continue
+            spans = _Spans.join(list(d.samples))
+            out.append(_samples(spans.buf, spans.start, spans.start + spans.length,
+                                d.orig_sampling_interval_bytes > 0))
+        return pp, out
+
+    def _walked(self, data: bytes) -> tuple[Any, list[_DumpSamples]]:
+        """:meth:`_per_dump`'s answer with the samples of all dumps found and decoded in one walk
+        of the packet's bytes; ``_Decline`` (or a walker error) where the answer could differ."""
+        pp = S.messages()["ProfilePacketHead"].FromString(data)  # samples left unparsed
+        dumps = list(pp.process_dumps)
+        wanted = np.array([self._wanted(d) for d in dumps], dtype=bool)
+        buf = V.as_buffer(data)
+        spans = V.walk_fields(buf, np.zeros(1, dtype=np.int64), np.full(1, len(data), dtype=np.int64)).select(5, V.LEN)
+        if spans.msg.size != len(dumps):
+            raise _Decline
+        smp = V.walk_fields(buf, spans.start, spans.start + spans.length).select(2, V.LEN)
+        keep = wanted[smp.msg]
+        owner, start = smp.msg[keep], smp.start[keep]
+        trusted = np.array([d.orig_sampling_interval_bytes > 0 for d in dumps], dtype=bool)
+        iids, values, at_max = _samples(buf, start, start + smp.length[keep], trusted[owner], strict=False)
+        bounds = np.searchsorted(owner, np.arange(len(dumps) + 1))
+        return pp, [(iids[a:b], values[a:b], bool(at_max[a:b].any())) if w else (None, None, False)
+                    for w, a, b in zip(wanted.tolist(), bounds[:-1].tolist(), bounds[1:].tolist())]
 
     def finalize(self, s: Sequence) -> None:
         st = s.heap
@@ -183,7 +231,7 @@ class HeapCollector:
     def _commit(self, dump: Dump, samples: list[tuple[np.ndarray, np.ndarray]], st: _SeqHeap, s: Sequence) -> None:
         iids = np.concatenate([i for i, _ in samples]) if samples else np.zeros(0, dtype=np.uint64)
         values = np.concatenate([v for _, v in samples]) if samples else np.zeros((0, 4), dtype=np.int64)
-        own = st.tables.tables.callstacks(iids)[0]  # the dump's own tables first
+        own = st.tables.tables.has_callstacks(iids)  # the dump's own tables first
         node = np.empty(iids.size, dtype=np.int64)
         node[own] = self.ctx.resolver.stacks(st.tables, iids[own])
         node[~own] = self.ctx.resolver.stacks(s.gen, iids[~own])
@@ -210,18 +258,29 @@ class HeapCollector:
                 self.finalize(s)
 
 
-def _samples(entries: list[bytes], trusted_count: bool) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(callstack iid, [alloc count, alloc size, free count, free size]) of every HeapSample,
-    and whether any is a dump-at-max sample."""
-    n = len(entries)
-    lengths = np.fromiter(map(len, entries), dtype=np.int64, count=n)
-    buf = V.as_buffer(b"".join(entries))
-    f = V.walk_varint_fields(buf, np.cumsum(lengths) - lengths, np.cumsum(lengths))
+class _Decline(Exception):
+    """The bulk decode of a packet's samples leaves this packet to the per-dump path."""
+
+
+_DumpSamples = tuple["np.ndarray | None", "np.ndarray | None", bool]
+
+
+def _samples(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, trusted_count: Any,
+             strict: bool = True) -> Any:
+    """(callstack iid, [alloc count, alloc size, free count, free size]) of every HeapSample
+    ``buf[starts[i]:ends[i]]``, and whether it is a dump-at-max sample (``strict``: whether
+    any is). ``trusted_count``: whether the producer's counts of dump-at-max samples hold
+    (one flag, or one per sample). A value out of signed 64-bit range is an error naming
+    its field (``strict``) or declined."""
+    n = starts.size
+    f = V.walk_varint_fields(buf, starts, ends)
 
     def col(k: int) -> np.ndarray:
         raw = V.scalar_column(f, k, n)
         big = raw > np.uint64(2**63 - 1)
         if big.any():  # uint64 on the wire, signed 64-bit in the model
+            if not strict:
+                raise _Decline
             check_int64(f"HeapSample.{_NAMES[k]}", int(raw[np.argmax(big)]))
         return raw.view(np.int64)
 
@@ -230,9 +289,10 @@ def _samples(entries: list[bytes], trusted_count: bool) -> tuple[np.ndarray, np.
     values = np.stack([col(k) for k in _PLAIN], axis=1) if n else np.zeros((0, 4), dtype=np.int64)
     if at_max.any():
         count, size = (col(k)[at_max] for k in _AT_MAX)
-        values[at_max] = np.stack([count if trusted_count else np.zeros_like(count), size, np.zeros_like(size),
+        trusted = np.broadcast_to(np.asarray(trusted_count, dtype=bool), (n,))[at_max]
+        values[at_max] = np.stack([np.where(trusted, count, 0), size, np.zeros_like(size),
                                    np.zeros_like(size)], axis=1)
-    return V.scalar_column(f, _CALLSTACK, n), values, bool(at_max.any())
+    return V.scalar_column(f, _CALLSTACK, n), values, (bool(at_max.any()) if strict else at_max)
 
 
 def _facts(d: Any, at_max: bool) -> dict[str, Any]:

@@ -257,13 +257,7 @@ class TraceReader:
 
     def control(self, ch: Chunk, i: int, depth: int, top: "_TopLevel") -> None:
         start, end = int(ch.starts[i]), int(ch.ends[i])
-        try:
-            pkt = S.messages()["TracePacket"].FromString(ch.buf[start:end])
-        except DecodeError:
-            found = locate(ch.buf[start:end], S.messages()["TracePacket"].DESCRIPTOR, base=ch.base + start)
-            what = f": {found.message}" if found is not None else " (cannot decode its fields)"
-            raise MalformedInputError(f"corrupt packet{what}",
-                                      offset=found.offset if found is not None else ch.base + start) from None
+        pkt = _parse(ch, start, end, "TracePacketLazy")
         s = self.seq(pkt.trusted_packet_sequence_id)
         if pkt.incremental_state_cleared or pkt.sequence_flags & S.SEQ_INCREMENTAL_STATE_CLEARED:
             s.clear(self.new_generation())
@@ -278,7 +272,8 @@ class TraceReader:
         if pkt.HasField("interned_data"):
             if s.valid:
                 s.gen.defer(top.buf, *top.field_spans(i, S.F_INTERNED_DATA))
-            else:
+            else:  # skipped; damaged, it is still an error, as when every control packet was parsed whole
+                _parse(ch, start, end, "TracePacket")
                 self.stats["interned data skipped: incremental state invalid"] += 1
         if pkt.sequence_flags & S.SEQ_NEEDS_INCREMENTAL_STATE and not s.valid:
             if not pkt.HasField("perf_sample"):  # perf samples are counted by the sample path
@@ -286,7 +281,12 @@ class TraceReader:
             return
         try:
             self._payload(pkt, s, ch.base + start, depth, lambda number: (top.buf, *top.field_spans(i, number)))
-        except MalformedInputError as exc:  # checks deep in a payload know the field, not the place
+        except (MalformedInputError, DecodeError) as exc:  # checks deep in a payload know the field, not the place
+            if pkt.HasField("profile_packet"):  # a damaged heap dump: named by the full parse, as before
+                _parse(ch, start, end, "TracePacket")
+            if isinstance(exc, DecodeError):
+                raise MalformedInputError("corrupt heap dump (cannot decode its fields)",
+                                          offset=ch.base + start) from None
             if exc.offset is None:
                 exc.offset = ch.base + start
             raise
@@ -418,6 +418,17 @@ class TraceReader:
                            ln.line_number if ln.source_file_name else 0) for ln in a.lines)
             if lines:
                 self.catalog.add_symbols(path, build_id, a.address, lines)
+
+
+def _parse(ch: Chunk, start: int, end: int, message: str) -> Any:
+    """The packet ``ch.buf[start:end]`` parsed as ``message``; a damaged one is an error naming the damage."""
+    try:
+        return S.messages()[message].FromString(ch.buf[start:end])
+    except DecodeError:
+        found = locate(ch.buf[start:end], S.messages()["TracePacket"].DESCRIPTOR, base=ch.base + start)
+        what = f": {found.message}" if found is not None else " (cannot decode its fields)"
+        raise MalformedInputError(f"corrupt packet{what}",
+                                  offset=found.offset if found is not None else ch.base + start) from None
 
 
 def _input_size(source: Source) -> int:

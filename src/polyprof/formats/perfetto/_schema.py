@@ -144,7 +144,7 @@ def _build() -> dict[str, type]:
               is_incremental=(3, "bool"), unit_multiplier_ns=(4, "uint64"))
     s.message("ChromeMetadata", name=(1, "bytes"), string_value=(2, "bytes"))
     s.message("ChromeEventBundle", metadata=(2, "ChromeMetadata", "repeated"))
-    s.message("TracePacket",
+    packet: dict[str, tuple[object, ...]] = dict(
               timestamp=(F_TIMESTAMP, "uint64"), timestamp_clock_id=(F_CLOCK_ID, "uint32"),
               trusted_packet_sequence_id=(F_SEQ_ID, "uint32"), trusted_pid=(79, "int32"),
               chrome_events=(F_CHROME_EVENTS, "ChromeEventBundle"),
@@ -167,6 +167,12 @@ def _build() -> dict[str, type]:
               streaming_free=(F_STREAMING_FREE, "StreamingFree"),
               zstd_compressed_packets=(F_ZSTD_COMPRESSED, "bytes"),
               stack_sample=(F_STACK_SAMPLE, "StackSample"))
+    s.message("TracePacket", **packet)
+    # The control-packet parse: a heap dump and interned data stay bytes (both are decoded in
+    # bulk by the reader's walkers; a damaged heap dump is parsed again as TracePacket, which
+    # names the damage as before).
+    s.message("TracePacketLazy", **{**packet, "profile_packet": (F_PROFILE_PACKET, "bytes"),
+                                    "interned_data": (F_INTERNED_DATA, "bytes")})
     return s.build()
 
 
@@ -209,6 +215,12 @@ def _entries(s: Schema) -> None:
                        ("client_error", (14, "int32")), ("start_timestamp", (15, "uint64"))):
         fields[name] = spec
     s.message("ProcessHeapSamplesEntries", **fields)
+    # The same without the samples (left as unknown fields: no Python object per sample); the
+    # samples are then walked in the packet's bytes.
+    s.message("ProfilePacketHead", **{f"f{k}": (k, "bytes", "repeated") for k in (1, 2, 3, 4)},
+              process_dumps=(5, "ProcessHeapSamplesHead", "repeated"), continued=(6, "bool"),
+              index=(7, "uint64"))
+    s.message("ProcessHeapSamplesHead", **{k: v for k, v in fields.items() if k != "samples"})
 
 
 def _perf(s: Schema) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from polyprof.formats.perfetto import _schema as S
+from polyprof.model.columns import distinct
 from polyprof.wire import vector as V
 
 __all__ = ["Layout", "INTERNED", "PROFILE_PACKET", "Tables"]
@@ -166,7 +167,8 @@ class Tables:
         for lo, hi in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [big.size]]).tolist()):
             if not big[lo]:
                 f = V.walk_fields(buf, starts[lo:hi], ends[lo:hi])
-                numbers = [n for n in layout.numbers() if n in set(np.unique(f.field).tolist())]
+                present = set(distinct(f.field).tolist())  # once, not once per table
+                numbers = [n for n in layout.numbers() if n in present]
                 self._take(layout, {n: _Spans.of(buf, f.select(n, V.LEN)) for n in numbers})
                 continue
             for a, b in zip(starts[lo:hi].tolist(), ends[lo:hi].tolist()):
@@ -215,6 +217,30 @@ class Tables:
     def callstacks(self, iids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(found, frame count) of each callstack iid, and the frames (root first) of the
         found ones end to end, stack after stack in the order ``order`` (indexes into ``iids``)."""
+        part, start, count = self._locate(iids)
+        found = part >= 0
+        order = np.flatnonzero(found)
+        order = order[np.argsort(part[order], kind="stable")]  # grouped by the batch they came in
+        bounds = np.searchsorted(part[order], np.arange(len(self.stack_parts) + 1))
+        narrow = self.stack_parts and all(p.dtype == np.uint32 for p in self.stack_parts)
+        dtype = np.uint32 if narrow else np.uint64
+        flat = np.empty(int(count[order].sum()), dtype=dtype)  # filled part by part: no list of pieces
+        at = 0
+        for frames, a, b in zip(self.stack_parts, bounds[:-1].tolist(), bounds[1:].tolist()):
+            if b > a:
+                rows = order[a:b]
+                piece = frames if _whole(start[rows], count[rows], frames.size) else \
+                    V.gather_runs(frames, start[rows], count[rows])
+                flat[at:at + piece.size] = piece
+                at += piece.size
+        return found, count, flat, order
+
+    def has_callstacks(self, iids: np.ndarray) -> np.ndarray:
+        """Whether each callstack iid is interned here."""
+        return self._locate(iids)[0] >= 0
+
+    def _locate(self, iids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(batch, start in it, frame count) of each callstack iid; batch -1 when not interned."""
         part = np.full(iids.size, -1, dtype=np.int64)
         start = np.zeros(iids.size, dtype=np.int64)
         count = np.zeros(iids.size, dtype=np.int64)
@@ -222,18 +248,10 @@ class Tables:
             todo = np.flatnonzero(part < 0)
             if not todo.size:
                 break
-            at = np.minimum(np.searchsorted(level.iid, iids[todo]), level.iid.size - 1)
-            hit = level.iid[at] == iids[todo]
+            at, hit = _find_sorted(level.iid, iids[todo])
             rows, at = todo[hit], at[hit]
             part[rows], start[rows], count[rows] = level.part[at], level.start[at], level.count[at]
-        found = part >= 0
-        order = np.flatnonzero(found)
-        order = order[np.argsort(part[order], kind="stable")]  # grouped by the batch they came in
-        bounds = np.searchsorted(part[order], np.arange(len(self.stack_parts) + 1))
-        pieces = [V.gather_runs(frames, start[order[a:b]], count[order[a:b]])
-                  for frames, a, b in zip(self.stack_parts, bounds[:-1].tolist(), bounds[1:].tolist()) if b > a]
-        flat = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.uint64)
-        return found, count, flat, order
+        return part, start, count
 
     def frame_rows(self, iids: np.ndarray) -> np.ndarray:
         """Row of each frame iid in ``frames`` (-1 when not interned)."""
@@ -243,6 +261,27 @@ class Tables:
         at = np.searchsorted(fr, iids)
         atc = np.minimum(at, fr.size - 1)
         return np.where((at < fr.size) & (fr[atc] == iids), atc, -1)
+
+
+def _whole(start: np.ndarray, count: np.ndarray, size: int) -> bool:
+    """Whether runs (``start``, ``count``) are every frame of a batch of ``size``, in order."""
+    return bool(start.size and start[0] == 0 and int(count.sum()) == size and
+                (start[1:] == start[:-1] + count[:-1]).all())
+
+
+def _find_sorted(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(position in the sorted distinct ``keys``, found) of each query. Dense keys (as producers
+    number iids) are looked up in a table: no binary search per query."""
+    top = int(keys[-1]) if keys.size else -1
+    if 0 <= top < 4 * keys.size + (1 << 16) and queries.size:
+        pos = np.full(top + 1, -1, dtype=np.int64)
+        pos[keys] = np.arange(keys.size)
+        inside = queries <= top
+        at = np.full(queries.size, -1, dtype=np.int64)
+        at[inside] = pos[queries[inside]]
+        return np.maximum(at, 0), at >= 0
+    at = np.minimum(np.searchsorted(keys, queries), max(keys.size - 1, 0))
+    return at, (keys[at] == queries) if keys.size else np.zeros(queries.size, dtype=bool)
 
 
 def _merge_dict(table: dict[int, Any], iids: np.ndarray, values: list) -> None:
@@ -292,8 +331,10 @@ def _callstacks(e: "_Spans", part: int) -> tuple[_Level, np.ndarray] | None:
         iids, vals, counts = got
     keep = _first_wins(iids)
     starts = np.cumsum(counts) - counts
-    return _Level(iids[keep], np.full(keep.size, part, dtype=np.int64), starts[keep], counts[keep]), \
-        vals.astype(np.uint64)
+    vals = vals.astype(np.uint64, copy=False)
+    if vals.size and int(vals.max()) <= 0xFFFFFFFF:  # producers' frame ids: half the memory
+        vals = vals.astype(np.uint32)
+    return _Level(iids[keep], np.full(keep.size, part, dtype=np.int64), starts[keep], counts[keep]), vals
 
 
 def _compiled_callstacks(e: "_Spans") -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

@@ -20,6 +20,7 @@ from polyprof.formats.pprof._labels import LabelColumns, label_columns, labelset
 from polyprof.formats.pprof._split import split_samples
 from polyprof.formats.source import Source
 from polyprof.model.builder import ProfileBuilder
+from polyprof.model.columns import distinct
 from polyprof.model.memory import release_free_memory
 from polyprof.model.profile import Profile, ValueType
 from polyprof.wire import vector as V
@@ -78,7 +79,7 @@ class _Strings:
 
     def texts(self, *cols: np.ndarray) -> dict[int, str]:
         """The text of every distinct (already checked) index in ``cols``."""
-        uniq = np.unique(np.concatenate(cols)) if cols else np.zeros(0, np.int64)
+        uniq = distinct(np.concatenate(cols)) if cols else np.zeros(0, np.int64)
         return {i: self.text(i) for i in uniq.tolist()}
 
     def model_ids(self, col: np.ndarray, what: str) -> np.ndarray:
@@ -110,6 +111,16 @@ class _Ids:
         if ids.size > 1 and (np.diff(self.sorted) == 0).any():
             dup = int(self.sorted[np.argmax(np.diff(self.sorted) == 0)])
             raise MalformedInputError(f"found two {what}s with id {dup}")
+
+    def dense_table(self) -> np.ndarray | None:
+        """The model row (``first`` + wire row) at every wire id, -1 where there is none, when the
+        ids are dense enough for a table (the usual 1..n); else None."""
+        top = int(self.sorted[-1]) if self.sorted.size else 0
+        if top > 4 * self.sorted.size + 1024:
+            return None
+        table = np.full(top + 1, -1, dtype=np.int64)
+        table[self.sorted.astype(np.int64)] = self.order + self.first
+        return table
 
     def rows(self, ids: np.ndarray, referrer: str) -> np.ndarray:
         """Row of every id in ``ids``; 0 ids are not allowed here."""
@@ -261,10 +272,12 @@ _CHUNK = 1 << 17  # samples decoded at a time: bounds the decoder's working memo
 
 
 class _Chunks(NamedTuple):
-    """The samples' bytes, ``_CHUNK`` samples at a time: (first sample, buffer, starts, ends)."""
+    """The samples' bytes, ``_CHUNK`` samples at a time: (first sample, buffer, starts, ends);
+    ``whole``: (buffer, starts, ends) of all samples when they are spans of the file itself."""
 
     total: int
     chunks: Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]
+    whole: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def _sample_chunks(samples, data: bytes,  # noqa: ANN001 - upb repeated bytes
@@ -281,21 +294,65 @@ def _sample_chunks(samples, data: bytes,  # noqa: ANN001 - upb repeated bytes
     buf = V.as_buffer(data)
     starts, ends = spans
     return _Chunks(starts.size, ((lo, buf, starts[lo:lo + _CHUNK], ends[lo:lo + _CHUNK])
-                                 for lo in range(0, starts.size, _CHUNK)))
+                                 for lo in range(0, starts.size, _CHUNK)), (buf, starts, ends))
+
+
+class _Decoded(NamedTuple):
+    """Every sample decoded: location rows (CSR: flat, offsets), values (n x width), labels."""
+
+    flat: np.ndarray
+    offsets: np.ndarray
+    values: np.ndarray
+    labels: LabelColumns | None
 
 
 def _samples(b: ProfileBuilder, samples: _Chunks, locations: _Ids, strings: _Strings, width: int,
              name: str) -> None:
-    """Decode every sample chunk by chunk, then intern all stacks at once.
+    """Decode every sample, then intern all stacks at once.
 
     Labels are decoded and checked here; their label sets are built on
     first use (queries such as ``top`` never need them)."""
     n = samples.total
     if n and width == 0:
         raise MalformedInputError("profile has samples but no sample types")
-    locs, counts, values, labels = [], [], [], []
     # Location rows in the narrowest type: the stack interning gathers them level by level.
     loc_dtype = np.min_scalar_type(max(locations.first + len(locations.sorted) - 1, 0))
+    got = _decode_compiled(samples, locations, strings, width, loc_dtype)
+    if got is None:
+        got = _decode_numpy(samples, locations, strings, width, loc_dtype)
+    flat, offsets, values, cols = got
+    del got
+    if n > _CHUNK:  # the decoders' garbage goes back before the callsite tree is built
+        release_free_memory()
+    stacks = b.stacks_from_csr(flat, offsets, leaf_first=True, distinct=True)  # pprof merges equal samples
+    del flat
+    b.add_samples_bulk(stacks, values)
+    if cols is not None:
+        texts = strings.texts(cols.key, cols.str, cols.unit)
+        b.defer_labels(lambda: labelsets(b, cols, n, texts, name))
+
+
+def _decode_compiled(samples: _Chunks, locations: _Ids, strings: _Strings, width: int,
+                     loc_dtype: np.dtype) -> _Decoded | None:
+    """All samples in one compiled pass (a large input whose samples are spans of the file), or
+    None: no compiled kernels, sparse location ids, or anything unusual (the numpy path names it)."""
+    table = locations.dense_table()
+    if samples.whole is None or table is None or V.compiled_kernels() is None:
+        return None
+    from polyprof.formats.pprof._samples_compiled import decode_samples
+
+    got = decode_samples(*samples.whole, width, table, loc_dtype, strings.size)
+    if got is None:
+        return None
+    cols = LabelColumns(got.owner, got.key, got.str, got.num, got.unit) if got.owner.size else None
+    return _Decoded(got.locs, got.offsets, got.values, cols)
+
+
+def _decode_numpy(samples: _Chunks, locations: _Ids, strings: _Strings, width: int,
+                  loc_dtype: np.dtype) -> _Decoded:
+    """The samples chunk by chunk with the vectorized kernels, checking every field."""
+    n = samples.total
+    locs, counts, values, labels = [], [], [], []
     for lo, buf, starts, ends in samples.chunks:
         m = len(starts)
         f = V.walk_fields(buf, starts, ends)
@@ -315,16 +372,6 @@ def _samples(b: ProfileBuilder, samples: _Chunks, locations: _Ids, strings: _Str
     offsets = np.zeros(n + 1, dtype=np.int64)
     if n:
         np.cumsum(np.concatenate(counts), out=offsets[1:])
-    flat = np.concatenate(locs) if locs else np.zeros(0, np.int32)
+    flat = np.concatenate(locs) if locs else np.zeros(0, loc_dtype)
     all_values = np.concatenate(values) if values else np.zeros((0, width), np.int64)
-    cols = LabelColumns.concat(labels) if labels else None
-    for chunks in (locs, counts, values, labels):
-        chunks.clear()
-    if n > _CHUNK:  # the chunks' garbage goes back before the callsite tree is built
-        release_free_memory()
-    stacks = b.stacks_from_csr(flat, offsets, leaf_first=True, distinct=True)  # pprof merges equal samples
-    del flat
-    b.add_samples_bulk(stacks, all_values)
-    if cols is not None:
-        texts = strings.texts(cols.key, cols.str, cols.unit)
-        b.defer_labels(lambda: labelsets(b, cols, n, texts, name))
+    return _Decoded(flat, offsets, all_values, LabelColumns.concat(labels) if labels else None)

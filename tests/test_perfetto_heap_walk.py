@@ -1,0 +1,159 @@
+"""The heap-dump sample paths agree: one walk of a ProfilePacket's bytes (``_walked``, with the
+per-dump path behind it for whatever it declines) against the per-dump path alone, each under
+numpy and compiled kernels, on random, damaged and real packets."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from google.protobuf.message import DecodeError
+from hypothesis import strategies as st
+
+from polyprof.errors import MalformedInputError
+from polyprof.formats.options import ReadOptions
+from polyprof.formats.perfetto import _heap
+from polyprof.formats.perfetto import _schema as S
+from polyprof.formats.perfetto._context import Context
+from polyprof.formats.perfetto._framing import chunks
+from polyprof.wire import vector as V
+
+from helpers import PEER
+
+REPO = Path(__file__).resolve().parents[1]
+BINARY = PEER / "google__perfetto" / "diff_tests_binary"
+U64 = st.integers(0, 2**64 - 1)
+SMALL = st.integers(0, 300)
+
+
+@st.composite
+def profile_packets(draw: st.DrawFn) -> bytes:
+    """A ProfilePacket with a few dumps of random samples (dump-at-max ones, values out of
+    int64 range, unknown fields, empty samples), maybe cut or with a byte changed."""
+    pp = S.messages()["ProfilePacket"]()
+    for _ in range(draw(st.integers(0, 4))):
+        d = pp.process_dumps.add()
+        d.pid = draw(st.sampled_from([1, 2, 7, 2**63]))
+        d.heap_name = draw(st.sampled_from([b"", b"libc.malloc", b"com.android.art", b"\xff"]))
+        d.timestamp = draw(st.integers(0, 5))
+        d.orig_sampling_interval_bytes = draw(st.sampled_from([0, 4096]))
+        for _ in range(draw(st.integers(0, 6))):
+            s = d.samples.add()
+            s.callstack_id = draw(st.integers(0, 20))
+            kind = draw(st.integers(0, 2))
+            if kind == 0:
+                s.alloc_count, s.self_allocated, s.free_count, s.self_freed = (draw(SMALL) for _ in range(4))
+            elif kind == 1:
+                s.self_max, s.self_max_count = draw(SMALL), draw(SMALL)
+            else:
+                s.alloc_count, s.self_allocated = draw(U64), draw(U64)
+    data = bytearray(pp.SerializeToString())
+    damage = draw(st.integers(0, 3))
+    if data and damage == 1:
+        del data[draw(st.integers(0, len(data) - 1)):]
+    elif data and damage == 2:
+        data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+    return bytes(data)
+
+
+def _collector(**options: object) -> _heap.HeapCollector:
+    return _heap.HeapCollector(Context.new(ReadOptions(**options)))  # type: ignore[arg-type]
+
+
+def _outcome(run: object, data: bytes) -> object:
+    """What a path makes of ``data``: per dump (iids, values, at-max flag), or its error."""
+    try:
+        _, dumps = run(data)  # type: ignore[operator]
+    except (MalformedInputError, DecodeError, _heap._Decline) as exc:
+        return f"{type(exc).__name__} {exc}"
+    return [None if i is None else (i.tolist(), v.tolist(), bool(m)) for i, v, m in dumps]
+
+
+def _walked_or_per_dump(heap: _heap.HeapCollector):  # noqa: ANN202
+    def run(data: bytes) -> object:
+        try:
+            return heap._walked(data)
+        except (MalformedInputError, DecodeError, _heap._Decline):
+            return heap._per_dump(data)
+    return run
+
+
+def _both_kernels(monkeypatch: pytest.MonkeyPatch, packets: list[bytes], **options: object) -> None:
+    got = {}
+    for mode in ("numpy", "compiled"):
+        monkeypatch.setenv("POLYPROF_KERNELS", mode)
+        monkeypatch.setattr(V, "_compiled", None)
+        heap = _collector(**options)
+        got[mode] = [(_outcome(_walked_or_per_dump(heap), p), _outcome(heap._per_dump, p)) for p in packets]
+        assert V.compiled() == (mode == "compiled")
+        for new, old in got[mode]:
+            assert new == old
+    assert got["numpy"] == got["compiled"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(packets=st.lists(profile_packets(), min_size=1, max_size=4),
+       options=st.sampled_from([{}, {"pid": frozenset({2})}, {"heap": "libc.malloc"}]))
+def test_walk_agrees_with_per_dump_on_random_and_damaged_packets(monkeypatch, packets, options):
+    _both_kernels(monkeypatch, packets, **options)
+
+
+def _real_heap_packets(tmp: Path) -> list[bytes]:
+    """The ProfilePackets of real heap dumps: the peer corpus's heapprofd traces (when present)
+    and traces from polyprof's own writer."""
+    import polyprof
+    from test_perfetto_reader import heap_trace
+
+    traces = [heap_trace()]
+    go_heap = PEER / "generated" / "go_runtime_pprof" / "heap.pb.gz"  # a real Go heap profile, written as heap dumps
+    if go_heap.exists():
+        out = tmp / "heap.perfetto"
+        polyprof.write(polyprof.read(go_heap), out, format="perfetto")
+        traces.append(out.read_bytes())
+    if BINARY.is_dir():
+        traces += [p.read_bytes() for p in sorted(BINARY.rglob("*.pftrace"))]
+    found = []
+    for trace in traces:
+        for ch in chunks(io.BytesIO(trace)):
+            for a, b in zip(ch.starts.tolist(), ch.ends.tolist()):
+                pkt = S.messages()["TracePacketLazy"].FromString(ch.buf[a:b])
+                if pkt.HasField("profile_packet"):
+                    found.append(pkt.profile_packet)
+    return found
+
+
+def test_walk_agrees_with_per_dump_on_real_packets(monkeypatch, tmp_path):
+    if not PEER.is_dir():
+        pytest.skip(f"peer data not found at {PEER}: only the random packets are compared")
+    packets = _real_heap_packets(tmp_path)
+    assert len(packets) >= 3 and sum(len(p) for p in packets) > 1000
+    _both_kernels(monkeypatch, packets)
+    # damaged copies of the real packets: cut at every tenth byte
+    _both_kernels(monkeypatch, [p[:k] for p in packets[:3] for k in range(0, len(p), max(1, len(p) // 10))])
+
+
+def test_walk_is_what_a_clean_packet_takes(tmp_path):
+    """The bulk walk itself (not its fallback) answers ordinary packets."""
+    heap = _collector()
+    for p in _real_heap_packets(tmp_path):
+        _, dumps = heap._walked(p)
+        assert all(i is not None and i.dtype == np.uint64 for i, _, _ in dumps)
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.sets(st.one_of(st.integers(0, 3000), U64), max_size=60),
+       queries=st.lists(st.one_of(st.integers(0, 3100), U64), max_size=60))
+def test_callstack_lookup_by_table_is_the_binary_search(keys, queries):
+    """Interned callstack iids are found by a table when dense and by binary search otherwise:
+    the same (position, found) either way."""
+    from polyprof.formats.perfetto._tables import _find_sorted
+
+    k = np.array(sorted(keys), dtype=np.uint64)
+    q = np.array(queries, dtype=np.uint64)
+    at, hit = _find_sorted(k, q)
+    expect_hit = np.isin(q, k)
+    assert hit.tolist() == expect_hit.tolist()
+    assert (k[at[hit]] == q[hit]).all()
