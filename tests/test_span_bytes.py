@@ -143,3 +143,43 @@ def test_sub_span_twins_group_alike(messages, damage):
 def _subs(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[list[int], list[int]]:
     f = V.walk_fields(buf, starts, starts + lengths).select(3, V.LEN)
     return f.start.tolist(), f.length.tolist()
+
+
+def test_compiled_span_words_read_from_aligned_words_as_byte_by_byte() -> None:
+    """The compiled walk reads a span's first 16 bytes from the buffer's aligned words (shifted
+    together, masked to the span); near the end, byte by byte: the same two words at every
+    offset, length and alignment of the buffer."""
+    import pytest
+
+    twin = pytest.importorskip("polyprof.formats._span_compiled", reason="numba is not installed")
+    raw = np.random.default_rng(7).integers(0, 256, 80, dtype=np.uint8).tobytes()
+    for shift in range(3):  # the buffer itself starting off an 8-byte boundary
+        buf = np.frombuffer(raw, dtype=np.uint8)[shift:]
+        aligned = buf[:buf.size // 8 * 8].view("<u8")
+        for s in range(buf.size):
+            for n in range(buf.size - s + 1):
+                head = bytes(buf[s:s + min(n, 16)]).ljust(16, b"\0")
+                want = (int.from_bytes(head[:8], "little"), int.from_bytes(head[8:], "little"))
+                assert tuple(int(w) for w in twin._words(buf, aligned, s, n)) == want, (shift, s, n)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=300), st.lists(st.integers(0, 299), max_size=2000),
+       st.booleans())
+def test_first_sight_by_slots_numbers_as_a_sort_would(pool, picks, crowd):
+    """Values grouped through the slot table number their groups, and name each group's first
+    row, as a stable sort of the values does; ``crowd``: values alike in every slot's bits
+    (every round collides, the rest is sorted)."""
+    from polyprof.formats.span_bytes import _first_sight
+
+    values = np.array(pool, dtype=np.uint64)
+    if crowd:
+        values = (values & np.uint64(0xF)) | np.uint64(1 << 63)
+    h = values[np.array([p % len(pool) for p in picks], dtype=np.int64)]
+    group, first = _first_sight(h)
+    _, order_first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    by_sight = np.argsort(order_first, kind="stable")
+    rank = np.empty(by_sight.size, dtype=np.int64)
+    rank[by_sight] = np.arange(by_sight.size)
+    assert first.tolist() == np.sort(order_first).tolist()
+    assert group.tolist() == rank[inverse.reshape(-1)].tolist()

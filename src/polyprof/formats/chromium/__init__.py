@@ -11,12 +11,34 @@ text -- and writes a profile back as a ``SampledProfile`` (or a bare
 
 from __future__ import annotations
 
-from polyprof.formats.chromium.reader import read
+from typing import TYPE_CHECKING, BinaryIO
+
 from polyprof.formats.chromium.shape import detect, is_base64
-from polyprof.formats.chromium.writer import write
 from polyprof.wire.scan import is_text
 
+if TYPE_CHECKING:
+    from polyprof.formats.loss import LossReport
+    from polyprof.formats.options import ReadOptions, WriteOptions
+    from polyprof.formats.source import Source
+    from polyprof.model.profile import Profile
+
 __all__ = ["read", "sniff", "write"]
+
+
+# The reader and writer import protobuf: only when used (the symbolizer imports this package for
+# module names whatever the input's format).
+def read(source: Source, options: ReadOptions) -> list[Profile]:
+    """Every CallStackProfile in ``source`` (see :mod:`.reader`)."""
+    from polyprof.formats.chromium.reader import read as read_profiles
+
+    return read_profiles(source, options)
+
+
+def write(profile: Profile, out: BinaryIO, options: WriteOptions) -> LossReport:
+    """Write ``profile`` in the chosen Chromium container (see :mod:`.writer`)."""
+    from polyprof.formats.chromium.writer import write as write_profile
+
+    return write_profile(profile, out, options)
 
 
 def sniff(head: bytes) -> bool:

@@ -2,7 +2,7 @@
 
 The reader parses the profile with upb but keeps ``stack`` and
 ``stack_sample`` entries as bytes (``schema.messages(lazy=True)``); here
-they are joined and walked together by the field walker: every Location of
+they (found in the input by :mod:`.spans`) are walked together by the field walker: every Location of
 every stack at once, then every StackSample and its metadata items.
 Locations are interned by (module, address, function name) in bulk,
 names compared by content; stacks go to the builder's level-wise
@@ -18,18 +18,13 @@ from typing import Any
 import numpy as np
 
 from polyprof.errors import MalformedInputError
+from polyprof.formats.chromium.spans import Entries
 from polyprof.formats.span_bytes import decoded, last_varints, sub_spans
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import factorize_rows, factorize_spans
 from polyprof.wire import vector as V
 
 __all__ = ["StackSamples", "stack_samples", "stack_table"]
-
-
-def _joined(entries: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    lengths = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
-    ends = np.cumsum(lengths)
-    return V.as_buffer(b"".join(entries)), ends - lengths, ends
 
 
 def _int32(v: np.ndarray) -> np.ndarray:
@@ -46,13 +41,13 @@ def _zigzag(v: np.ndarray) -> np.ndarray:
     return (v >> np.uint64(1)).astype(np.int64) ^ -(v & np.uint64(1)).astype(np.int64)
 
 
-def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx: Any,
+def stack_table(b: ProfileBuilder, entries: Entries, modules: list[int], ctx: Any,
                 fill_names: bool) -> np.ndarray:
-    """Leaf callsite of every Stack (``frame[0]`` is the leaf). ``modules``: the mapping of each
-    module index; ``ctx.bad_utf8`` counts names that are not UTF-8 (once per location, as
+    """Leaf callsite of every Stack (``entries``, see :mod:`.spans`; ``frame[0]`` is the leaf).
+    ``modules``: the mapping of each module index; ``ctx.bad_utf8`` counts names that are not UTF-8 (once per location, as
     before). ``fill_names``: a nameless frame takes the name of a named frame at the same
     module and address (how polyprof's writer shares names, see ``callstack``)."""
-    buf, starts, ends = _joined(entries)
+    buf, starts, ends = entries
     per_stack, rep, scalars, present, name_start, name_len = _frame_rows(buf, starts, ends)
     address, module, has_module = scalars[:, 0], _int32(scalars[:, 1]), present[:, 1]
     bad = has_module & ((module < 0) | (module >= len(modules)))
@@ -86,7 +81,7 @@ def stack_table(b: ProfileBuilder, entries: list[bytes], modules: list[int], ctx
                                 has.astype(np.int64), k_fn[lfirst][has], zeros, zeros)
     per_row = (row0 + loc[key])[held]
     locs = per_row.astype(np.min_scalar_type(int(per_row.max()) if per_row.size else 0))[rep]  # narrow: one per frame
-    stack_offsets = np.zeros(len(entries) + 1, dtype=np.int64)
+    stack_offsets = np.zeros(starts.size + 1, dtype=np.int64)
     np.cumsum(per_stack, out=stack_offsets[1:])
     return b.stacks_from_csr(locs, stack_offsets, leaf_first=True, distinct=True)
 
@@ -162,9 +157,10 @@ class StackSamples:
         return self.stack.size
 
 
-def stack_samples(entries: list[bytes]) -> StackSamples:
-    buf, starts, ends = _joined(entries)
-    n = len(entries)
+def stack_samples(entries: Entries) -> StackSamples:
+    """Every StackSample (``entries``, see :mod:`.spans`) as columns."""
+    buf, starts, ends = entries
+    n = starts.size
     vals, has = V.scalar_fields(buf, starts, ends, (1, 2, 3, 4, 6, 7))
     stack, time, continued, backtrace, weight, count = (vals[:, j] for j in range(6))
     per_sample, ivals, ihas = V.nested_scalars(buf, starts, ends, 5, (1, 2, 3))  # metadata items

@@ -54,8 +54,10 @@ from polyprof.formats.chromium.columns import (
     stack_samples,
     stack_table,
 )
+from polyprof.formats.chromium.spans import Entries, Span, call_stack_spans, entries_in, joined
 from polyprof.formats.chromium.shape import (
     CALLSTACK,
+    HEAD,
     SAMPLED,
     UMA,
     decode_base64,
@@ -70,7 +72,7 @@ from polyprof.model.columns import factorize_rows
 from polyprof.model.extras import Extras
 from polyprof.model.profile import Label, Profile, ValueType
 from polyprof.wire.locate import locate
-from polyprof.wire.vector import sized_read
+from polyprof.wire.vector import as_buffer, compiled, sized_read
 
 __all__ = ["COMPILED_FROM", "CPU_TYPES", "HEAP_TYPES", "LOG_KEYS", "read"]
 
@@ -111,6 +113,20 @@ class _Context:
         self.module_names = N.module_names(modules)
         self.metadata_names = N.load_names(options.metadata_names) if options.metadata_names else {}
         self.bad_utf8 = 0
+        self.buf = as_buffer(b"")
+        self.spans: list[Span | None] = []
+
+    def find_spans(self, kind: str, data: bytes) -> None:
+        """Where every CallStackProfile of ``data`` lies (see :mod:`.spans`), when the compiled
+        kernels read: numpy walks a profile's million top-level fields at 8 MB/s, slower than
+        joining upb's entries (a 1.2 MB profile: 0.15 s more)."""
+        if compiled():
+            self.buf = as_buffer(data)
+            self.spans = call_stack_spans(kind, self.buf)
+
+    def span(self, index: int) -> Span | None:
+        """The span of the CallStackProfile of SampledProfile ``index`` (None: not found)."""
+        return self.spans[index] if index < len(self.spans) else None
 
     def text(self, raw: bytes) -> str:
         try:
@@ -140,13 +156,15 @@ def read(source: Source, options: ReadOptions) -> list[Profile]:
 
 
 def _read(data: bytes, options: ReadOptions) -> list[Profile]:
-    kind = detect(data)
-    if kind is None and is_base64(data[: 1 << 16]):
+    # Which message: decided on the head, as the sniffer decided (and cached) it; upb then
+    # parses the whole input as that message.
+    kind = detect(data[:HEAD])
+    if kind is None and is_base64(data[:HEAD]):
         try:
             data = decode_base64(data)
         except ValueError as exc:
             raise MalformedInputError(f"invalid base64 text ({exc})") from None
-        kind = detect(data)
+        kind = detect(data[:HEAD])
     if kind is None:
         kind = detect(data, evidence=False)  # e.g. a profile without samples
     if kind is None:
@@ -154,13 +172,14 @@ def _read(data: bytes, options: ReadOptions) -> list[Profile]:
                                   "ChromeUserMetricsExtension (nor base64 text of one)")
     ctx = _Context(options)
     msg = _parse(kind, data, lazy=True)  # stacks and samples stay bytes: decoded as columns
+    ctx.find_spans(kind, data)
     try:
         if kind == UMA:
             profiles = _from_log(msg, ctx)
         elif kind == SAMPLED:
             profiles = _from_sampled_list([msg], ctx, {"container": SAMPLED})
         else:
-            profiles = [_CallStack(msg, ctx, {"container": CALLSTACK}).build()]
+            profiles = [_CallStack(msg, ctx, {"container": CALLSTACK}, span=ctx.span(0)).build()]
     except MalformedInputError:
         _parse(kind, data)  # a stack or sample upb rejects: its message, as before
         raise
@@ -195,14 +214,14 @@ def _from_log(log: Any, ctx: _Context) -> list[Profile]:
 def _from_sampled_list(items: list, ctx: _Context, log_extras: dict[str, Any]) -> list[Profile]:
     profiles: list[Profile] = []
     skipped = 0
-    for sp in items:
+    for index, sp in enumerate(items):
         if not sp.HasField("call_stack_profile"):
             skipped += 1
             continue
         extras = dict(log_extras)
         extras.update(_sampled_extras(sp, ctx))
         reader = _CallStack(sp.call_stack_profile, ctx, extras,
-                            heap=sp.trigger_event == HEAP_TRIGGER)
+                            heap=sp.trigger_event == HEAP_TRIGGER, span=ctx.span(index))
         profile = reader.build()
         if sp.HasField("perf_data") or sp.HasField("perf_stat"):
             profile.warnings.append("ChromeOS perf_data/perf_stat in this SampledProfile was not read")
@@ -270,13 +289,16 @@ class _Metadata:
 class _CallStack:
     """Builds one Profile from one CallStackProfile message."""
 
-    def __init__(self, csp: Any, ctx: _Context, extras: dict[str, Any], *, heap: bool = False) -> None:
+    def __init__(self, csp: Any, ctx: _Context, extras: dict[str, Any], *, heap: bool = False,
+                 span: Span | None = None) -> None:
         self.csp = csp
         self.ctx = ctx
         self.b = ProfileBuilder("chromium")
         self.time_mode = _marker(csp, TIME_METADATA)
         self.time_mode = self.time_mode if self.time_mode in TIME_MODES else 0
-        self.samples = stack_samples(list(csp.stack_sample))
+        # The entries in the input (no bytes object per stack and sample), else upb's lists.
+        self.entries = entries_in(ctx.buf, span, len(csp.stack), len(csp.stack_sample))
+        self.samples = stack_samples(self.entries[1] if self.entries else joined(list(csp.stack_sample)))
         self.heap = (heap or bool(self.samples.has_weight.any())) and not self.time_mode
         self.b.meta.extras.update(extras)
         self.module_text = [self._module_text(m) for m in csp.module_id]
@@ -392,7 +414,8 @@ class _CallStack:
         csp, b, s = self.csp, self.b, self.samples
         if not len(csp.stack) and not len(s):
             return
-        leaf = stack_table(b, list(csp.stack), self.modules, self.ctx,
+        stacks: Entries = self.entries[0] if self.entries else joined(list(csp.stack))
+        leaf = stack_table(b, stacks, self.modules, self.ctx,
                            _marker(csp, NAMES_METADATA) == NAMES_SHARED)
         backtraces = [json.dumps([self._frame_json(loc) for loc in bt.location], separators=(",", ":"),
                                  ensure_ascii=False) for bt in csp.async_backtrace]

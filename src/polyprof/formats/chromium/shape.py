@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 
-__all__ = ["CALLSTACK", "SAMPLED", "UMA", "decode_base64", "detect", "is_base64"]
+__all__ = ["CALLSTACK", "HEAD", "SAMPLED", "UMA", "decode_base64", "detect", "is_base64"]
 
 UMA, SAMPLED, CALLSTACK = "ChromeUserMetricsExtension", "SampledProfile", "CallStackProfile"
 V, I64, L, I32 = 0, 1, 2, 5
@@ -46,6 +47,9 @@ _UMA = {1: ({I64}, None), 2: ({V}, None), 10: ({V}, None), 11: ({L}, _SP), 24: (
 
 _UNBOUNDED = 1 << 62
 _BUDGET = 5000  # fields examined at most; the rest is assumed to be fine
+#: The head a sniffer is given (``Source.head``): a reader that detects on these bytes gets the
+#: sniffer's answer from a cache instead of walking up to _BUDGET fields in Python again (20 ms).
+HEAD = 1 << 16
 
 
 class _Bad(Exception):
@@ -143,6 +147,17 @@ def detect(data: bytes, *, evidence: bool = True) -> str | None:
     """
     if not data:
         return None
+    if len(data) <= HEAD:  # a head, or a whole small input: walked once per process
+        return _detect_head(bytes(data), evidence)
+    return _detect(data, evidence)
+
+
+@functools.lru_cache(maxsize=4)
+def _detect_head(data: bytes, evidence: bool) -> str | None:
+    return _detect(data, evidence)
+
+
+def _detect(data: bytes, evidence: bool) -> str | None:
     for kind, shape in ((UMA, _UMA), (SAMPLED, _SP), (CALLSTACK, _CSP)):
         walk = _Walk(data)
         try:

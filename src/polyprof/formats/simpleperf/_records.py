@@ -3,7 +3,8 @@
 The records' fields are walked together by the numpy (or compiled) field
 walker, then the samples' fields, then their callchain entries: no Python
 step per record, sample or frame. The few File, Thread, MetaInfo and
-LostSituation records are parsed one by one with upb. A payload that occurs
+LostSituation records are decoded from the same walk (:mod:`._flat`; upb
+only when the walker refuses their bytes), so protobuf is not imported. A payload that occurs
 twice in one record is merged, as protobuf does (its fields read in wire
 order, the last value of a scalar winning). A record the walker rejects is
 parsed again with upb to name the problem as before.
@@ -16,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from polyprof.errors import MalformedInputError
+from polyprof.formats.simpleperf import _flat as F
 from polyprof.formats.simpleperf._framing import records
 from polyprof.formats.simpleperf._schema import record_class
 from polyprof.formats.span_bytes import sub_spans_and_fields
@@ -106,8 +107,17 @@ class _Payloads:
         f.msg = self.item[f.msg]
         return f
 
+    def spans(self) -> list[list[tuple[int, int]]]:
+        """The payload spans of every item, in wire order."""
+        out: list[list[tuple[int, int]]] = [[] for _ in range(self.n)]
+        for k, a, b in zip(self.item.tolist(), self.start.tolist(), self.end.tolist()):
+            out[k].append((a, b))
+        return out
+
     def messages(self, data: bytes, kind_class: Any) -> list[Any]:
         """Every item parsed with upb (for the few records of rare kinds)."""
+        from google.protobuf.message import DecodeError
+
         out: list[Any] = []
         bounds = np.searchsorted(self.item, np.arange(self.n + 1))
         for k in range(self.n):
@@ -144,23 +154,38 @@ def _decode(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
     parts = {k: _Payloads(f, k) for k in range(SAMPLE, SWITCH + 1)}
     samples = _samples(buf, parts[SAMPLE])
     recs = Records(samples, _switches(buf, parts[SWITCH], parts[SAMPLE].records), odd=odd)
-    classes = _kind_classes()
-    for msg, record in zip(parts[FILE].messages(data, classes["file"]), parts[FILE].records.tolist()):
+    flat = _flat_records(data, parts)
+    for msg, record in zip(flat["file"], parts[FILE].records.tolist()):
         if msg.id in recs.files:
             raise MalformedInputError(f"two File records have id {msg.id}", offset=int(starts[record]) - 4)
         recs.files[msg.id] = msg
-    for msg in parts[THREAD].messages(data, classes["thread"]):
+    for msg in flat["thread"]:
         if msg.thread_id in recs.threads:
             odd["extra Thread record(s) for an already described thread; the last one was used"] += 1
         recs.threads[msg.thread_id] = msg
-    metas = parts[META].messages(data, classes["meta_info"])
+    metas = flat["meta_info"]
     if metas:
         recs.meta = metas[0]
         if len(metas) > 1:
             odd["extra MetaInfo record(s) ignored; the first one was used"] += len(metas) - 1
-    recs.lost = parts[LOST].messages(data, classes["lost"])
+    recs.lost = flat["lost"]
     warnings.extend(f"{n} {what}" for what, n in sorted(odd.items()))
     return recs
+
+
+def _flat_records(data: bytes, parts: dict[int, _Payloads]) -> dict[str, list[Any]]:
+    """The File, Thread, MetaInfo and LostSituation records by kind: decoded by a plain walk of
+    their fields (:mod:`._flat`) up to ``WALK_MAX`` bytes of them, else (or when that walk
+    refuses some bytes) by upb, which then names the problem or takes them, as before."""
+    kinds = {"file": (FILE, F.FILE), "thread": (THREAD, F.THREAD), "meta_info": (META, F.META),
+             "lost": (LOST, F.LOST)}
+    size = sum(int((parts[kind].end - parts[kind].start).sum()) for kind, _ in kinds.values())
+    if size <= F.WALK_MAX:
+        walked = {name: F.decode(data, parts[kind].spans(), spec) for name, (kind, spec) in kinds.items()}
+        if all(v is not None for v in walked.values()):
+            return {name: v for name, v in walked.items() if v is not None}
+    classes = _kind_classes()
+    return {name: parts[kind].messages(data, classes[name]) for name, (kind, _) in kinds.items()}
 
 
 def _kind_classes() -> dict[str, Any]:
@@ -255,6 +280,8 @@ def _located(data: bytes, starts: np.ndarray, ends: np.ndarray, exc: MalformedIn
     """The error for the record holding the walker's problem, worded by upb when upb rejects it too."""
     if exc.offset is None or not starts.size:
         return exc
+    from google.protobuf.message import DecodeError
+
     index = max(int(np.searchsorted(starts, exc.offset, side="right")) - 1, 0)
     a, b = int(starts[index]), int(ends[index])
     try:

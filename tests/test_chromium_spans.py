@@ -1,0 +1,103 @@
+"""Chromium entries found in the input (formats/chromium/spans.py) read as upb's lists did.
+
+With the compiled kernels the reader walks the input for each CallStackProfile's stacks and
+samples instead of joining upb's bytes objects; every fixture, a converted real profile and
+hand-made odd layouts (a profile split in two occurrences, which protobuf merges) must read
+exactly as through upb's lists, and the fast path must really be taken where it can be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_chromium_support import all_fixtures, fixture_bytes, load_message
+
+import polyprof
+from polyprof.formats.chromium import reader, spans
+from polyprof.model.dump import dump
+from polyprof.wire.encode import varint as _varint
+from polyprof.wire import vector as V
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _dumps(data: bytes, monkeypatch: pytest.MonkeyPatch, *, fast: bool) -> tuple[list[str], int]:
+    """Dumps of every profile in ``data`` read with the compiled kernels, entries found in the
+    input (``fast``) or taken from upb; and how many profiles took the input's entries."""
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(V, "_compiled", None)
+    found = []
+
+    def entries_in(*args):  # noqa: ANN002, ANN202
+        got = spans.entries_in(*args)
+        found.append(got is not None)
+        return got
+
+    monkeypatch.setattr(reader, "entries_in", entries_in)
+    if not fast:
+        monkeypatch.setattr(reader, "call_stack_spans", lambda kind, buf: [])
+    try:
+        out = [dump(p) for p in polyprof.read_all(data)]
+    except polyprof.PolyprofError as exc:
+        out = [f"ERROR {type(exc).__name__} {exc}"]
+    monkeypatch.undo()
+    return out, sum(found)
+
+
+def _same(data: bytes, monkeypatch: pytest.MonkeyPatch) -> int:
+    fast, taken = _dumps(data, monkeypatch, fast=True)
+    slow, none = _dumps(data, monkeypatch, fast=False)
+    assert fast == slow
+    assert none == 0
+    return taken
+
+
+@pytest.mark.parametrize("name", all_fixtures())
+def test_fixtures_read_the_same(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numba")
+    taken = _same(fixture_bytes(name), monkeypatch)
+    if "deprecated" not in name:
+        assert taken >= 1
+
+
+def test_converted_profile_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numba")
+    out = tmp_path / "demo.chromium"
+    polyprof.write(polyprof.read(REPO / "examples" / "demo.pb.gz"), out, format="chromium")
+    assert _same(out.read_bytes(), monkeypatch) == 1
+
+
+def test_profile_in_two_occurrences_merges_as_protobuf_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SampledProfile whose call_stack_profile (field 9) comes twice: protobuf merges the two,
+    so the entries cannot be taken from one span; the reader falls back to upb's lists."""
+    pytest.importorskip("numba")
+    msg = load_message("windows.sampled.textproto")
+    csp = msg.call_stack_profile.SerializeToString()
+    half = len(msg.call_stack_profile.stack) // 2
+    first = type(msg.call_stack_profile)()
+    first.CopyFrom(msg.call_stack_profile)
+    del first.stack[half:]
+    second = type(msg.call_stack_profile)()
+    second.stack.extend(msg.call_stack_profile.stack[half:])
+    rest = type(msg)()
+    rest.CopyFrom(msg)
+    rest.ClearField("call_stack_profile")
+
+    def field9(body: bytes) -> bytes:
+        return bytes([9 << 3 | 2]) + _varint(len(body)) + body
+
+    split = rest.SerializeToString() + field9(first.SerializeToString()) + field9(second.SerializeToString())
+    whole = rest.SerializeToString() + field9(csp)
+    assert _same(split, monkeypatch) == 0
+    assert _dumps(split, monkeypatch, fast=True)[0] == _dumps(whole, monkeypatch, fast=True)[0]
+
+
+def test_uma_log_with_several_profiles_reads_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log of SampledProfiles with and without call stacks: each profile its own span."""
+    pytest.importorskip("numba")
+    msg = load_message("uma_log.textproto")
+    extra = msg.sampled_profile.add()
+    extra.CopyFrom(load_message("windows.sampled.textproto"))
+    msg.sampled_profile.add()  # no call stacks (ChromeOS perf data): skipped, its index kept
+    msg.sampled_profile.add().CopyFrom(extra)
+    assert _same(msg.SerializeToString(), monkeypatch) == len(msg.sampled_profile) - 1
