@@ -80,16 +80,22 @@ def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0) -> Sand
     threshold = max(int(np.ceil(min_fraction * abs(cum))), 1) if min_fraction > 0 else None
     members = _ranges(outer, index.size[outer])
     where = _positions(members, t.parent.size)
-    if outer.size == nodes.size:  # no recursion: each subtree belongs to its top
-        inner = np.repeat(outer, index.size[outer])
+    per_node = np.zeros(nodes.size, dtype=np.int64)
+    if outer.size == nodes.size:  # no recursion: each subtree belongs to its top (node i of nodes)
+        np.add.at(per_node, np.repeat(np.arange(nodes.size), index.size[outer]), t.self[members])
     else:
         inner = _innermost_owner(t.parent, members, where, index.name_id == code)
-    per_node = np.zeros(nodes.size, dtype=np.int64)
-    np.add.at(per_node, _positions(nodes, t.parent.size)[inner], t.self[members])
-    callers = _callers(index, nodes, per_node, threshold)
-    callees = _callees(index, outer, members, where, threshold)
-    return SandwichResult(name, int(t.self[nodes].sum()), cum, t.root_total, _tree(callers, index),
-                          _tree(callees, index))
+        np.add.at(per_node, _positions(nodes, t.parent.size)[inner], t.self[members])
+        del inner
+    # one side at a time, each side's temporaries let go before the other's (the server's peak)
+    callees = _tree(_callees(index, outer, members, where, threshold), index)
+    del members, where
+    flat = int(t.self[nodes].sum())
+    live = per_node != 0
+    cur, weight = nodes[live], per_node[live]
+    del nodes, outer, per_node, live
+    callers = _tree(_callers(index, cur, weight, threshold), index)
+    return SandwichResult(name, flat, cum, t.root_total, callers, callees)
 
 
 def inverted_graph(index: FlameIndex, *, min_fraction: float = 0.0) -> FlameTree | None:
@@ -206,16 +212,25 @@ def _callees(index: FlameIndex, outer: np.ndarray, members: np.ndarray, where: n
              threshold: int | None) -> _Merged:
     """Subtrees of ``outer`` merged by their paths of names (``members``: their nodes, at ``where``)."""
     t = index.tree
-    top = outer[np.searchsorted(outer, members, side="right") - 1]
-    rel = t.depth[members] - t.depth[top]
-    order, bounds = tree.group_by_depth(rel)
-    parent_pos = where[t.parent[members]]  # -1 above the outermost nodes (level 0 needs none)
+    cum = int(t.total[outer].sum())
+    merge = _Merge(len(index.distinct), cum, threshold)
+    if not outer.size:
+        return merge.finish([])
+    # level 0, the outermost nodes, all of one name under the root: one node, the function's cum
+    first = merge.level(np.zeros(1, dtype=np.int64), index.name_id[outer[:1]], np.array([cum], dtype=np.int64))
+    selfs = [(first, np.array([t.self[outer].sum()], dtype=np.int64))]
     merged = np.full(members.size, -1, dtype=np.int64)
-    merge = _Merge(len(index.distinct), int(t.total[outer].sum()), threshold)
-    selfs = []
-    for d in range(len(bounds) - 1):
-        lv = order[bounds[d]:bounds[d + 1]]
-        up = np.zeros(lv.size, dtype=np.int64) if d == 0 else merged[parent_pos[lv]]
+    merged[where[outer]] = first[0]
+    below = np.ones(members.size, dtype=bool)
+    below[where[outer]] = False
+    below = np.flatnonzero(below)  # positions (in members) of the nodes under the outermost ones
+    at = members[below]
+    top = outer[np.searchsorted(outer, at, side="right") - 1]
+    order, bounds = tree.group_by_depth(t.depth[at] - t.depth[top])  # depth 0: none
+    del at, top
+    for d in range(1, len(bounds) - 1):
+        lv = below[order[bounds[d]:bounds[d + 1]]]
+        up = merged[where[t.parent[members[lv]]]]
         lv, up = lv[up >= 0], up[up >= 0]  # below a merged-away node: already counted in it
         if not lv.size:
             break
@@ -225,9 +240,9 @@ def _callees(index: FlameIndex, outer: np.ndarray, members: np.ndarray, where: n
 
 
 def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, threshold: int | None) -> _Merged:
-    """Reversed paths from ``nodes`` to the root, each carrying its ``weight``, merged."""
+    """Reversed paths from ``nodes`` to the root, each carrying its ``weight`` (not 0), merged."""
     t = index.tree
-    cur, w = nodes[weight != 0], weight[weight != 0]
+    cur, w = nodes, weight
     # at a view's resolution (a threshold) a level has few distinct nodes: one compiled pass per
     # level hashing (parent, name) beats sorting the items; without one, the sorts do
     fast = tree.compiled(cur.size) if threshold else None

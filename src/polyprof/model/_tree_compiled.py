@@ -563,9 +563,9 @@ def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name,
         size = 16
         while size < 2 * n:
             size *= 2
-        slot = np.full(size, -1, np.int64)
+        slot = np.full(size, -1, np.int32)  # ids < n: int32 halves the largest temporaries
         ku, kn, kt = np.empty(n, np.int64), np.empty(n, np.int64), np.zeros(n, np.int64)
-        prov = np.empty(n, np.int64)
+        prov = np.empty(n, np.int32)
         found = 0
         for i in range(n):  # provisional ids by (parent, name): a hash table, no sort of the items
             nm = name_of[cur[i]]
@@ -622,8 +622,8 @@ def reversed_paths(parent: np.ndarray, name_of: np.ndarray, nodes: np.ndarray, w
     # a flame graph's int32 columns as they are: a copy of each is 24 MB per 3M nodes
     name_of, parent = (x if x.dtype in (np.int32, np.int64) and x.flags.c_contiguous else
                        np.ascontiguousarray(x, dtype=np.int64) for x in (name_of, parent))
-    if name_of.size and int(name_of.min()) < 0:
-        return None
+    if (name_of.size and int(name_of.min()) < 0) or cur.size >= np.iinfo(np.int32).max:
+        return None  # the kernel's per-level ids are int32
     width = int(name_of.max(initial=0)) + 1
     cap = 16 * cur.size + 64  # pages are touched only as nodes are made
     while True:
