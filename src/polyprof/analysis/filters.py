@@ -237,7 +237,7 @@ def _by_name(p: Profile, rx: dict, matched: dict[str, bool]) -> tuple[Profile, n
         h = _match(p, rx["hide"])
         matched["hide"] = bool(h.location.any())
         touched |= h.location
-        line_keep &= ~(h.location[line_loc] & (h.mapping[line_loc] | h.line))
+        line_keep &= ~_hidden(h, line_loc)
     if rx["show"] is not None:
         s = _match(p, rx["show"])
         touched[:] = True
@@ -425,6 +425,12 @@ def hidden_lines(p: Profile, options: Options) -> np.ndarray:
         return np.zeros(len(p.lines), dtype=bool)
     h = _match(p, rx)
     line_loc, _ = _line_positions(p)
+    return _hidden(h, line_loc)
+
+
+def _hidden(h, line_loc: np.ndarray) -> np.ndarray:  # noqa: ANN001
+    """Per line row: hidden by the hide match ``h`` (the one rule of :func:`apply` and
+    :func:`hidden_lines`): its location matched, and its mapping or the line itself did."""
     return h.location[line_loc] & (h.mapping[line_loc] | h.line)
 
 
