@@ -271,9 +271,10 @@ def _whole(start: np.ndarray, count: np.ndarray, size: int) -> bool:
 
 def _find_sorted(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(position in the sorted distinct ``keys``, found) of each query. Dense keys (as producers
-    number iids) are looked up in a table: no binary search per query."""
+    number iids) are looked up in a table: no binary search per query. The table costs one
+    fill of ``top`` entries, so a few queries (one new callstack of a Chrome sample) search."""
     top = int(keys[-1]) if keys.size else -1
-    if 0 <= top < 4 * keys.size + (1 << 16) and queries.size:
+    if 0 <= top < 4 * keys.size + (1 << 16) and 8 * queries.size >= top:
         pos = np.full(top + 1, -1, dtype=np.int64)
         pos[keys] = np.arange(keys.size)
         inside = queries <= top
