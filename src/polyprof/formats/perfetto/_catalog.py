@@ -305,32 +305,53 @@ class Emitter:
         if not self.cat.symbols:
             return out
         codes: dict[tuple[tuple[LineSpec, ...], int], int] = {}
-        for i, (m, pc, nm) in enumerate(zip(mid.tolist(), rel_pc.tolist(), name.tolist())):  # symbolized only
-            lines = self.cat.symbols_of(m, pc)
+        hit = self._with_symbols(mid, rel_pc)
+        for i in np.flatnonzero(hit).tolist():  # in frame order: the codes' order as before
+            lines = self.cat.symbols_of(int(mid[i]), int(rel_pc[i]))
             if lines:
-                out[i] = codes.setdefault((lines, nm), len(codes))
+                out[i] = codes.setdefault((lines, int(name[i])), len(codes))
         self._symbol_lines = [lines for lines, _ in codes]
         return out
+
+    def _with_symbols(self, mid: np.ndarray, rel_pc: np.ndarray) -> np.ndarray:
+        """Whether each frame's address is in a symbol table of its mapping (by build id or by
+        path alone): only those frames are looked up one by one."""
+        hit = np.zeros(mid.size, dtype=bool)
+        for m in distinct(mid).tolist():
+            if m < 0:
+                continue
+            path, build_id = self.cat.mapping_rows[m][:2]
+            tables = [t for t in (self.cat.symbols.get(k) for k in ((path, build_id or None), (path, None))) if t]
+            if tables:
+                sel = np.flatnonzero(mid == m)
+                known = np.fromiter((a for t in tables for a in t), dtype=np.uint64)
+                hit[sel] = np.isin(rel_pc[sel], known)
+        return hit
 
     def _lines(self, first: np.ndarray, plain: np.ndarray, fn: np.ndarray, line: np.ndarray, symbols: np.ndarray,
                name: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Line counts, functions and line numbers of the locations whose first frame is ``first``."""
-        counts = plain[first].astype(np.int64)
-        lf, ll = [fn[first]], [line[first]]
+        one = plain[first]
+        counts = one.astype(np.int64)
         sym = np.flatnonzero(symbols[first] >= 0)
         if not sym.size:
-            return counts, fn[first][plain[first]], line[first][plain[first]]
+            return counts, fn[first][one], line[first][one]
         b, strings = self.b, self.cat.strings
-        per_loc: list[tuple[list[int], list[int]]] = [([], []) for _ in range(first.size)]
-        for k in np.flatnonzero(plain[first]).tolist():
-            per_loc[k] = ([int(lf[0][k])], [int(ll[0][k])])
-        for k in sym.tolist():
+        sym_fn: list[int] = []
+        sym_line: list[int] = []
+        for k in sym.tolist():  # in location order: the model's function rows as before
             row = int(first[k])
             interned = strings[int(name[row])]
             lines = self._symbol_lines[int(symbols[row])]
             last = len(lines) - 1
-            per_loc[k] = ([b.function(f, interned if i == last and interned != f else "", file)
-                           for i, (f, file, _) in enumerate(lines)], [ln for _, _, ln in lines])
+            sym_fn += [b.function(f, interned if i == last and interned != f else "", file)
+                       for i, (f, file, _) in enumerate(lines)]
+            sym_line += [ln for _, _, ln in lines]
             counts[k] = len(lines)
-        return (counts, np.array([f for fs, _ in per_loc for f in fs], dtype=np.int64),
-                np.array([x for _, ls in per_loc for x in ls], dtype=np.int64))
+        # Each location's lines at its offset: a plain frame's one line, a symbolized frame's own.
+        at = np.cumsum(counts) - counts
+        lf, ll = np.empty(int(counts.sum()), dtype=np.int64), np.empty(int(counts.sum()), dtype=np.int64)
+        lf[at[one]], ll[at[one]] = fn[first[one]], line[first[one]]
+        into = ranges(at[sym], counts[sym])
+        lf[into], ll[into] = sym_fn, sym_line
+        return counts, lf, ll
