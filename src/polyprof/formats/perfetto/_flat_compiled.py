@@ -113,7 +113,8 @@ def decode_flat_compiled(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
     in_p, in_v = np.zeros((n, len(inner)), dtype=bool), np.zeros((n, len(inner)), dtype=np.uint64)
     ok, fcount = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
     span = ends - starts
-    fvals = np.zeros(int(span[span <= _MAX_FLAT].sum()) // 2 + 1 if n else 1, dtype=np.uint64)
+    # Written before read, and read only up to what was written: no zero-filled (page-faulted) 16 MB.
+    fvals = np.empty(int(span[span <= _MAX_FLAT].sum()) // 2 + 1 if n else 1, dtype=np.uint64)
     used = _decode(buf, starts.astype(np.int64), ends.astype(np.int64), top_f, top_p, top_v, in_f, in_p, in_v,
                    ok, fvals, fcount)
     return (ok, {f: (top_p[:, j], top_v[:, j]) for j, f in enumerate(top)},
