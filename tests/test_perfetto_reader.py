@@ -348,6 +348,31 @@ def test_module_symbols_name_frames():
     assert got == [("inlined_leaf", "leaf.h", 3, ""), ("work_impl", "work.cc", 42, "work")]
 
 
+def test_module_symbols_leave_the_other_locations_lines_in_place():
+    # One symbolized frame among plain ones: each location's lines land at its own rows (the
+    # plain ones are placed in bulk, the symbolized ones one by one).
+    def extra(t):  # noqa: ANN001, ANN202
+        ms = t.packet(seq=1).module_symbols
+        ms.path, ms.build_id = "/system/lib64/libc.so", b"\x01\x02\x03\x04"
+        a = ms.address_symbols.add()
+        a.address = 0x20
+        for fn, file, line in (("inlined_leaf", "leaf.h", 3), ("work_impl", "work.cc", 42)):
+            ln = a.lines.add()
+            ln.function_name, ln.source_file_name, ln.line_number = fn, file, line
+
+    def lines(p):  # noqa: ANN001, ANN202
+        f, out = p.functions, {}
+        for loc in range(len(p.locations)):
+            out[int(p.locations.address[loc])] = [(p.strings[f.name[p.lines.function[r]]], int(p.lines.line[r]))
+                                                  for r in p.locations.lines_of(loc)]
+        return out
+
+    plain, symbolized = lines(by_pid(read(perf_trace()), 10)), lines(by_pid(read(perf_trace(extra)), 10))
+    changed = {a for a in plain if plain[a] != symbolized[a]}
+    assert len(changed) == 1 and symbolized[changed.pop()] == [("inlined_leaf", 3), ("work_impl", 42)]
+    assert symbolized.keys() == plain.keys() and len(plain) > 2
+
+
 @pytest.mark.parametrize("option,value,pids", [("pid", frozenset({20}), [20]), ("tid", frozenset({12}), [10])])
 def test_select_pid_tid(option, value, pids):
     profiles = read(perf_trace(), **{option: value})
