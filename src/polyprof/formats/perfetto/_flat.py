@@ -26,7 +26,6 @@ import numpy as np
 
 from polyprof.formats.perfetto import _schema as S
 from polyprof.wire import vector as V
-from polyprof.wire.vector import ranges
 
 __all__ = ["Flat", "decode", "decode_flat"]
 
@@ -110,7 +109,7 @@ def decode_flat(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
 def _decode(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
     n = starts.size
     lengths = ends - starts
-    b = buf[ranges(starts, lengths)]
+    b = V.gather_spans(buf, starts, lengths)  # a copy (masked below); packets are in order: one mask
     pkt_end = np.cumsum(lengths)
     pkt_start = pkt_end - lengths
     b[pkt_end[lengths > 0] - 1] &= 0x7F  # every packet ends a varint (a bad ending is caught below)
