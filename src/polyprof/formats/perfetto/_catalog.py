@@ -90,6 +90,17 @@ class Catalog:
             self.strings.append(text)
         return got
 
+    def sids(self, texts: list[str]) -> list[int]:
+        """Catalog ids of many strings (:meth:`sid` of each, in order, without a call per string)."""
+        table, strings, out = self._sid, self.strings, []
+        for text in texts:
+            got = table.get(text)
+            if got is None:
+                got = table[text] = len(strings)
+                strings.append(text)
+            out.append(got)
+        return out
+
     def mapping(self, key: MappingKey) -> int:
         mid = self._mappings.get(key)
         if mid is None:

@@ -226,14 +226,18 @@ class Resolver:
         uniq, inverse = np.unique(iids, return_inverse=True)
         entries = gen.tables.strings[table]
         raw = [entries.get(i) if i else b"" for i in uniq.tolist()]
-        sid = np.zeros(uniq.size, dtype=np.int64)
         bad = np.zeros(uniq.size, dtype=np.int64)
-        for k, r in enumerate(raw):  # one step per distinct string
-            if r:
+        try:  # the usual case: all valid, one pass ("" is catalog string 0, as a missing one)
+            texts = [r.decode("utf-8") if r else "" for r in raw]
+        except UnicodeDecodeError:
+            texts = []
+            for k, r in enumerate(raw):
                 try:
-                    sid[k] = self.cat.sid(r.decode("utf-8"))
+                    texts.append(r.decode("utf-8") if r else "")
                 except UnicodeDecodeError:
-                    sid[k], bad[k] = self.cat.sid(r.decode("utf-8", errors="replace")), 1
+                    texts.append(bytes(r or b"").decode("utf-8", errors="replace"))
+                    bad[k] = 1
+        sid = np.array(self.cat.sids(texts), dtype=np.int64)
         per_use = np.bincount(inverse.reshape(-1), minlength=uniq.size)
         self._count(f"interning: missing {what} iid", int(per_use[[r is None for r in raw]].sum()))
         self._count("strings that were not valid UTF-8 (decoded with replacement)", int((per_use * bad).sum()))
