@@ -64,12 +64,14 @@ def _collector(**options: object) -> _heap.HeapCollector:
 
 
 def _outcome(run: object, data: bytes) -> object:
-    """What a path makes of ``data``: per dump (iids, values, at-max flag), or its error."""
+    """What a path makes of ``data``: per dump (heap name, whether it was bad UTF-8, iids, values,
+    at-max flag), or its error."""
     try:
-        _, dumps = run(data)  # type: ignore[operator]
+        _, heaps, dumps = run(data)  # type: ignore[operator]
     except (MalformedInputError, DecodeError, _heap._Decline) as exc:
         return f"{type(exc).__name__} {exc}"
-    return [None if i is None else (i.tolist(), v.tolist(), bool(m)) for i, v, m in dumps]
+    assert len(heaps) == len(dumps)
+    return [(h, bad, None if i is None else (i.tolist(), v.tolist(), bool(m))) for (h, bad), (i, v, m) in zip(heaps, dumps)]
 
 
 def _walked_or_per_dump(heap: _heap.HeapCollector):  # noqa: ANN202
@@ -139,7 +141,7 @@ def test_walk_is_what_a_clean_packet_takes(tmp_path):
     """The bulk walk itself (not its fallback) answers ordinary packets."""
     heap = _collector()
     for p in _real_heap_packets(tmp_path):
-        _, dumps = heap._walked(p)
+        _, _, dumps = heap._walked(p)
         assert all(i is not None and i.dtype == np.uint64 for i, _, _ in dumps)
 
 

@@ -35,7 +35,7 @@ from polyprof.errors import MalformedInputError
 from polyprof.formats.limits import check_int64
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._clock import wrap64
-from polyprof.formats.perfetto._sequence import Generation, Sequence, text
+from polyprof.formats.perfetto._sequence import Generation, Sequence
 from polyprof.formats.perfetto._tables import PROFILE_PACKET, _Spans
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
@@ -160,15 +160,16 @@ class HeapCollector:
         """Take the ProfilePacket ``data`` of sequence ``s``."""
         st = s.heap = s.heap or _SeqHeap()
         try:  # the samples of every dump walked together in the packet's bytes
-            pp, dump_samples = self._walked(data)
+            pp, heaps, dump_samples = self._walked(data)
         except (MalformedInputError, DecodeError, _Decline):  # named by the per-dump path, as it always was
-            pp, dump_samples = self._per_dump(data)
+            pp, heaps, dump_samples = self._per_dump(data)
         if st.prev_index is None and pp.index != 0 or st.prev_index is not None and pp.index != st.prev_index + 1:
             self.ctx.stats["heapprofd packets missing (index gap)"] += 1
         st.prev_index = pp.index
         st.tables.tables.add_entries(pp, PROFILE_PACKET)
-        for d, (iids, values, at_max) in zip(pp.process_dumps, dump_samples):  # one step per dump
-            heap = text(d.heap_name, self.ctx.stats) if d.heap_name else "unknown"
+        for d, (heap, bad), (iids, values, at_max) in zip(pp.process_dumps, heaps, dump_samples):  # per dump
+            if bad:
+                self.ctx.stats["strings that were not valid UTF-8 (decoded with replacement)"] += 1
             if iids is None or values is None:  # a dump the options leave out
                 continue
             key = (d.pid, heap, d.timestamp)
@@ -181,33 +182,36 @@ class HeapCollector:
         if not pp.continued:
             self.finalize(s)
 
-    def _wanted(self, d: Any) -> bool:
-        """Whether dump ``d`` is one the options ask for (its pid checked first)."""
+    def _wanted(self, d: Any, heap: str) -> bool:
+        """Whether dump ``d`` of heap ``heap`` is one the options ask for (its pid checked first)."""
         check_int64("ProcessHeapSamples.pid", d.pid)
         wanted, wanted_heap = self.ctx.options.pid, self.ctx.options.heap
         if wanted is not None and d.pid not in wanted:
             return False
-        return not wanted_heap or (d.heap_name.decode("utf-8", errors="replace") or "unknown") == wanted_heap
+        return not wanted_heap or heap == wanted_heap
 
-    def _per_dump(self, data: bytes) -> tuple[Any, list[_DumpSamples]]:
-        """The packet parsed with every sample as its own bytes, each dump's samples decoded on their own."""
+    def _per_dump(self, data: bytes) -> tuple[Any, list[tuple[str, bool]], list[_DumpSamples]]:
+        """The packet parsed with every sample as its own bytes, each dump's samples decoded on their own;
+        with each dump's heap name (and whether it was not valid UTF-8)."""
         pp = S.messages()["ProfilePacketEntries"].FromString(data)  # entries stay bytes: decoded together
+        heaps = [_heap_name(d.heap_name) for d in pp.process_dumps]
         out: list[_DumpSamples] = []
-        for d in pp.process_dumps:
-            if not self._wanted(d):
+        for d, (heap, _) in zip(pp.process_dumps, heaps):
+            if not self._wanted(d, heap):
                 out.append((None, None, False))
                 continue
             spans = _Spans.join(list(d.samples))
             out.append(_samples(spans.buf, spans.start, spans.start + spans.length,
                                 d.orig_sampling_interval_bytes > 0))
-        return pp, out
+        return pp, heaps, out
 
-    def _walked(self, data: bytes) -> tuple[Any, list[_DumpSamples]]:
+    def _walked(self, data: bytes) -> tuple[Any, list[tuple[str, bool]], list[_DumpSamples]]:
         """:meth:`_per_dump`'s answer with the samples of all dumps found and decoded in one walk
         of the packet's bytes; ``_Decline`` (or a walker error) where the answer could differ."""
         pp = S.messages()["ProfilePacketHead"].FromString(data)  # samples left unparsed
         dumps = list(pp.process_dumps)
-        wanted = np.array([self._wanted(d) for d in dumps], dtype=bool)
+        heaps = [_heap_name(d.heap_name) for d in dumps]
+        wanted = np.array([self._wanted(d, heap) for d, (heap, _) in zip(dumps, heaps)], dtype=bool)
         buf = V.as_buffer(data)
         spans = V.walk_fields(buf, np.zeros(1, dtype=np.int64), np.full(1, len(data), dtype=np.int64)).select(5, V.LEN)
         if spans.msg.size != len(dumps):
@@ -218,7 +222,7 @@ class HeapCollector:
         trusted = np.array([d.orig_sampling_interval_bytes > 0 for d in dumps], dtype=bool)
         iids, values, at_max = _samples(buf, start, start + smp.length[keep], trusted[owner], strict=False)
         bounds = np.searchsorted(owner, np.arange(len(dumps) + 1))
-        return pp, [(iids[a:b], values[a:b], bool(at_max[a:b].any())) if w else (None, None, False)
+        return pp, heaps, [(iids[a:b], values[a:b], bool(at_max[a:b].any())) if w else (None, None, False)
                     for w, a, b in zip(wanted.tolist(), bounds[:-1].tolist(), bounds[1:].tolist())]
 
     def finalize(self, s: Sequence) -> None:
@@ -293,6 +297,15 @@ def _samples(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, trusted_coun
         values[at_max] = np.stack([np.where(trusted, count, 0), size, np.zeros_like(size),
                                    np.zeros_like(size)], axis=1)
     return V.scalar_column(f, _CALLSTACK, n), values, (bool(at_max.any()) if strict else at_max)
+
+
+def _heap_name(raw: bytes) -> tuple[str, bool]:
+    """A dump's heap name ("unknown" when unset) and whether it was not valid UTF-8 (then decoded
+    with replacement, as :func:`._sequence.text`)."""
+    try:
+        return raw.decode("utf-8") or "unknown", False
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), True
 
 
 def _facts(d: Any, at_max: bool) -> dict[str, Any]:
