@@ -20,13 +20,16 @@ its interned name as the system name of its outermost function.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import ModuleType
+
 import numpy as np
 
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import distinct, factorize_rows, factorize_runs, runs_equal
-from polyprof.wire.vector import gather_runs, hash_runs, ranges
+from polyprof.wire.vector import compiled, gather_runs, hash_runs, import_compiled, ranges
 
-__all__ = ["Catalog", "Emitter", "build_id_text"]
+__all__ = ["Catalog", "Emitter", "build_id_text", "catalog_kernels"]
 
 MappingKey = tuple[str, str, int, int, int, int, int]  # path, build id, start, end, exact_offset, start_offset, load_bias
 LineSpec = tuple[str, str, int]  # function name, source file, line
@@ -45,6 +48,15 @@ def build_id_text(raw: bytes) -> str:
         if text.isprintable():
             return text
     return raw.hex()
+
+
+def catalog_kernels() -> ModuleType | None:
+    """The compiled passes over frame-id columns (:mod:`._catalog_compiled`) once the wire kernels
+    are compiled (large traces), else None: the numpy expressions they replace."""
+    if not compiled():
+        return None
+    got = import_compiled("polyprof.formats.perfetto._catalog_compiled")
+    return got if isinstance(got, ModuleType) else None
 
 
 class _Growing:
@@ -203,6 +215,30 @@ class Catalog:
             return self._stack_frames["frame"], offsets  # every stack, in order (ids are sorted)
         return gather_runs(self._stack_frames["frame"], start, length), offsets
 
+    def stack_locations(self, ids: np.ndarray, locations: Callable[[np.ndarray], np.ndarray]
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """The stacks ``ids`` (root first) as (flat, offsets) of ``locations(frames)[k]`` for
+        the k-th of their distinct frames (sorted), in the narrowest unsigned type: with the
+        compiled kernels, read where the frames lie (no gathered copy, no ``distinct`` pass)."""
+        k = catalog_kernels()
+        if k is None:
+            flat, offsets = self.stack_frames(ids)
+            frames = distinct(flat)  # catalog frame ids are dense: one lookup table, no inverse column
+        else:
+            start, length = self.stacks["start"][ids], self.stacks["length"][ids]
+            offsets = np.zeros(ids.size + 1, dtype=np.int64)
+            np.cumsum(length, out=offsets[1:])
+            present = np.zeros(self.frames.size, dtype=bool)
+            k.mark_runs(self._stack_frames["frame"], start, length, present)
+            frames = np.flatnonzero(present)
+            del present
+        locs = locations(frames)
+        table = np.zeros(int(frames[-1]) + 1, dtype=np.min_scalar_type(max(int(locs.max()), 0)))
+        table[frames] = locs  # narrow: cheaper interning
+        if k is None:
+            return table[flat], offsets
+        return k.map_runs(self._stack_frames["frame"], start, length, table), offsets
+
     # ---------------------------------------------------------------- symbols
 
     def add_symbols(self, path: str, build_id: str, address: int, lines: tuple[LineSpec, ...]) -> None:
@@ -262,12 +298,7 @@ class Emitter:
         used = uniq[uniq > 0] - 1
         leaf = np.full(int(uniq[-1]) + 1, -1, dtype=np.int32)
         if used.size:
-            flat, offsets = self.cat.stack_frames(used)
-            frames = distinct(flat)  # catalog frame ids are dense: one lookup table, no inverse column
-            locs = self._locations(frames)
-            table = np.zeros(int(frames[-1]) + 1, dtype=np.min_scalar_type(max(int(locs.max()), 0)))
-            table[frames] = locs  # narrow: cheaper interning
-            locs = table[flat]
+            locs, offsets = self.cat.stack_locations(used, self._locations)
             leaf[used + 1] = self.b.stacks_from_csr(locs, offsets, leaf_first=False, distinct=True)
         for lo in range(0, shifted.size, 1 << 20):  # in place, a block at a time: no second column
             shifted[lo:lo + (1 << 20)] = leaf[shifted[lo:lo + (1 << 20)]]

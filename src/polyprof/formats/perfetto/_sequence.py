@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from polyprof.formats.perfetto._catalog import Catalog, build_id_text
+from polyprof.formats.perfetto._catalog import Catalog, build_id_text, catalog_kernels
 from polyprof.formats.perfetto._tables import (
     BUILD_IDS,
     FUNCTION_NAMES,
@@ -71,11 +71,17 @@ class _Resolved:
             top = int(iids.max())
             if top < max(4 * iids.size, 1 << 16):  # dense iids (as producers number them): by a table,
                 present = np.zeros(top + 1, dtype=bool)  # no inverse column (26M frame ids of a heap dump)
-                present[iids] = True
+                k = catalog_kernels()  # compiled: no intp copy of the ids per pass
+                whole = (np.zeros(1, dtype=np.int64), np.full(1, iids.size, dtype=np.int64))
+                if k is None:
+                    present[iids] = True
+                else:
+                    k.mark_runs(iids, *whole, present)
                 uniq = np.flatnonzero(present).astype(iids.dtype)
+                del present
                 table = np.empty(top + 1, dtype=np.int64)
                 table[uniq] = self._resolve(uniq, make)
-                return table[iids]
+                return table[iids] if k is None else k.map_runs(iids, *whole, table)
         uniq, inverse = unique_inverse(iids)
         return self._resolve(uniq, make)[inverse]
 
