@@ -151,18 +151,21 @@ class Catalog:
             return -1
         return int(self.stacks_bulk(np.array(frames_root_first), np.array([0, len(frames_root_first)]))[0])
 
-    def stacks_bulk(self, frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    def stacks_bulk(self, frames: np.ndarray, offsets: np.ndarray, hashes: np.ndarray | None = None) -> np.ndarray:
         """Ids of many non-empty stacks: ``frames[offsets[i]:offsets[i+1]]`` root first.
 
         A stack is found again by its hash (:func:`polyprof.wire.vector.hash_runs`)
         and length, confirmed frame by frame; stacks whose hashes collide but
-        differ simply stay distinct.
+        differ simply stay distinct. ``hashes``: those hashes, when the caller made them.
+        int32 frames stay int32 (half the column; the stacks of a heap dump).
         """
-        frames = np.asarray(frames, dtype=np.int64)
+        frames = np.asarray(frames)
+        if frames.dtype != np.int32:
+            frames = frames.astype(np.int64, copy=False)
         lengths = np.diff(offsets)
         if not lengths.size:
             return np.zeros(0, dtype=np.int64)
-        h = hash_runs(frames, offsets)
+        h = hash_runs(frames, offsets) if hashes is None else hashes
         ids = self._find(h, frames, offsets)
         todo = np.flatnonzero(ids < 0)
         if todo.size:  # equal new stacks share an id, in order of first sight

@@ -10,6 +10,8 @@ runs where they lie:
 
 ``mark_runs``  ``present[values[s:s+l]] = True`` for every run (distinct values)
 ``map_runs``   ``table[values[s:s+l]]`` for every run, end to end, in ``out``'s type
+``map_hash``   ``table[values]`` and the hash of each run of the result, as
+               :func:`polyprof.wire.vector.hash_runs` makes it (one pass, no widening)
 
 Imported only once the wire kernels are compiled (``wire.vector.compiled()``),
 i.e. for large traces; the numpy expressions they replace stay the other
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["mark_runs", "map_runs"]
+__all__ = ["map_hash", "map_runs", "mark_runs"]
 
 _OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
 
@@ -63,3 +65,29 @@ def map_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, table:
     out = np.empty(int(lengths.sum()), dtype=table.dtype if dtype is None else dtype)
     _map(values, starts, lengths, table, out)
     return out
+
+
+@njit(**_OPTIONS)
+def _map_hash(values, offsets, table, mix, base, out, hashes):  # noqa: ANN001, ANN202 - numba
+    for i in range(offsets.size - 1):
+        h = np.uint64(0)
+        power = np.uint64(1)
+        for k in range(offsets[i], offsets[i + 1]):
+            v = table[values[k]]
+            out[k] = v
+            y = (np.uint64(v) + np.uint64(1)) * mix
+            y ^= y >> np.uint64(31)
+            h += y * power
+            power *= base
+        hashes[i] = h
+
+
+def map_hash(values: np.ndarray, offsets: np.ndarray, table: np.ndarray, mix: np.uint64,
+             base: np.uint64) -> tuple[np.ndarray, np.ndarray]:
+    """(``table[values]``, the :func:`polyprof.wire.vector.hash_runs` hash of each run
+    ``offsets[i]:offsets[i+1]`` of it, given that function's ``mix`` and ``base``); the table's
+    values must be non-negative."""
+    out = np.empty(values.size, dtype=table.dtype)
+    hashes = np.empty(offsets.size - 1, dtype=np.uint64)
+    _map_hash(values, np.ascontiguousarray(offsets, dtype=np.int64), table, mix, base, out, hashes)
+    return out, hashes

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,7 @@ from polyprof.formats.perfetto._tables import (
     Tables,
 )
 from polyprof.model.columns import unique_inverse
+from polyprof.wire.vector import HASH_BASE, HASH_MIX
 
 __all__ = ["Generation", "Resolver", "Sequence", "Stats", "text"]
 
@@ -67,23 +69,33 @@ class _Resolved:
 
     def get(self, iids: np.ndarray, make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Catalog id of each iid; ``make(new iids)`` resolves the ones not seen before."""
-        if iids.size and iids.dtype.kind in "iu" and int(iids.min()) >= 0:
-            top = int(iids.max())
-            if top < max(4 * iids.size, 1 << 16):  # dense iids (as producers number them): by a table,
-                present = np.zeros(top + 1, dtype=bool)  # no inverse column (26M frame ids of a heap dump)
-                k = catalog_kernels()  # compiled: no intp copy of the ids per pass
-                whole = (np.zeros(1, dtype=np.int64), np.full(1, iids.size, dtype=np.int64))
-                if k is None:
-                    present[iids] = True
-                else:
-                    k.mark_runs(iids, *whole, present)
-                uniq = np.flatnonzero(present).astype(iids.dtype)
-                del present
-                table = np.empty(top + 1, dtype=np.int64)
-                table[uniq] = self._resolve(uniq, make)
-                return table[iids] if k is None else k.map_runs(iids, *whole, table)
+        k = catalog_kernels()  # compiled: no intp copy of the ids per pass
+        table = self.table(iids, make, np.int64, k)
+        if table is not None:
+            return table[iids] if k is None else k.map_runs(iids, *_whole(iids), table)
         uniq, inverse = unique_inverse(iids)
         return self._resolve(uniq, make)[inverse]
+
+    def table(self, iids: np.ndarray, make: Callable[[np.ndarray], np.ndarray], dtype: type,
+              k: ModuleType | None) -> np.ndarray | None:
+        """A table by iid of the catalog ids (in ``dtype``) of every iid in ``iids`` when they are
+        dense (as producers number them; no inverse column for the 26M frame ids of a heap dump),
+        else None. ``k``: the compiled catalog kernels, if loaded."""
+        if not (iids.size and iids.dtype.kind in "iu" and int(iids.min()) >= 0):
+            return None
+        top = int(iids.max())
+        if top >= max(4 * iids.size, 1 << 16):
+            return None
+        present = np.zeros(top + 1, dtype=bool)
+        if k is None:
+            present[iids] = True
+        else:
+            k.mark_runs(iids, *_whole(iids), present)
+        uniq = np.flatnonzero(present).astype(iids.dtype)
+        del present
+        table = np.empty(top + 1, dtype=dtype)
+        table[uniq] = self._resolve(uniq, make)
+        return table
 
     def _resolve(self, uniq: np.ndarray, make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Catalog id of each of the sorted distinct iids ``uniq``, new ones made and remembered."""
@@ -95,6 +107,11 @@ class _Resolved:
             self.iid = np.concatenate([self.iid, uniq[todo]])[order]
             self.cat = np.concatenate([self.cat, known[todo]])[order]
         return known
+
+
+def _whole(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, lengths) of one run of every value."""
+    return np.zeros(1, dtype=np.int64), np.full(1, values.size, dtype=np.int64)
 
 
 class Generation:
@@ -201,8 +218,20 @@ class Resolver:
         if order.size:
             offsets = np.zeros(order.size + 1, dtype=np.int64)
             np.cumsum(counts[order], out=offsets[1:])
-            out[order] = self.cat.stacks_bulk(self.frames(gen, flat), offsets)
+            out[order] = self._stacks_of_frames(gen, flat, offsets)
         return out
+
+    def _stacks_of_frames(self, gen: Generation, flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """Catalog stacks of the frame iid runs ``flat[offsets[i]:offsets[i+1]]``. Compiled, with
+        dense iids: the catalog frames come as int32 with their stacks' hashes from one pass."""
+        k = catalog_kernels()
+        table = None
+        if k is not None and self.cat.frames.size + flat.size < 2**31:  # catalog frame ids fit int32
+            table = gen.frames.table(flat, lambda new: self._new_frames(gen, new), np.int32, k)
+        if table is None:
+            return self.cat.stacks_bulk(self.frames(gen, flat), offsets)
+        frames, hashes = k.map_hash(flat, offsets, table, HASH_MIX, HASH_BASE)
+        return self.cat.stacks_bulk(frames, offsets, hashes)
 
     def frames(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
         """Catalog frame of every frame iid (a placeholder frame for unknown ones, counted)."""
