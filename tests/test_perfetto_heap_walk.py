@@ -159,3 +159,43 @@ def test_callstack_lookup_by_table_is_the_binary_search(keys, queries):
     expect_hit = np.isin(q, k)
     assert hit.tolist() == expect_hit.tolist()
     assert (k[at[hit]] == q[hit]).all()
+
+
+def _field(number: int, wire: int, value: int) -> bytes:
+    from polyprof.wire.encode import varint
+
+    tag = varint(number << 3 | wire)
+    if wire == 0:
+        return tag + varint(value)
+    if wire == 1:
+        return tag + value.to_bytes(8, "little")
+    if wire == 5:
+        return tag + (value & 0xFFFFFFFF).to_bytes(4, "little")
+    raw = (value & 0xFFFFFF).to_bytes(3, "little")
+    return tag + varint(len(raw)) + raw
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(samples=st.lists(st.lists(st.tuples(st.integers(1, 10), st.sampled_from([0, 0, 0, 1, 2, 5]),
+                                           st.one_of(SMALL, U64)), max_size=6), max_size=8),
+       cut=st.integers(0, 3), trusted=st.booleans())
+def test_compiled_heap_samples_are_the_walk(monkeypatch, samples, cut, trusted):
+    """HeapSample bytes with any field numbers and wire types (fixed-width values of wanted
+    fields, repeats, LEN fields, out-of-range values, a cut last sample): the bulk decode
+    (``strict`` False) answers the same under both kernels, or both decline."""
+    blobs = [b"".join(_field(n, w, v) for n, w, v in s) for s in samples]
+    if blobs and cut:
+        blobs[-1] = blobs[-1][:-cut]
+    buf = np.frombuffer(b"".join(blobs) + b"\0", dtype=np.uint8)
+    ends = np.cumsum([len(b) for b in blobs], dtype=np.int64)
+    starts = ends - np.array([len(b) for b in blobs], dtype=np.int64)
+    got = {}
+    for mode in ("numpy", "compiled"):
+        monkeypatch.setenv("POLYPROF_KERNELS", mode)
+        monkeypatch.setattr(V, "_compiled", None)
+        try:
+            i, v, m = _heap._samples(buf, starts, ends, trusted, strict=False)
+            got[mode] = (i.dtype.str, i.tolist(), v.dtype.str, v.tolist(), m.tolist())
+        except (MalformedInputError, _heap._Decline) as exc:
+            got[mode] = type(exc).__name__
+    assert got["numpy"] == got["compiled"]

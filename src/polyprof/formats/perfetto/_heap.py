@@ -106,6 +106,9 @@ class _Series:
         if not at.size:
             return 0
         if int(np.bincount(at).max()) == 1:  # each series once: one round, no ranks
+            if int(at.min()) >= n_old:  # every one new: no value to go down from
+                self.values[at] = values
+                return 0
             return self._round(at, values)
         ignored = 0
         rank = _rank(at)
@@ -125,9 +128,7 @@ class _Series:
         """(stacks with any value, their [alloc count, alloc size, free count, free size]) in first-seen order."""
         seen = self.values[:, 0] >= 0
         nodes = self.keys[3][seen]
-        pos = np.searchsorted(np.sort(self.node_order), nodes)
-        rank_of = np.argsort(self.node_order, kind="stable")
-        where = rank_of[pos]
+        where = _positions(self.node_order, nodes)
         total = np.zeros((self.node_order.size, 4), dtype=np.int64)
         if where.size and int(np.bincount(where).max()) == 1:  # one series per stack: no sums
             total[where] = self.values[seen]
@@ -135,6 +136,17 @@ class _Series:
             np.add.at(total, where, self.values[seen])
         keep = total.any(axis=1)
         return self.node_order[keep], total[keep]
+
+
+def _positions(order: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Where each of ``values`` is in ``order`` (distinct, holding every value): catalog stacks
+    from -1 are dense, so a table by value (no sort of ``order``) when it is no wider than them."""
+    if order.size and int(order.min()) >= -1 and int(order.max()) < 2 * order.size + 1024:
+        at = np.empty(int(order.max()) + 2, dtype=np.int64)
+        at[order + 1] = np.arange(order.size)
+        return at[values + 1]
+    pos = np.searchsorted(np.sort(order), values)
+    return np.argsort(order, kind="stable")[pos]
 
 
 def _rank(at: np.ndarray) -> np.ndarray:
@@ -277,6 +289,12 @@ def _samples(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, trusted_coun
     (one flag, or one per sample). A value out of signed 64-bit range is an error naming
     its field (``strict``) or declined."""
     n = starts.size
+    if not strict and V.compiled():  # one compiled pass; None: the walker decides
+        from polyprof.formats.perfetto._heap_compiled import heap_samples
+
+        got = heap_samples(buf, starts, ends, (_CALLSTACK, *_PLAIN, *_AT_MAX), _MAX)
+        if got is not None:
+            return _compiled_samples(*got, trusted_count)
     f = V.walk_varint_fields(buf, starts, ends)
 
     def col(k: int) -> np.ndarray:
@@ -297,6 +315,21 @@ def _samples(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, trusted_coun
         values[at_max] = np.stack([np.where(trusted, count, 0), size, np.zeros_like(size),
                                    np.zeros_like(size)], axis=1)
     return V.scalar_column(f, _CALLSTACK, n), values, (bool(at_max.any()) if strict else at_max)
+
+
+def _compiled_samples(cols: np.ndarray, at_max: np.ndarray, trusted_count: Any) -> Any:
+    """:func:`_samples` (not ``strict``) from ``_heap_compiled.heap_samples``'s columns
+    (callstack, ``_PLAIN``, ``_AT_MAX``)."""
+    big = np.uint64(2**63 - 1)
+    if (cols[1:5] > big).any() or at_max.any() and (cols[5:7] > big).any():
+        raise _Decline  # uint64 on the wire, signed 64-bit in the model: the per-dump path names it
+    values = np.ascontiguousarray(cols[1:5].T).view(np.int64)
+    if at_max.any():
+        count, size = (c.view(np.int64)[at_max] for c in cols[5:7])
+        trusted = np.broadcast_to(np.asarray(trusted_count, dtype=bool), (at_max.size,))[at_max]
+        values[at_max] = np.stack([np.where(trusted, count, 0), size, np.zeros_like(size),
+                                   np.zeros_like(size)], axis=1)
+    return cols[0], values, at_max
 
 
 def _heap_name(raw: bytes) -> tuple[str, bool]:
