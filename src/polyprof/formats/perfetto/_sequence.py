@@ -93,7 +93,7 @@ class _Resolved:
             k.mark_runs(iids, *_whole(iids), present)
         uniq = np.flatnonzero(present).astype(iids.dtype)
         del present
-        table = np.empty(top + 1, dtype=dtype)
+        table: np.ndarray = np.empty(top + 1, dtype=dtype)
         table[uniq] = self._resolve(uniq, make)
         return table
 
@@ -228,7 +228,7 @@ class Resolver:
         table = None
         if k is not None and self.cat.frames.size + flat.size < 2**31:  # catalog frame ids fit int32
             table = gen.frames.table(flat, lambda new: self._new_frames(gen, new), np.int32, k)
-        if table is None:
+        if k is None or table is None:
             return self.cat.stacks_bulk(self.frames(gen, flat), offsets)
         frames, hashes = k.map_hash(flat, offsets, table, HASH_MIX, HASH_BASE)
         return self.cat.stacks_bulk(frames, offsets, hashes)
