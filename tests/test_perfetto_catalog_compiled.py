@@ -53,6 +53,27 @@ def test_kernels_are_the_numpy_expressions(r, table_type):
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
 
 
+@settings(max_examples=200, deadline=None)
+@given(a=runs(), b=runs())
+def test_map_hash_runs_hashes_as_hash_runs(a, b):
+    """Two columns' runs mapped through a table end to end, each run hashed as
+    ``wire.vector.hash_runs`` hashes it (the catalog finds stacks of every path by these)."""
+    top = max(a[3], b[3])
+    table = (np.arange(top + 1, dtype=np.int64) * 7919 % 1000).astype(np.int32)
+    parts = [(v, s, n) for v, s, n, _ in (a, b)]
+    total = sum(int(n.sum()) for _, _, n in parts)
+    out, hashes = K.map_hash_runs(parts, total, table, V.HASH_MIX, V.HASH_BASE)
+    want = np.concatenate([table[v[ranges(s, n)]] for v, s, n in parts])
+    assert out.dtype == np.int32 and out.tolist() == want.tolist()
+    lengths = np.concatenate([n for _, _, n in parts])
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    some = lengths > 0
+    if some.any():
+        sub = np.concatenate([[0], np.cumsum(lengths[some])])
+        assert hashes[some].tolist() == V.hash_runs(want.astype(np.int64), sub).tolist()
+    assert (hashes[~some] == 0).all() and offsets[-1] == total
+
+
 def _kernels(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     monkeypatch.setenv("POLYPROF_KERNELS", mode)
     monkeypatch.setattr(V, "_compiled", None)

@@ -10,7 +10,7 @@ runs where they lie:
 
 ``mark_runs``  ``present[values[s:s+l]] = True`` for every run (distinct values)
 ``map_runs``   ``table[values[s:s+l]]`` for every run, end to end, in ``out``'s type
-``map_hash``   ``table[values]`` and the hash of each run of the result, as
+``map_hash_runs``  ``map_runs`` over several columns and the hash of each run, as
                :func:`polyprof.wire.vector.hash_runs` makes it (one pass, no widening)
 
 Imported only once the wire kernels are compiled (``wire.vector.compiled()``),
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["map_hash", "map_runs", "mark_runs"]
+__all__ = ["map_hash_runs", "map_runs", "mark_runs"]
 
 _OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
 
@@ -68,26 +68,35 @@ def map_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, table:
 
 
 @njit(**_OPTIONS)
-def _map_hash(values, offsets, table, mix, base, out, hashes):  # noqa: ANN001, ANN202 - numba
-    for i in range(offsets.size - 1):
+def _map_hash(values, starts, lengths, table, mix, base, out, at, hashes, h0):  # noqa: ANN001, ANN202 - numba
+    k = at
+    for i in range(starts.size):
         h = np.uint64(0)
         power = np.uint64(1)
-        for k in range(offsets[i], offsets[i + 1]):
-            v = table[values[k]]
+        for j in range(starts[i], starts[i] + lengths[i]):
+            v = table[values[j]]
             out[k] = v
+            k += 1
             y = (np.uint64(v) + np.uint64(1)) * mix
             y ^= y >> np.uint64(31)
             h += y * power
             power *= base
-        hashes[i] = h
+        hashes[h0 + i] = h
 
 
-def map_hash(values: np.ndarray, offsets: np.ndarray, table: np.ndarray, mix: np.uint64,
-             base: np.uint64) -> tuple[np.ndarray, np.ndarray]:
-    """(``table[values]``, the :func:`polyprof.wire.vector.hash_runs` hash of each run
-    ``offsets[i]:offsets[i+1]`` of it, given that function's ``mix`` and ``base``); the table's
-    values must be non-negative."""
-    out = np.empty(values.size, dtype=table.dtype)
-    hashes = np.empty(offsets.size - 1, dtype=np.uint64)
-    _map_hash(values, np.ascontiguousarray(offsets, dtype=np.int64), table, mix, base, out, hashes)
+def map_hash_runs(runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], total: int, table: np.ndarray,
+                  mix: np.uint64, base: np.uint64) -> tuple[np.ndarray, np.ndarray]:
+    """For ``runs`` ((values, starts, lengths) each, ``total`` values in all): ``table`` of every
+    run's values, end to end, and the :func:`polyprof.wire.vector.hash_runs` hash of each run
+    of the result (given that function's ``mix`` and ``base``; 0 for an empty run). The
+    table's values must be non-negative."""
+    out = np.empty(total, dtype=table.dtype)
+    hashes = np.empty(sum(s.size for _, s, _ in runs), dtype=np.uint64)
+    at = h0 = 0
+    for values, starts, lengths in runs:
+        starts = np.ascontiguousarray(starts, dtype=np.int64)
+        lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+        _map_hash(values, starts, lengths, table, mix, base, out, at, hashes, h0)
+        at += int(lengths.sum())
+        h0 += starts.size
     return out, hashes

@@ -30,6 +30,7 @@ from polyprof.formats.perfetto._tables import (
     INTERNED,
     MAPPING_PATHS,
     SOURCE_PATHS,
+    FrameRuns,
     Tables,
 )
 from polyprof.model.columns import unique_inverse
@@ -94,6 +95,22 @@ class _Resolved:
         uniq = np.flatnonzero(present).astype(iids.dtype)
         del present
         table: np.ndarray = np.empty(top + 1, dtype=dtype)
+        table[uniq] = self._resolve(uniq, make)
+        return table
+
+    def runs_table(self, runs: list[FrameRuns], total: int, make: Callable[[np.ndarray], np.ndarray],
+                   k: ModuleType) -> np.ndarray | None:
+        """:meth:`table` (int32) of the iids of ``runs`` (``total`` of them), marked where they lie."""
+        top = max((int(f.max()) for f, _, _ in runs if f.size), default=0)  # a bound: the batches' largest iid
+        if runs[0][0].dtype.kind != "u" or top >= max(4 * total, 1 << 16):
+            return None
+        present = np.zeros(top + 1, dtype=bool)
+        for frames, starts, counts in runs:
+            k.mark_runs(frames, starts, counts, present)
+        narrow = all(frames.dtype == np.uint32 for frames, _, _ in runs)  # the dtype ``joined`` gives
+        uniq = np.flatnonzero(present).astype(np.uint32 if narrow else np.uint64)
+        del present
+        table: np.ndarray = np.empty(top + 1, dtype=np.int32)
         table[uniq] = self._resolve(uniq, make)
         return table
 
@@ -210,28 +227,32 @@ class Resolver:
         return gen.stacks.get(np.asarray(iids, dtype=np.uint64), lambda new: self._new_stacks(gen, new))
 
     def _new_stacks(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
-        found, counts, flat, order = gen.tables.callstacks(iids)
+        found, counts, order, runs = gen.tables.callstack_runs(iids)
         self._count("interning: missing callstack iid (sample kept with an empty stack)", int((~found).sum()))
         self._count("empty callstacks", int((found & (counts == 0)).sum()))
         out = np.full(iids.size, -1, dtype=np.int64)  # missing and empty stacks stay -1
-        order = order[counts[order] > 0]  # empty stacks add no frames: ``flat`` is still in this order
+        some = counts[order] > 0  # empty stacks add no frames
+        order = order[some]
         if order.size:
             offsets = np.zeros(order.size + 1, dtype=np.int64)
             np.cumsum(counts[order], out=offsets[1:])
-            out[order] = self._stacks_of_frames(gen, flat, offsets)
+            out[order] = self._stacks_of_runs(gen, runs, offsets, some)
         return out
 
-    def _stacks_of_frames(self, gen: Generation, flat: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-        """Catalog stacks of the frame iid runs ``flat[offsets[i]:offsets[i+1]]``. Compiled, with
-        dense iids: the catalog frames come as int32 with their stacks' hashes from one pass."""
+    def _stacks_of_runs(self, gen: Generation, runs: list[FrameRuns], offsets: np.ndarray,
+                        some: np.ndarray) -> np.ndarray:
+        """Catalog stacks of the frame iid runs ``runs`` (stack ``i`` = frames ``offsets[i]:
+        offsets[i+1]`` of them end to end; ``some``: which runs are not empty). Compiled, with
+        dense iids: the frames are read where they lie, and come as int32 catalog frames with
+        their stacks' hashes from one pass."""
         k = catalog_kernels()
         table = None
-        if k is not None and self.cat.frames.size + flat.size < 2**31:  # catalog frame ids fit int32
-            table = gen.frames.table(flat, lambda new: self._new_frames(gen, new), np.int32, k)
+        if k is not None and self.cat.frames.size + int(offsets[-1]) < 2**31:  # catalog frames fit int32
+            table = gen.frames.runs_table(runs, int(offsets[-1]), lambda new: self._new_frames(gen, new), k)
         if k is None or table is None:
-            return self.cat.stacks_bulk(self.frames(gen, flat), offsets)
-        frames, hashes = k.map_hash(flat, offsets, table, HASH_MIX, HASH_BASE)
-        return self.cat.stacks_bulk(frames, offsets, hashes)
+            return self.cat.stacks_bulk(self.frames(gen, gen.tables.joined(runs)), offsets)
+        frames, hashes = k.map_hash_runs(runs, int(offsets[-1]), table, HASH_MIX, HASH_BASE)
+        return self.cat.stacks_bulk(frames, offsets, hashes[some])
 
     def frames(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
         """Catalog frame of every frame iid (a placeholder frame for unknown ones, counted)."""
