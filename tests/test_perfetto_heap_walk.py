@@ -199,3 +199,48 @@ def test_compiled_heap_samples_are_the_walk(monkeypatch, samples, cut, trusted):
         except (MalformedInputError, _heap._Decline) as exc:
             got[mode] = type(exc).__name__
     assert got["numpy"] == got["compiled"]
+
+
+def _series_reference(updates: list[tuple[list[tuple[int, int, int, int]], list[list[int]]]]) -> list:
+    """Per update: (ignored, stacks with any value in first-seen order, their totals), by dicts."""
+    latest: dict[tuple[int, int, int, int], list[int]] = {}
+    node_order: list[int] = []
+    out = []
+    for keys, values in updates:
+        ignored = 0
+        for key, v in zip(keys, values):
+            if key[3] not in node_order:
+                node_order.append(key[3])
+            prev = latest.get(key)
+            if prev is not None and any(a < b for a, b in zip(v, prev)):
+                ignored += 1
+            else:
+                latest[key] = v
+        totals = {n: [0] * 4 for n in node_order}
+        for key, v in latest.items():
+            totals[key[3]] = [a + b for a, b in zip(totals[key[3]], v)]
+        kept = [n for n in node_order if any(totals[n])]
+        out.append((ignored, kept, [totals[n] for n in kept]))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(updates=st.lists(st.lists(st.tuples(st.integers(0, 1), st.integers(-1, 1), st.integers(0, 6),
+                                           st.integers(-1, 3), st.lists(st.integers(0, 5), min_size=4, max_size=4)),
+                                 min_size=1, max_size=12), min_size=1, max_size=4))
+def test_series_keep_the_latest_values_per_series(updates):
+    """``_Series`` (the cumulative heap counters) against dicts: a value going down is ignored,
+    totals per stack in first-seen order. Within one generation (source >= 0) an iid always
+    names the same stack, as the resolver's cache makes it."""
+    def stack(seq: int, source: int, iid: int, free: int) -> int:
+        return free if source < 0 else (seq * 7 + source * 3 + iid) % 5 - 1
+
+    given_updates = [([(q, s, i, stack(q, s, i, f)) for q, s, i, f, _ in u], [v for *_, v in u]) for u in updates]
+    series = _heap._Series()
+    got = []
+    for keys, values in given_updates:
+        cols = [np.array([k[j] for k in keys], dtype=np.int64) for j in range(4)]
+        ignored = series.update(cols, np.array(values, dtype=np.int64))
+        nodes, total = series.totals()
+        got.append((ignored, nodes.tolist(), total.tolist()))
+    assert got == _series_reference(given_updates)

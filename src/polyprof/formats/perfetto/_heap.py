@@ -93,7 +93,11 @@ class _Series:
         n_old = self.values.shape[0]
         # In order of first sight, the existing series (distinct rows, first) keep their numbers
         # 0..n_old-1 and new ones follow: a sample's group is its row.
-        group, first = factorize_rows([np.concatenate([a, b]) for a, b in zip(self.keys, keys)], in_order=True)
+        cols = [np.concatenate([a, b]) for a, b in zip(self.keys, keys)]
+        seq, source = cols[0], cols[1]
+        if source[0] >= 0 and (seq == seq[0]).all() and (source == source[0]).all():
+            cols = [cols[2]]  # one generation's interned callstacks: the iid decides the stack (cached)
+        group, first = factorize_rows(cols, in_order=True)
         at = group[n_old:]
         if first.size > n_old:  # new series, in order of first sight
             firsts = first[n_old:] - n_old
@@ -127,13 +131,16 @@ class _Series:
     def totals(self) -> tuple[np.ndarray, np.ndarray]:
         """(stacks with any value, their [alloc count, alloc size, free count, free size]) in first-seen order."""
         seen = self.values[:, 0] >= 0
-        nodes = self.keys[3][seen]
-        where = _positions(self.node_order, nodes)
-        total = np.zeros((self.node_order.size, 4), dtype=np.int64)
-        if where.size and int(np.bincount(where).max()) == 1:  # one series per stack: no sums
-            total[where] = self.values[seen]
+        if self.node_order.size == seen.size and seen.all() and (self.keys[3] == self.node_order).all():
+            total = self.values  # one series per stack, each in the order first seen: the totals
         else:
-            np.add.at(total, where, self.values[seen])
+            nodes = self.keys[3][seen]
+            where = _positions(self.node_order, nodes)
+            total = np.zeros((self.node_order.size, 4), dtype=np.int64)
+            if where.size and int(np.bincount(where).max()) == 1:  # one series per stack: no sums
+                total[where] = self.values[seen]
+            else:
+                np.add.at(total, where, self.values[seen])
         keep = total.any(axis=1)
         return self.node_order[keep], total[keep]
 
@@ -261,9 +268,11 @@ class HeapCollector:
         if ignored:
             self.ctx.stats["heap samples whose cumulative values went down (ignored, as trace processor)"] += ignored
         nodes, total = series.totals()
-        ac, asz, fc, fs = total.T
         dump.nodes = nodes
-        dump.values = np.stack([ac, asz, ac - fc, asz - fs, fc, fs], axis=1)
+        dump.values = np.empty((nodes.size, 6), dtype=np.int64)  # alloc, in use (alloc - freed), freed
+        dump.values[:, :2] = total[:, :2]
+        np.subtract(total[:, :2], total[:, 2:], out=dump.values[:, 2:4])
+        dump.values[:, 4:] = total[:, 2:]
         self.dumps.append(dump)
 
     def finish(self, seqs: list[Sequence]) -> None:
