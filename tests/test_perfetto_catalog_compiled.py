@@ -15,6 +15,7 @@ import polyprof
 from polyprof.errors import PolyprofError
 from polyprof.formats.perfetto import _catalog_compiled as K
 from polyprof.formats.perfetto._catalog import Catalog
+from polyprof.formats.perfetto import _sequence
 from polyprof.formats.perfetto._sequence import _Resolved
 from polyprof.model.dump import dump
 from polyprof.wire import vector as V
@@ -85,6 +86,7 @@ def _kernels(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
        pick=st.lists(st.integers(0, 39), min_size=1, max_size=40))
 def test_stack_locations_and_iid_lookup_agree_under_both_kernels(monkeypatch, stacks, pick):
     got = {}
+    monkeypatch.setattr(_sequence, "KERNELS_FROM", 0)
     for mode in ("numpy", "compiled"):
         _kernels(monkeypatch, mode)
         cat = Catalog()
@@ -93,6 +95,11 @@ def test_stack_locations_and_iid_lookup_agree_under_both_kernels(monkeypatch, st
                         np.zeros(n_frames))
         offsets = np.concatenate([[0], np.cumsum([len(s) for s in stacks])])
         ids = cat.stacks_bulk(np.concatenate(stacks), offsets)
+        half = len(stacks) // 2  # found again in later batches (the hash index sorted in on lookup)
+        assert cat.stacks_bulk(np.concatenate(stacks[half:]), offsets[half:] - offsets[half]).tolist() == \
+            ids[half:].tolist()
+        assert cat.stacks_bulk(np.concatenate(stacks[:half + 1]), offsets[:half + 2]).tolist() == \
+            ids[:half + 1].tolist()
         used = np.unique(ids[np.array(pick) % ids.size])
         seen: list[list[int]] = []
 

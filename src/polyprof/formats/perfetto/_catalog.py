@@ -90,6 +90,7 @@ class Catalog:
         self.stacks = _Growing(("start", "length"), (np.int64, np.int64))
         self._stack_frames = _Growing(("frame",), (np.int64,))
         self._index = _Growing(("h", "id"), (np.uint64, np.int64))  # stack hashes, sorted
+        self._unsorted: list[tuple[np.ndarray, np.ndarray]] = []  # (hashes, ids) added since: sorted in when looked up
         # (path, build id or None) -> {address: lines innermost first}
         self.symbols: dict[tuple[str, str | None], dict[int, tuple[LineSpec, ...]]] = {}
         self.frame_kinds = 0
@@ -184,7 +185,7 @@ class Catalog:
     def _find(self, h: np.ndarray, frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Ids of stacks already in the catalog (-1 for the others)."""
         ids = np.full(h.size, -1, dtype=np.int64)
-        keys = self._index["h"]
+        keys = self._sorted_index()
         if not keys.size:
             return ids
         at = np.minimum(np.searchsorted(keys, h), keys.size - 1)
@@ -204,10 +205,19 @@ class Catalog:
         self.stacks.append(start=self._stack_frames.size + np.cumsum(lengths) - lengths, length=lengths)
         every = rows.size == offsets.size - 1  # all of them (rows are sorted): no gather
         self._stack_frames.append(frame=frames if every else gather_runs(frames, offsets[rows], lengths))
-        order = np.argsort(np.concatenate([self._index["h"], h]), kind="stable")
-        joined = {k: np.concatenate([self._index[k], v])[order] for k, v in (("h", h), ("id", ids))}
-        self._index = _Growing(("h", "id"), (np.uint64, np.int64))
-        self._index.append(**joined)
+        self._unsorted.append((h, ids))
+
+    def _sorted_index(self) -> np.ndarray:
+        """The sorted stack hashes (ids in ``_index["id"]``), the ones added since sorted in now:
+        a read that interns its stacks in one batch (a heap dump) never sorts them."""
+        if self._unsorted:
+            new = [np.concatenate(c) for c in zip(*self._unsorted)]
+            self._unsorted = []
+            order = np.argsort(np.concatenate([self._index["h"], new[0]]), kind="stable")  # equal: oldest first
+            joined = {k: np.concatenate([self._index[k], v])[order] for k, v in zip(("h", "id"), new)}
+            self._index = _Growing(("h", "id"), (np.uint64, np.int64))
+            self._index.append(**joined)
+        return self._index["h"]
 
     def stack_frames(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The frames of stacks ``ids`` (root first) as (flat, offsets)."""

@@ -52,6 +52,11 @@ def text(raw: bytes, stats: Stats) -> str:
         return raw.decode("utf-8", errors="replace")
 
 
+#: iids from which a lookup uses the compiled catalog kernels (fewer are quicker in numpy than
+#: loading one more kernel's machine code).
+KERNELS_FROM = 1 << 20
+
+
 class _Resolved:
     """Sorted iids of one kind already resolved in a generation, with their catalog ids."""
 
@@ -70,7 +75,7 @@ class _Resolved:
 
     def get(self, iids: np.ndarray, make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Catalog id of each iid; ``make(new iids)`` resolves the ones not seen before."""
-        k = catalog_kernels()  # compiled: no intp copy of the ids per pass
+        k = catalog_kernels() if iids.size >= KERNELS_FROM else None  # compiled: no intp copy of the ids
         table = self.table(iids, make, np.int64, k)
         if table is not None:
             return table[iids] if k is None else k.map_runs(iids, *_whole(iids), table)
