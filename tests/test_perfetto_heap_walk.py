@@ -244,3 +244,25 @@ def test_series_keep_the_latest_values_per_series(updates):
         nodes, total = series.totals()
         got.append((ignored, nodes.tolist(), total.tolist()))
     assert got == _series_reference(given_updates)
+
+
+@settings(max_examples=200, deadline=None)
+@given(older=st.sets(st.one_of(st.integers(0, 50), U64), max_size=30),
+       newer=st.sets(st.one_of(st.integers(0, 50), U64), max_size=30))
+def test_callstack_levels_merge_as_first_wins(older, newer):
+    """Two index levels (sorted, distinct iids) merge into the sorted union, an iid in both
+    keeping the older entry: what ``np.unique(return_index)`` of both, older first, gives."""
+    from polyprof.formats.perfetto._tables import _Level, _first_wins
+
+    def level(iids: set[int], part: int) -> _Level:
+        iid = np.array(sorted(iids), dtype=np.uint64)
+        n = iid.size
+        return _Level(iid, np.full(n, part, dtype=np.int64), np.arange(n, dtype=np.int64) * 3,
+                      np.arange(n, dtype=np.int64) + part)
+
+    a, b = level(older, 0), level(newer, 1)
+    got = a.merged(b)
+    both = [np.concatenate([getattr(a, c), getattr(b, c)]) for c in _Level.COLUMNS]
+    keep = _first_wins(both[0])
+    for c, want in zip(_Level.COLUMNS, both):
+        assert getattr(got, c).dtype == want.dtype and getattr(got, c).tolist() == want[keep].tolist()

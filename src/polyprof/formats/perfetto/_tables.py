@@ -138,9 +138,21 @@ class _Level:
     COLUMNS = ("iid", "part", "start", "count")
 
     def merged(self, newer: "_Level") -> "_Level":
-        both = [np.concatenate([getattr(self, c), getattr(newer, c)]) for c in self.COLUMNS]
-        keep = _first_wins(both[0])  # older entries come first: they win
-        return _Level(*(c[keep] for c in both))
+        """Both levels' entries by iid; an iid in both keeps this (older) level's entry. Both
+        are sorted and distinct: the newer's new entries are placed by a binary search, no sort."""
+        at = np.searchsorted(self.iid, newer.iid)
+        fresh = ~((at < self.iid.size) & (self.iid[np.minimum(at, max(self.iid.size - 1, 0))] == newer.iid)) \
+            if self.iid.size else np.ones(newer.iid.size, dtype=bool)
+        at = at[fresh] + np.arange(int(fresh.sum()))  # final rows of the new entries
+        is_new = np.zeros(self.iid.size + at.size, dtype=bool)
+        is_new[at] = True
+        cols = []
+        for c in self.COLUMNS:
+            old, new = getattr(self, c), getattr(newer, c)[fresh]
+            out = np.empty(is_new.size, dtype=np.result_type(old, new))
+            out[is_new], out[~is_new] = new, old
+            cols.append(out)
+        return _Level(*cols)
 
 
 @dataclass
