@@ -99,6 +99,12 @@ class _Series:
             cols = [cols[2]]  # one generation's interned callstacks: the iid decides the stack (cached)
         group, first = factorize_rows(cols, in_order=True)
         at = group[n_old:]
+        if not n_old and first.size == at.size:  # the first samples, each its own series: as they are
+            self.keys = keys
+            self.values = values.copy()
+            _, node_first = factorize_rows([keys[3]], in_order=True)
+            self.node_order = keys[3][node_first]
+            return 0
         if first.size > n_old:  # new series, in order of first sight
             firsts = first[n_old:] - n_old
             self.keys = [np.concatenate([a, b[firsts]]) for a, b in zip(self.keys, keys)]
