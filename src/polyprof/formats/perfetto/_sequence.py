@@ -52,8 +52,9 @@ def text(raw: bytes, stats: Stats) -> str:
         return raw.decode("utf-8", errors="replace")
 
 
-#: iids from which a lookup uses the compiled catalog kernels (fewer are quicker in numpy than
-#: loading one more kernel's machine code).
+#: iids (or frames of new callstacks) from which a lookup uses the compiled catalog kernels
+#: (fewer are quicker in numpy than loading one more kernel's machine code, and a callstack
+#: resolved alone does not scan its batches).
 KERNELS_FROM = 1 << 20
 
 
@@ -250,13 +251,14 @@ class Resolver:
         offsets[i+1]`` of them end to end; ``some``: which runs are not empty). Compiled, with
         dense iids: the frames are read where they lie, and come as int32 catalog frames with
         their stacks' hashes from one pass."""
-        k = catalog_kernels()
+        total = int(offsets[-1])  # a few frames (a Chrome sample's new callstack) stay on numpy
+        k = catalog_kernels() if total >= KERNELS_FROM else None
         table = None
-        if k is not None and self.cat.frames.size + int(offsets[-1]) < 2**31:  # catalog frames fit int32
-            table = gen.frames.runs_table(runs, int(offsets[-1]), lambda new: self._new_frames(gen, new), k)
+        if k is not None and self.cat.frames.size + total < 2**31:  # catalog frames fit int32
+            table = gen.frames.runs_table(runs, total, lambda new: self._new_frames(gen, new), k)
         if k is None or table is None:
             return self.cat.stacks_bulk(self.frames(gen, gen.tables.joined(runs)), offsets)
-        frames, hashes = k.map_hash_runs(runs, int(offsets[-1]), table, HASH_MIX, HASH_BASE)
+        frames, hashes = k.map_hash_runs(runs, total, table, HASH_MIX, HASH_BASE)
         return self.cat.stacks_bulk(frames, offsets, hashes[some])
 
     def frames(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
