@@ -64,12 +64,14 @@ def _collector(**options: object) -> _heap.HeapCollector:
 
 
 def _outcome(run: object, data: bytes) -> object:
-    """What a path makes of ``data``: per dump (iids, values, at-max flag), or its error."""
+    """What a path makes of ``data``: per dump (heap name, whether it was bad UTF-8, iids, values,
+    at-max flag), or its error."""
     try:
-        _, dumps = run(data)  # type: ignore[operator]
+        _, heaps, dumps = run(data)  # type: ignore[operator]
     except (MalformedInputError, DecodeError, _heap._Decline) as exc:
         return f"{type(exc).__name__} {exc}"
-    return [None if i is None else (i.tolist(), v.tolist(), bool(m)) for i, v, m in dumps]
+    assert len(heaps) == len(dumps)
+    return [(h, bad, None if i is None else (i.tolist(), v.tolist(), bool(m))) for (h, bad), (i, v, m) in zip(heaps, dumps)]
 
 
 def _walked_or_per_dump(heap: _heap.HeapCollector):  # noqa: ANN202
@@ -139,7 +141,7 @@ def test_walk_is_what_a_clean_packet_takes(tmp_path):
     """The bulk walk itself (not its fallback) answers ordinary packets."""
     heap = _collector()
     for p in _real_heap_packets(tmp_path):
-        _, dumps = heap._walked(p)
+        _, _, dumps = heap._walked(p)
         assert all(i is not None and i.dtype == np.uint64 for i, _, _ in dumps)
 
 
@@ -157,3 +159,110 @@ def test_callstack_lookup_by_table_is_the_binary_search(keys, queries):
     expect_hit = np.isin(q, k)
     assert hit.tolist() == expect_hit.tolist()
     assert (k[at[hit]] == q[hit]).all()
+
+
+def _field(number: int, wire: int, value: int) -> bytes:
+    from polyprof.wire.encode import varint
+
+    tag = varint(number << 3 | wire)
+    if wire == 0:
+        return tag + varint(value)
+    if wire == 1:
+        return tag + value.to_bytes(8, "little")
+    if wire == 5:
+        return tag + (value & 0xFFFFFFFF).to_bytes(4, "little")
+    raw = (value & 0xFFFFFF).to_bytes(3, "little")
+    return tag + varint(len(raw)) + raw
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(samples=st.lists(st.lists(st.tuples(st.integers(1, 10), st.sampled_from([0, 0, 0, 1, 2, 5]),
+                                           st.one_of(SMALL, U64)), max_size=6), max_size=8),
+       cut=st.integers(0, 3), trusted=st.booleans())
+def test_compiled_heap_samples_are_the_walk(monkeypatch, samples, cut, trusted):
+    """HeapSample bytes with any field numbers and wire types (fixed-width values of wanted
+    fields, repeats, LEN fields, out-of-range values, a cut last sample): the bulk decode
+    (``strict`` False) answers the same under both kernels, or both decline."""
+    blobs = [b"".join(_field(n, w, v) for n, w, v in s) for s in samples]
+    if blobs and cut:
+        blobs[-1] = blobs[-1][:-cut]
+    buf = np.frombuffer(b"".join(blobs) + b"\0", dtype=np.uint8)
+    ends = np.cumsum([len(b) for b in blobs], dtype=np.int64)
+    starts = ends - np.array([len(b) for b in blobs], dtype=np.int64)
+    got = {}
+    for mode in ("numpy", "compiled"):
+        monkeypatch.setenv("POLYPROF_KERNELS", mode)
+        monkeypatch.setattr(V, "_compiled", None)
+        try:
+            i, v, m = _heap._samples(buf, starts, ends, trusted, strict=False)
+            got[mode] = (i.dtype.str, i.tolist(), v.dtype.str, v.tolist(), m.tolist())
+        except (MalformedInputError, _heap._Decline) as exc:
+            got[mode] = type(exc).__name__
+    assert got["numpy"] == got["compiled"]
+
+
+def _series_reference(updates: list[tuple[list[tuple[int, int, int, int]], list[list[int]]]]) -> list:
+    """Per update: (ignored, stacks with any value in first-seen order, their totals), by dicts."""
+    latest: dict[tuple[int, int, int, int], list[int]] = {}
+    node_order: list[int] = []
+    out = []
+    for keys, values in updates:
+        ignored = 0
+        for key, v in zip(keys, values):
+            if key[3] not in node_order:
+                node_order.append(key[3])
+            prev = latest.get(key)
+            if prev is not None and any(a < b for a, b in zip(v, prev)):
+                ignored += 1
+            else:
+                latest[key] = v
+        totals = {n: [0] * 4 for n in node_order}
+        for key, v in latest.items():
+            totals[key[3]] = [a + b for a, b in zip(totals[key[3]], v)]
+        kept = [n for n in node_order if any(totals[n])]
+        out.append((ignored, kept, [totals[n] for n in kept]))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(updates=st.lists(st.lists(st.tuples(st.integers(0, 1), st.integers(-1, 1), st.integers(0, 6),
+                                           st.integers(-1, 3), st.lists(st.integers(0, 5), min_size=4, max_size=4)),
+                                 min_size=1, max_size=12), min_size=1, max_size=4))
+def test_series_keep_the_latest_values_per_series(updates):
+    """``_Series`` (the cumulative heap counters) against dicts: a value going down is ignored,
+    totals per stack in first-seen order. Within one generation (source >= 0) an iid always
+    names the same stack, as the resolver's cache makes it."""
+    def stack(seq: int, source: int, iid: int, free: int) -> int:
+        return free if source < 0 else (seq * 7 + source * 3 + iid) % 5 - 1
+
+    given_updates = [([(q, s, i, stack(q, s, i, f)) for q, s, i, f, _ in u], [v for *_, v in u]) for u in updates]
+    series = _heap._Series()
+    got = []
+    for keys, values in given_updates:
+        cols = [np.array([k[j] for k in keys], dtype=np.int64) for j in range(4)]
+        ignored = series.update(cols, np.array(values, dtype=np.int64))
+        nodes, total = series.totals()
+        got.append((ignored, nodes.tolist(), total.tolist()))
+    assert got == _series_reference(given_updates)
+
+
+@settings(max_examples=200, deadline=None)
+@given(older=st.sets(st.one_of(st.integers(0, 50), U64), max_size=30),
+       newer=st.sets(st.one_of(st.integers(0, 50), U64), max_size=30))
+def test_callstack_levels_merge_as_first_wins(older, newer):
+    """Two index levels (sorted, distinct iids) merge into the sorted union, an iid in both
+    keeping the older entry: what ``np.unique(return_index)`` of both, older first, gives."""
+    from polyprof.formats.perfetto._tables import _Level, _first_wins
+
+    def level(iids: set[int], part: int) -> _Level:
+        iid = np.array(sorted(iids), dtype=np.uint64)
+        n = iid.size
+        return _Level(iid, np.full(n, part, dtype=np.int64), np.arange(n, dtype=np.int64) * 3,
+                      np.arange(n, dtype=np.int64) + part)
+
+    a, b = level(older, 0), level(newer, 1)
+    got = a.merged(b)
+    both = [np.concatenate([getattr(a, c), getattr(b, c)]) for c in _Level.COLUMNS]
+    keep = _first_wins(both[0])
+    for c, want in zip(_Level.COLUMNS, both):
+        assert getattr(got, c).dtype == want.dtype and getattr(got, c).tolist() == want[keep].tolist()

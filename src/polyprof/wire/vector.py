@@ -895,3 +895,8 @@ def sized_read(nbytes: int, compiled_from: int) -> Iterator[None]:
     finally:
         _compiled, _work = None, before
 
+
+
+#: :func:`hash_runs`'s constants, for kernels elsewhere that hash runs as it does (added for the
+#: Perfetto catalog's fused frame pass; a test checks those hashes equal :func:`hash_runs`).
+HASH_MIX, HASH_BASE = _HASH_MIX, _HASH_BASE

@@ -20,13 +20,16 @@ its interned name as the system name of its outermost function.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import ModuleType
+
 import numpy as np
 
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import distinct, factorize_rows, factorize_runs, runs_equal
-from polyprof.wire.vector import gather_runs, hash_runs, ranges
+from polyprof.wire.vector import compiled, gather_runs, hash_runs, import_compiled, ranges
 
-__all__ = ["Catalog", "Emitter", "build_id_text"]
+__all__ = ["Catalog", "Emitter", "build_id_text", "catalog_kernels"]
 
 MappingKey = tuple[str, str, int, int, int, int, int]  # path, build id, start, end, exact_offset, start_offset, load_bias
 LineSpec = tuple[str, str, int]  # function name, source file, line
@@ -45,6 +48,15 @@ def build_id_text(raw: bytes) -> str:
         if text.isprintable():
             return text
     return raw.hex()
+
+
+def catalog_kernels() -> ModuleType | None:
+    """The compiled passes over frame-id columns (:mod:`._catalog_compiled`) once the wire kernels
+    are compiled (large traces), else None: the numpy expressions they replace."""
+    if not compiled():
+        return None
+    got = import_compiled("polyprof.formats.perfetto._catalog_compiled")
+    return got if isinstance(got, ModuleType) else None
 
 
 class _Growing:
@@ -78,6 +90,7 @@ class Catalog:
         self.stacks = _Growing(("start", "length"), (np.int64, np.int64))
         self._stack_frames = _Growing(("frame",), (np.int64,))
         self._index = _Growing(("h", "id"), (np.uint64, np.int64))  # stack hashes, sorted
+        self._unsorted: list[tuple[np.ndarray, np.ndarray]] = []  # (hashes, ids) added since: sorted in when looked up
         # (path, build id or None) -> {address: lines innermost first}
         self.symbols: dict[tuple[str, str | None], dict[int, tuple[LineSpec, ...]]] = {}
         self.frame_kinds = 0
@@ -150,18 +163,21 @@ class Catalog:
             return -1
         return int(self.stacks_bulk(np.array(frames_root_first), np.array([0, len(frames_root_first)]))[0])
 
-    def stacks_bulk(self, frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    def stacks_bulk(self, frames: np.ndarray, offsets: np.ndarray, hashes: np.ndarray | None = None) -> np.ndarray:
         """Ids of many non-empty stacks: ``frames[offsets[i]:offsets[i+1]]`` root first.
 
         A stack is found again by its hash (:func:`polyprof.wire.vector.hash_runs`)
         and length, confirmed frame by frame; stacks whose hashes collide but
-        differ simply stay distinct.
+        differ simply stay distinct. ``hashes``: those hashes, when the caller made them.
+        int32 frames stay int32 (half the column; the stacks of a heap dump).
         """
-        frames = np.asarray(frames, dtype=np.int64)
+        frames = np.asarray(frames)
+        if frames.dtype != np.int32:
+            frames = frames.astype(np.int64, copy=False)
         lengths = np.diff(offsets)
         if not lengths.size:
             return np.zeros(0, dtype=np.int64)
-        h = hash_runs(frames, offsets)
+        h = hash_runs(frames, offsets) if hashes is None else hashes
         ids = self._find(h, frames, offsets)
         todo = np.flatnonzero(ids < 0)
         if todo.size:  # equal new stacks share an id, in order of first sight
@@ -180,7 +196,7 @@ class Catalog:
     def _find(self, h: np.ndarray, frames: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         """Ids of stacks already in the catalog (-1 for the others)."""
         ids = np.full(h.size, -1, dtype=np.int64)
-        keys = self._index["h"]
+        keys = self._sorted_index()
         if not keys.size:
             return ids
         at = np.minimum(np.searchsorted(keys, h), keys.size - 1)
@@ -200,10 +216,19 @@ class Catalog:
         self.stacks.append(start=self._stack_frames.size + np.cumsum(lengths) - lengths, length=lengths)
         every = rows.size == offsets.size - 1  # all of them (rows are sorted): no gather
         self._stack_frames.append(frame=frames if every else gather_runs(frames, offsets[rows], lengths))
-        order = np.argsort(np.concatenate([self._index["h"], h]), kind="stable")
-        joined = {k: np.concatenate([self._index[k], v])[order] for k, v in (("h", h), ("id", ids))}
-        self._index = _Growing(("h", "id"), (np.uint64, np.int64))
-        self._index.append(**joined)
+        self._unsorted.append((h, ids))
+
+    def _sorted_index(self) -> np.ndarray:
+        """The sorted stack hashes (ids in ``_index["id"]``), the ones added since sorted in now:
+        a read that interns its stacks in one batch (a heap dump) never sorts them."""
+        if self._unsorted:
+            new = [np.concatenate(c) for c in zip(*self._unsorted)]
+            self._unsorted = []
+            order = np.argsort(np.concatenate([self._index["h"], new[0]]), kind="stable")  # equal: oldest first
+            joined = {k: np.concatenate([self._index[k], v])[order] for k, v in zip(("h", "id"), new)}
+            self._index = _Growing(("h", "id"), (np.uint64, np.int64))
+            self._index.append(**joined)
+        return self._index["h"]
 
     def stack_frames(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The frames of stacks ``ids`` (root first) as (flat, offsets)."""
@@ -213,6 +238,30 @@ class Catalog:
         if ids.size == self.stacks.size and (ids.size == 0 or int(ids[-1]) == ids.size - 1):
             return self._stack_frames["frame"], offsets  # every stack, in order (ids are sorted)
         return gather_runs(self._stack_frames["frame"], start, length), offsets
+
+    def stack_locations(self, ids: np.ndarray, locations: Callable[[np.ndarray], np.ndarray]
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """The stacks ``ids`` (root first) as (flat, offsets) of ``locations(frames)[k]`` for
+        the k-th of their distinct frames (sorted), in the narrowest unsigned type: with the
+        compiled kernels, read where the frames lie (no gathered copy, no ``distinct`` pass)."""
+        k = catalog_kernels()
+        if k is None:
+            flat, offsets = self.stack_frames(ids)
+            frames = distinct(flat)  # catalog frame ids are dense: one lookup table, no inverse column
+        else:
+            start, length = self.stacks["start"][ids], self.stacks["length"][ids]
+            offsets = np.zeros(ids.size + 1, dtype=np.int64)
+            np.cumsum(length, out=offsets[1:])
+            present = np.zeros(self.frames.size, dtype=bool)
+            k.mark_runs(self._stack_frames["frame"], start, length, present)
+            frames = np.flatnonzero(present)
+            del present
+        locs = locations(frames)
+        table = np.zeros(int(frames[-1]) + 1, dtype=np.min_scalar_type(max(int(locs.max()), 0)))
+        table[frames] = locs  # narrow: cheaper interning
+        if k is None:
+            return table[flat], offsets
+        return k.map_runs(self._stack_frames["frame"], start, length, table), offsets
 
     # ---------------------------------------------------------------- symbols
 
@@ -273,12 +322,7 @@ class Emitter:
         used = uniq[uniq > 0] - 1
         leaf = np.full(int(uniq[-1]) + 1, -1, dtype=np.int32)
         if used.size:
-            flat, offsets = self.cat.stack_frames(used)
-            frames = distinct(flat)  # catalog frame ids are dense: one lookup table, no inverse column
-            locs = self._locations(frames)
-            table = np.zeros(int(frames[-1]) + 1, dtype=np.min_scalar_type(max(int(locs.max()), 0)))
-            table[frames] = locs  # narrow: cheaper interning
-            locs = table[flat]
+            locs, offsets = self.cat.stack_locations(used, self._locations)
             leaf[used + 1] = self.b.stacks_from_csr(locs, offsets, leaf_first=False, distinct=True)
         for lo in range(0, shifted.size, 1 << 20):  # in place, a block at a time: no second column
             shifted[lo:lo + (1 << 20)] = leaf[shifted[lo:lo + (1 << 20)]]

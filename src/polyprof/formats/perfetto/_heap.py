@@ -35,7 +35,7 @@ from polyprof.errors import MalformedInputError
 from polyprof.formats.limits import check_int64
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._clock import wrap64
-from polyprof.formats.perfetto._sequence import Generation, Sequence, text
+from polyprof.formats.perfetto._sequence import Generation, Sequence
 from polyprof.formats.perfetto._tables import PROFILE_PACKET, _Spans
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
@@ -93,8 +93,18 @@ class _Series:
         n_old = self.values.shape[0]
         # In order of first sight, the existing series (distinct rows, first) keep their numbers
         # 0..n_old-1 and new ones follow: a sample's group is its row.
-        group, first = factorize_rows([np.concatenate([a, b]) for a, b in zip(self.keys, keys)], in_order=True)
+        cols = [np.concatenate([a, b]) for a, b in zip(self.keys, keys)]
+        seq, source = cols[0], cols[1]
+        if source[0] >= 0 and (seq == seq[0]).all() and (source == source[0]).all():
+            cols = [cols[2]]  # one generation's interned callstacks: the iid decides the stack (cached)
+        group, first = factorize_rows(cols, in_order=True)
         at = group[n_old:]
+        if not n_old and first.size == at.size:  # the first samples, each its own series: as they are
+            self.keys = keys
+            self.values = values.copy()
+            _, node_first = factorize_rows([keys[3]], in_order=True)
+            self.node_order = keys[3][node_first]
+            return 0
         if first.size > n_old:  # new series, in order of first sight
             firsts = first[n_old:] - n_old
             self.keys = [np.concatenate([a, b[firsts]]) for a, b in zip(self.keys, keys)]
@@ -106,6 +116,9 @@ class _Series:
         if not at.size:
             return 0
         if int(np.bincount(at).max()) == 1:  # each series once: one round, no ranks
+            if int(at.min()) >= n_old:  # every one new: no value to go down from
+                self.values[at] = values
+                return 0
             return self._round(at, values)
         ignored = 0
         rank = _rank(at)
@@ -124,17 +137,29 @@ class _Series:
     def totals(self) -> tuple[np.ndarray, np.ndarray]:
         """(stacks with any value, their [alloc count, alloc size, free count, free size]) in first-seen order."""
         seen = self.values[:, 0] >= 0
-        nodes = self.keys[3][seen]
-        pos = np.searchsorted(np.sort(self.node_order), nodes)
-        rank_of = np.argsort(self.node_order, kind="stable")
-        where = rank_of[pos]
-        total = np.zeros((self.node_order.size, 4), dtype=np.int64)
-        if where.size and int(np.bincount(where).max()) == 1:  # one series per stack: no sums
-            total[where] = self.values[seen]
+        if self.node_order.size == seen.size and seen.all() and (self.keys[3] == self.node_order).all():
+            total = self.values  # one series per stack, each in the order first seen: the totals
         else:
-            np.add.at(total, where, self.values[seen])
+            nodes = self.keys[3][seen]
+            where = _positions(self.node_order, nodes)
+            total = np.zeros((self.node_order.size, 4), dtype=np.int64)
+            if where.size and int(np.bincount(where).max()) == 1:  # one series per stack: no sums
+                total[where] = self.values[seen]
+            else:
+                np.add.at(total, where, self.values[seen])
         keep = total.any(axis=1)
         return self.node_order[keep], total[keep]
+
+
+def _positions(order: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Where each of ``values`` is in ``order`` (distinct, holding every value): catalog stacks
+    from -1 are dense, so a table by value (no sort of ``order``) when it is no wider than them."""
+    if order.size and int(order.min()) >= -1 and int(order.max()) < 2 * order.size + 1024:
+        at = np.empty(int(order.max()) + 2, dtype=np.int64)
+        at[order + 1] = np.arange(order.size)
+        return at[values + 1]
+    pos = np.searchsorted(np.sort(order), values)
+    return np.argsort(order, kind="stable")[pos]
 
 
 def _rank(at: np.ndarray) -> np.ndarray:
@@ -160,15 +185,16 @@ class HeapCollector:
         """Take the ProfilePacket ``data`` of sequence ``s``."""
         st = s.heap = s.heap or _SeqHeap()
         try:  # the samples of every dump walked together in the packet's bytes
-            pp, dump_samples = self._walked(data)
+            pp, heaps, dump_samples = self._walked(data)
         except (MalformedInputError, DecodeError, _Decline):  # named by the per-dump path, as it always was
-            pp, dump_samples = self._per_dump(data)
+            pp, heaps, dump_samples = self._per_dump(data)
         if st.prev_index is None and pp.index != 0 or st.prev_index is not None and pp.index != st.prev_index + 1:
             self.ctx.stats["heapprofd packets missing (index gap)"] += 1
         st.prev_index = pp.index
         st.tables.tables.add_entries(pp, PROFILE_PACKET)
-        for d, (iids, values, at_max) in zip(pp.process_dumps, dump_samples):  # one step per dump
-            heap = text(d.heap_name, self.ctx.stats) if d.heap_name else "unknown"
+        for d, (heap, bad), (iids, values, at_max) in zip(pp.process_dumps, heaps, dump_samples):  # per dump
+            if bad:
+                self.ctx.stats["strings that were not valid UTF-8 (decoded with replacement)"] += 1
             if iids is None or values is None:  # a dump the options leave out
                 continue
             key = (d.pid, heap, d.timestamp)
@@ -181,33 +207,36 @@ class HeapCollector:
         if not pp.continued:
             self.finalize(s)
 
-    def _wanted(self, d: Any) -> bool:
-        """Whether dump ``d`` is one the options ask for (its pid checked first)."""
+    def _wanted(self, d: Any, heap: str) -> bool:
+        """Whether dump ``d`` of heap ``heap`` is one the options ask for (its pid checked first)."""
         check_int64("ProcessHeapSamples.pid", d.pid)
         wanted, wanted_heap = self.ctx.options.pid, self.ctx.options.heap
         if wanted is not None and d.pid not in wanted:
             return False
-        return not wanted_heap or (d.heap_name.decode("utf-8", errors="replace") or "unknown") == wanted_heap
+        return not wanted_heap or heap == wanted_heap
 
-    def _per_dump(self, data: bytes) -> tuple[Any, list[_DumpSamples]]:
-        """The packet parsed with every sample as its own bytes, each dump's samples decoded on their own."""
+    def _per_dump(self, data: bytes) -> tuple[Any, list[tuple[str, bool]], list[_DumpSamples]]:
+        """The packet parsed with every sample as its own bytes, each dump's samples decoded on their own;
+        with each dump's heap name (and whether it was not valid UTF-8)."""
         pp = S.messages()["ProfilePacketEntries"].FromString(data)  # entries stay bytes: decoded together
+        heaps = [_heap_name(d.heap_name) for d in pp.process_dumps]
         out: list[_DumpSamples] = []
-        for d in pp.process_dumps:
-            if not self._wanted(d):
+        for d, (heap, _) in zip(pp.process_dumps, heaps):
+            if not self._wanted(d, heap):
                 out.append((None, None, False))
                 continue
             spans = _Spans.join(list(d.samples))
             out.append(_samples(spans.buf, spans.start, spans.start + spans.length,
                                 d.orig_sampling_interval_bytes > 0))
-        return pp, out
+        return pp, heaps, out
 
-    def _walked(self, data: bytes) -> tuple[Any, list[_DumpSamples]]:
+    def _walked(self, data: bytes) -> tuple[Any, list[tuple[str, bool]], list[_DumpSamples]]:
         """:meth:`_per_dump`'s answer with the samples of all dumps found and decoded in one walk
         of the packet's bytes; ``_Decline`` (or a walker error) where the answer could differ."""
         pp = S.messages()["ProfilePacketHead"].FromString(data)  # samples left unparsed
         dumps = list(pp.process_dumps)
-        wanted = np.array([self._wanted(d) for d in dumps], dtype=bool)
+        heaps = [_heap_name(d.heap_name) for d in dumps]
+        wanted = np.array([self._wanted(d, heap) for d, (heap, _) in zip(dumps, heaps)], dtype=bool)
         buf = V.as_buffer(data)
         spans = V.walk_fields(buf, np.zeros(1, dtype=np.int64), np.full(1, len(data), dtype=np.int64)).select(5, V.LEN)
         if spans.msg.size != len(dumps):
@@ -218,7 +247,7 @@ class HeapCollector:
         trusted = np.array([d.orig_sampling_interval_bytes > 0 for d in dumps], dtype=bool)
         iids, values, at_max = _samples(buf, start, start + smp.length[keep], trusted[owner], strict=False)
         bounds = np.searchsorted(owner, np.arange(len(dumps) + 1))
-        return pp, [(iids[a:b], values[a:b], bool(at_max[a:b].any())) if w else (None, None, False)
+        return pp, heaps, [(iids[a:b], values[a:b], bool(at_max[a:b].any())) if w else (None, None, False)
                     for w, a, b in zip(wanted.tolist(), bounds[:-1].tolist(), bounds[1:].tolist())]
 
     def finalize(self, s: Sequence) -> None:
@@ -245,9 +274,11 @@ class HeapCollector:
         if ignored:
             self.ctx.stats["heap samples whose cumulative values went down (ignored, as trace processor)"] += ignored
         nodes, total = series.totals()
-        ac, asz, fc, fs = total.T
         dump.nodes = nodes
-        dump.values = np.stack([ac, asz, ac - fc, asz - fs, fc, fs], axis=1)
+        dump.values = np.empty((nodes.size, 6), dtype=np.int64)  # alloc, in use (alloc - freed), freed
+        dump.values[:, :2] = total[:, :2]
+        np.subtract(total[:, :2], total[:, 2:], out=dump.values[:, 2:4])
+        dump.values[:, 4:] = total[:, 2:]
         self.dumps.append(dump)
 
     def finish(self, seqs: list[Sequence]) -> None:
@@ -273,6 +304,12 @@ def _samples(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, trusted_coun
     (one flag, or one per sample). A value out of signed 64-bit range is an error naming
     its field (``strict``) or declined."""
     n = starts.size
+    if not strict and V.compiled():  # one compiled pass; None: the walker decides
+        from polyprof.formats.perfetto._heap_compiled import heap_samples
+
+        got = heap_samples(buf, starts, ends, (_CALLSTACK, *_PLAIN, *_AT_MAX), _MAX)
+        if got is not None:
+            return _compiled_samples(*got, trusted_count)
     f = V.walk_varint_fields(buf, starts, ends)
 
     def col(k: int) -> np.ndarray:
@@ -293,6 +330,30 @@ def _samples(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, trusted_coun
         values[at_max] = np.stack([np.where(trusted, count, 0), size, np.zeros_like(size),
                                    np.zeros_like(size)], axis=1)
     return V.scalar_column(f, _CALLSTACK, n), values, (bool(at_max.any()) if strict else at_max)
+
+
+def _compiled_samples(cols: np.ndarray, at_max: np.ndarray, trusted_count: Any) -> Any:
+    """:func:`_samples` (not ``strict``) from ``_heap_compiled.heap_samples``'s columns
+    (callstack, ``_PLAIN``, ``_AT_MAX``)."""
+    big = np.uint64(2**63 - 1)
+    if (cols[1:5] > big).any() or at_max.any() and (cols[5:7] > big).any():
+        raise _Decline  # uint64 on the wire, signed 64-bit in the model: the per-dump path names it
+    values = np.ascontiguousarray(cols[1:5].T).view(np.int64)
+    if at_max.any():
+        count, size = (c.view(np.int64)[at_max] for c in cols[5:7])
+        trusted = np.broadcast_to(np.asarray(trusted_count, dtype=bool), (at_max.size,))[at_max]
+        values[at_max] = np.stack([np.where(trusted, count, 0), size, np.zeros_like(size),
+                                   np.zeros_like(size)], axis=1)
+    return cols[0], values, at_max
+
+
+def _heap_name(raw: bytes) -> tuple[str, bool]:
+    """A dump's heap name ("unknown" when unset) and whether it was not valid UTF-8 (then decoded
+    with replacement, as :func:`._sequence.text`)."""
+    try:
+        return raw.decode("utf-8") or "unknown", False
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), True
 
 
 def _facts(d: Any, at_max: bool) -> dict[str, Any]:

@@ -18,20 +18,23 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from polyprof.formats.perfetto._catalog import Catalog, build_id_text
+from polyprof.formats.perfetto._catalog import Catalog, build_id_text, catalog_kernels
 from polyprof.formats.perfetto._tables import (
     BUILD_IDS,
     FUNCTION_NAMES,
     INTERNED,
     MAPPING_PATHS,
     SOURCE_PATHS,
+    FrameRuns,
     Tables,
 )
 from polyprof.model.columns import unique_inverse
+from polyprof.wire.vector import HASH_BASE, HASH_MIX
 
 __all__ = ["Generation", "Resolver", "Sequence", "Stats", "text"]
 
@@ -47,6 +50,12 @@ def text(raw: bytes, stats: Stats) -> str:
     except UnicodeDecodeError:
         stats["strings that were not valid UTF-8 (decoded with replacement)"] += 1
         return raw.decode("utf-8", errors="replace")
+
+
+#: iids (or frames of new callstacks) from which a lookup uses the compiled catalog kernels
+#: (fewer are quicker in numpy than loading one more kernel's machine code, and a callstack
+#: resolved alone does not scan its batches).
+KERNELS_FROM = 1 << 20
 
 
 class _Resolved:
@@ -67,17 +76,49 @@ class _Resolved:
 
     def get(self, iids: np.ndarray, make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Catalog id of each iid; ``make(new iids)`` resolves the ones not seen before."""
-        if iids.size and iids.dtype.kind in "iu" and int(iids.min()) >= 0:
-            top = int(iids.max())
-            if top < max(4 * iids.size, 1 << 16):  # dense iids (as producers number them): by a table,
-                present = np.zeros(top + 1, dtype=bool)  # no inverse column (26M frame ids of a heap dump)
-                present[iids] = True
-                uniq = np.flatnonzero(present).astype(iids.dtype)
-                table = np.empty(top + 1, dtype=np.int64)
-                table[uniq] = self._resolve(uniq, make)
-                return table[iids]
+        k = catalog_kernels() if iids.size >= KERNELS_FROM else None  # compiled: no intp copy of the ids
+        table = self.table(iids, make, np.int64, k)
+        if table is not None:
+            return table[iids] if k is None else k.map_runs(iids, *_whole(iids), table)
         uniq, inverse = unique_inverse(iids)
         return self._resolve(uniq, make)[inverse]
+
+    def table(self, iids: np.ndarray, make: Callable[[np.ndarray], np.ndarray], dtype: type,
+              k: ModuleType | None) -> np.ndarray | None:
+        """A table by iid of the catalog ids (in ``dtype``) of every iid in ``iids`` when they are
+        dense (as producers number them; no inverse column for the 26M frame ids of a heap dump),
+        else None. ``k``: the compiled catalog kernels, if loaded."""
+        if not (iids.size and iids.dtype.kind in "iu" and int(iids.min()) >= 0):
+            return None
+        top = int(iids.max())
+        if top >= max(4 * iids.size, 1 << 16):
+            return None
+        present = np.zeros(top + 1, dtype=bool)
+        if k is None:
+            present[iids] = True
+        else:
+            k.mark_runs(iids, *_whole(iids), present)
+        uniq = np.flatnonzero(present).astype(iids.dtype)
+        del present
+        table: np.ndarray = np.empty(top + 1, dtype=dtype)
+        table[uniq] = self._resolve(uniq, make)
+        return table
+
+    def runs_table(self, runs: list[FrameRuns], total: int, make: Callable[[np.ndarray], np.ndarray],
+                   k: ModuleType) -> np.ndarray | None:
+        """:meth:`table` (int32) of the iids of ``runs`` (``total`` of them), marked where they lie."""
+        top = max((int(f.max()) for f, _, _ in runs if f.size), default=0)  # a bound: the batches' largest iid
+        if runs[0][0].dtype.kind != "u" or top >= max(4 * total, 1 << 16):
+            return None
+        present = np.zeros(top + 1, dtype=bool)
+        for frames, starts, counts in runs:
+            k.mark_runs(frames, starts, counts, present)
+        narrow = all(frames.dtype == np.uint32 for frames, _, _ in runs)  # the dtype ``joined`` gives
+        uniq = np.flatnonzero(present).astype(np.uint32 if narrow else np.uint64)
+        del present
+        table: np.ndarray = np.empty(top + 1, dtype=np.int32)
+        table[uniq] = self._resolve(uniq, make)
+        return table
 
     def _resolve(self, uniq: np.ndarray, make: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Catalog id of each of the sorted distinct iids ``uniq``, new ones made and remembered."""
@@ -89,6 +130,11 @@ class _Resolved:
             self.iid = np.concatenate([self.iid, uniq[todo]])[order]
             self.cat = np.concatenate([self.cat, known[todo]])[order]
         return known
+
+
+def _whole(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, lengths) of one run of every value."""
+    return np.zeros(1, dtype=np.int64), np.full(1, values.size, dtype=np.int64)
 
 
 class Generation:
@@ -187,16 +233,33 @@ class Resolver:
         return gen.stacks.get(np.asarray(iids, dtype=np.uint64), lambda new: self._new_stacks(gen, new))
 
     def _new_stacks(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
-        found, counts, flat, order = gen.tables.callstacks(iids)
+        found, counts, order, runs = gen.tables.callstack_runs(iids)
         self._count("interning: missing callstack iid (sample kept with an empty stack)", int((~found).sum()))
         self._count("empty callstacks", int((found & (counts == 0)).sum()))
         out = np.full(iids.size, -1, dtype=np.int64)  # missing and empty stacks stay -1
-        order = order[counts[order] > 0]  # empty stacks add no frames: ``flat`` is still in this order
+        some = counts[order] > 0  # empty stacks add no frames
+        order = order[some]
         if order.size:
             offsets = np.zeros(order.size + 1, dtype=np.int64)
             np.cumsum(counts[order], out=offsets[1:])
-            out[order] = self.cat.stacks_bulk(self.frames(gen, flat), offsets)
+            out[order] = self._stacks_of_runs(gen, runs, offsets, some)
         return out
+
+    def _stacks_of_runs(self, gen: Generation, runs: list[FrameRuns], offsets: np.ndarray,
+                        some: np.ndarray) -> np.ndarray:
+        """Catalog stacks of the frame iid runs ``runs`` (stack ``i`` = frames ``offsets[i]:
+        offsets[i+1]`` of them end to end; ``some``: which runs are not empty). Compiled, with
+        dense iids: the frames are read where they lie, and come as int32 catalog frames with
+        their stacks' hashes from one pass."""
+        total = int(offsets[-1])  # a few frames (a Chrome sample's new callstack) stay on numpy
+        k = catalog_kernels() if total >= KERNELS_FROM else None
+        table = None
+        if k is not None and self.cat.frames.size + total < 2**31:  # catalog frames fit int32
+            table = gen.frames.runs_table(runs, total, lambda new: self._new_frames(gen, new), k)
+        if k is None or table is None:
+            return self.cat.stacks_bulk(self.frames(gen, gen.tables.joined(runs)), offsets)
+        frames, hashes = k.map_hash_runs(runs, total, table, HASH_MIX, HASH_BASE)
+        return self.cat.stacks_bulk(frames, offsets, hashes[some])
 
     def frames(self, gen: Generation, iids: np.ndarray) -> np.ndarray:
         """Catalog frame of every frame iid (a placeholder frame for unknown ones, counted)."""

@@ -138,9 +138,21 @@ class _Level:
     COLUMNS = ("iid", "part", "start", "count")
 
     def merged(self, newer: "_Level") -> "_Level":
-        both = [np.concatenate([getattr(self, c), getattr(newer, c)]) for c in self.COLUMNS]
-        keep = _first_wins(both[0])  # older entries come first: they win
-        return _Level(*(c[keep] for c in both))
+        """Both levels' entries by iid; an iid in both keeps this (older) level's entry. Both
+        are sorted and distinct: the newer's new entries are placed by a binary search, no sort."""
+        at = np.searchsorted(self.iid, newer.iid)
+        fresh = ~((at < self.iid.size) & (self.iid[np.minimum(at, max(self.iid.size - 1, 0))] == newer.iid)) \
+            if self.iid.size else np.ones(newer.iid.size, dtype=bool)
+        at = at[fresh] + np.arange(int(fresh.sum()))  # final rows of the new entries
+        is_new = np.zeros(self.iid.size + at.size, dtype=bool)
+        is_new[at] = True
+        cols = []
+        for c in self.COLUMNS:
+            old, new = getattr(self, c), getattr(newer, c)[fresh]
+            out = np.empty(is_new.size, dtype=np.result_type(old, new))
+            out[is_new], out[~is_new] = new, old
+            cols.append(out)
+        return _Level(*cols)
 
 
 @dataclass
@@ -217,23 +229,31 @@ class Tables:
     def callstacks(self, iids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(found, frame count) of each callstack iid, and the frames (root first) of the
         found ones end to end, stack after stack in the order ``order`` (indexes into ``iids``)."""
+        found, count, order, runs = self.callstack_runs(iids)
+        return found, count, self.joined(runs), order
+
+    def joined(self, runs: list[FrameRuns]) -> np.ndarray:
+        """The frames of ``runs`` end to end (uint32 when every batch is)."""
+        narrow = self.stack_parts and all(p.dtype == np.uint32 for p in self.stack_parts)
+        flat = np.empty(sum(int(c.sum()) for _, _, c in runs), dtype=np.uint32 if narrow else np.uint64)
+        at = 0  # filled part by part: no list of pieces
+        for frames, starts, counts in runs:
+            piece = frames if _whole(starts, counts, frames.size) else V.gather_runs(frames, starts, counts)
+            flat[at:at + piece.size] = piece
+            at += piece.size
+        return flat
+
+    def callstack_runs(self, iids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[FrameRuns]]:
+        """:meth:`callstacks` with the frames left where they lie: per batch (in order), the
+        batch's frame ids and the (starts, counts) of the found stacks' runs in it, in ``order``."""
         part, start, count = self._locate(iids)
         found = part >= 0
         order = np.flatnonzero(found)
         order = order[np.argsort(part[order], kind="stable")]  # grouped by the batch they came in
         bounds = np.searchsorted(part[order], np.arange(len(self.stack_parts) + 1))
-        narrow = self.stack_parts and all(p.dtype == np.uint32 for p in self.stack_parts)
-        dtype = np.uint32 if narrow else np.uint64
-        flat = np.empty(int(count[order].sum()), dtype=dtype)  # filled part by part: no list of pieces
-        at = 0
-        for frames, a, b in zip(self.stack_parts, bounds[:-1].tolist(), bounds[1:].tolist()):
-            if b > a:
-                rows = order[a:b]
-                piece = frames if _whole(start[rows], count[rows], frames.size) else \
-                    V.gather_runs(frames, start[rows], count[rows])
-                flat[at:at + piece.size] = piece
-                at += piece.size
-        return found, count, flat, order
+        runs = [(frames, start[order[a:b]], count[order[a:b]])
+                for frames, a, b in zip(self.stack_parts, bounds[:-1].tolist(), bounds[1:].tolist()) if b > a]
+        return found, count, order, runs
 
     def has_callstacks(self, iids: np.ndarray) -> np.ndarray:
         """Whether each callstack iid is interned here."""
@@ -261,6 +281,10 @@ class Tables:
         at = np.searchsorted(fr, iids)
         atc = np.minimum(at, fr.size - 1)
         return np.where((at < fr.size) & (fr[atc] == iids), atc, -1)
+
+
+#: A batch's frame ids and the (starts, counts) of some of its stacks' runs.
+FrameRuns = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _whole(start: np.ndarray, count: np.ndarray, size: int) -> bool:

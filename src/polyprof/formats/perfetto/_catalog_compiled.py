@@ -1,0 +1,102 @@
+"""Compiled twins (numba) of the catalog's passes over tens of millions of frame ids.
+
+A heap dump's callstacks hold one frame id per frame (26M in the large
+benchmark dump). Resolving them (iid -> catalog frame) and copying the used
+stacks into a profile (catalog frame -> model location) were numpy passes
+that each made an index copy (``present[iids]``, ``table[iids]`` cast the
+uint32 ids to intp first), a gathered copy of the runs and a sorted or
+tabled ``distinct``. These kernels do the same in one pass each, reading the
+runs where they lie:
+
+``mark_runs``  ``present[values[s:s+l]] = True`` for every run (distinct values)
+``map_runs``   ``table[values[s:s+l]]`` for every run, end to end, in ``out``'s type
+``map_hash_runs``  ``map_runs`` over several columns and the hash of each run, as
+               :func:`polyprof.wire.vector.hash_runs` makes it (one pass, no widening)
+
+Imported only once the wire kernels are compiled (``wire.vector.compiled()``),
+i.e. for large traces; the numpy expressions they replace stay the other
+path, and ``tests/test_perfetto_catalog_compiled.py`` compares the two.
+Callers guarantee every value indexes its table (tables are sized by the
+values' maximum or by the catalog they index).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+__all__ = ["map_hash_runs", "map_runs", "mark_runs"]
+
+_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
+
+
+@njit(**_OPTIONS)
+def _mark(values, starts, lengths, present):  # noqa: ANN001, ANN202 - numba
+    for i in range(starts.size):
+        s = starts[i]
+        for j in range(s, s + lengths[i]):
+            present[values[j]] = True
+
+
+@njit(**_OPTIONS)
+def _map(values, starts, lengths, table, out):  # noqa: ANN001, ANN202 - numba
+    k = 0
+    for i in range(starts.size):
+        s = starts[i]
+        for j in range(s, s + lengths[i]):
+            out[k] = table[values[j]]
+            k += 1
+
+
+def mark_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, present: np.ndarray) -> None:
+    """Set ``present[v]`` for every value ``v`` of the runs ``values[starts[i]:starts[i]+lengths[i]]``."""
+    _mark(values, np.ascontiguousarray(starts, dtype=np.int64), np.ascontiguousarray(lengths, dtype=np.int64),
+          present)
+
+
+def map_runs(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, table: np.ndarray,
+             dtype: Any = None) -> np.ndarray:
+    """``table[values[ranges(starts, lengths)]]`` without the index column (in ``dtype``, else
+    the table's type)."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    out = np.empty(int(lengths.sum()), dtype=table.dtype if dtype is None else dtype)
+    _map(values, starts, lengths, table, out)
+    return out
+
+
+@njit(**_OPTIONS)
+def _map_hash(values, starts, lengths, table, mix, base, out, at, hashes, h0):  # noqa: ANN001, ANN202 - numba
+    k = at
+    for i in range(starts.size):
+        h = np.uint64(0)
+        power = np.uint64(1)
+        for j in range(starts[i], starts[i] + lengths[i]):
+            v = table[values[j]]
+            out[k] = v
+            k += 1
+            y = (np.uint64(v) + np.uint64(1)) * mix
+            y ^= y >> np.uint64(31)
+            h += y * power
+            power *= base
+        hashes[h0 + i] = h
+
+
+def map_hash_runs(runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], total: int, table: np.ndarray,
+                  mix: np.uint64, base: np.uint64) -> tuple[np.ndarray, np.ndarray]:
+    """For ``runs`` ((values, starts, lengths) each, ``total`` values in all): ``table`` of every
+    run's values, end to end, and the :func:`polyprof.wire.vector.hash_runs` hash of each run
+    of the result (given that function's ``mix`` and ``base``; 0 for an empty run). The
+    table's values must be non-negative."""
+    out = np.empty(total, dtype=table.dtype)
+    hashes = np.empty(sum(s.size for _, s, _ in runs), dtype=np.uint64)
+    at = h0 = 0
+    for values, starts, lengths in runs:
+        starts = np.ascontiguousarray(starts, dtype=np.int64)
+        lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+        _map_hash(values, starts, lengths, table, mix, base, out, at, hashes, h0)
+        at += int(lengths.sum())
+        h0 += starts.size
+    return out, hashes
