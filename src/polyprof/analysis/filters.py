@@ -242,7 +242,8 @@ def _by_name(p: Profile, rx: dict, matched: dict[str, bool]) -> tuple[Profile, n
         s = _match(p, rx["show"])
         touched[:] = True
         line_keep &= s.mapping[line_loc] | s.line | (p.lines.function < 0)
-    p = stacks.take_samples(p, keep_sample)
+    if not keep_sample.all():  # (a hide alone keeps them all: _reshape copies them once)
+        p = stacks.take_samples(p, keep_sample)
     kept = np.nonzero(keep_sample)[0]
     if not touched.any():
         return p, kept
@@ -257,6 +258,8 @@ def _by_name(p: Profile, rx: dict, matched: dict[str, bool]) -> tuple[Profile, n
 
 def _on_stack(p: Profile, loc_flag: np.ndarray, stack: np.ndarray) -> np.ndarray:
     """Per sample: some frame of its stack has ``loc_flag`` (False for empty stacks)."""
+    if loc_flag.all():  # every frame has it (no focus, no ignore): only empty stacks lack it
+        return stack >= 0
     cs = p.callsites
     on_path = np.append(stacks.path_any(cs, loc_flag[cs.location]), False)  # -1 -> False
     return on_path[stack]

@@ -20,12 +20,14 @@ thousands of samples stays fast.
 from __future__ import annotations
 
 import dataclasses
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from polyprof.model import tree
 from polyprof.model.profile import CallsiteTable, LineTable, LocationTable, Profile, SampleTable
+from polyprof.wire.vector import import_compiled
 
 __all__ = ["nearest", "path_any", "rebuild", "rewrite_lines", "take_samples", "with_samples"]
 
@@ -74,9 +76,28 @@ def rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray,
     callsite loses its ancestors and becomes a root. Returns the new table
     and ``new_of``: the new id of each old callsite's nearest kept
     ancestor-or-self (-1 when none remains, i.e. the stack became empty).
+    New ids go depth by depth, by (parent, location) within one; the table
+    comes with its depths and levels cached (what ``top`` asks for next).
+    Large trees take one compiled walk (:mod:`polyprof.analysis._rebuild_compiled`,
+    the same answer).
     """
     n = len(cs)
     cut = np.zeros(n, dtype=bool) if cut is None else cut
+    width = int(location.max()) + 2 if n else 1
+    fast = _kernels(n)
+    made = fast.rebuild(cs.parent, keep, location, cut, width) if fast is not None else None
+    parent, loc, starts, new_of = made if made is not None else _rebuild(cs, keep, location, cut, width)
+    table = CallsiteTable(parent.astype(np.int32), loc.astype(np.int32))
+    sizes = np.diff(np.asarray(starts, dtype=np.int64))
+    table._depth = tree.segment_owner(sizes).astype(np.int32)
+    table._levels = (len(table), [tree.Level.of(slice(a, b), table.parent[a:b]) for a, b in zip(starts, starts[1:])])
+    return table, new_of
+
+
+def _rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray, cut: np.ndarray,
+             width: int) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
+    """:func:`rebuild` in whole-array passes: (new parents, new locations, depth starts, new_of)."""
+    n = len(cs)
     sentinel = n  # "explicitly nothing above": stops the downward propagation
     own = tree.fill_down(np.where(keep, np.arange(n), np.where(cut, sentinel, -1)), cs.parent, cs.levels())
     self_or_above = np.where(own == sentinel, -1, own)  # nearest kept ancestor-or-self
@@ -87,11 +108,24 @@ def rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray,
     kept_nodes = np.flatnonzero(keep)
     new_depth = tree.path_sums(above, np.ones(n, dtype=np.int64))[kept_nodes] - 1
     by_depth, bounds = tree.group_by_depth(new_depth)
-    width = int(location.max()) + 2 if n else 1
-    new_id, parent, loc, _ = tree.intern_paths(above, location, kept_nodes[by_depth], bounds, width)
-    table = CallsiteTable(parent.astype(np.int32), loc.astype(np.int32))
+    new_id, parent, loc, starts = tree.intern_paths(above, location, kept_nodes[by_depth], bounds, width)
     new_of = np.where(self_or_above >= 0, new_id[np.maximum(self_or_above, 0)], -1)
-    return table, new_of
+    return parent, loc, starts, new_of
+
+
+#: The compiled rebuild once loaded (False: numba missing), loaded by the tree kernels' size rule.
+_compiled: ModuleType | None | bool = None
+
+
+def _kernels(n: int) -> ModuleType | None:
+    """The compiled rebuild for a tree of ``n`` callsites when the tree kernels would run
+    compiled at that size (``tree.compiled``: size, ``POLYPROF_KERNELS``, numba), else None."""
+    global _compiled
+    if tree.compiled(n) is None:
+        return None
+    if _compiled is None:
+        _compiled = import_compiled("polyprof.analysis._rebuild_compiled")
+    return _compiled if isinstance(_compiled, ModuleType) else None
 
 
 def rewrite_lines(p: Profile, line_keep: np.ndarray) -> tuple[Profile, np.ndarray]:
