@@ -274,8 +274,11 @@ def _reshape(p: Profile, line_keep: np.ndarray, keep: np.ndarray, cut: np.ndarra
     cs = p.callsites
     p, loc_map = stacks.rewrite_lines(p, line_keep)
     table, new_of = stacks.rebuild(cs, keep, loc_map[cs.location], cut)
-    new_stack = np.append(new_of, -1)[p.samples.stack if stack is None else stack]
-    kept = (new_stack >= 0) | (keep_empty & (p.samples.stack < 0))
+    # int32 before the gather over every sample: the sample table's type, no second copy
+    new_stack = np.append(new_of.astype(np.int32), -1)[p.samples.stack if stack is None else stack]
+    kept = new_stack >= 0
+    if keep_empty:
+        kept |= p.samples.stack < 0
     p = stacks.take_samples(p, kept, new_stack)
     p.callsites = table
     return p, kept

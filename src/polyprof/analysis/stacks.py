@@ -40,11 +40,17 @@ def with_samples(p: Profile, samples: SampleTable, **changes: Any) -> Profile:
 def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) -> Profile:
     """``p`` with only the samples where ``keep`` is true (optionally with new stacks)."""
     s = p.samples
+    new_stack = s.stack if stack is None else stack
+    if keep.all():  # (a hide's remade stacks often keep every sample) the columns are shared, not copied
+        optional = {name: getattr(s, name) for name in s.OPTIONAL_COLUMNS}
+        table = SampleTable(stack=new_stack.astype(np.int32, copy=False), values=s.values,
+                            labelset=s.labelset, **optional)
+        return with_samples(p, table)
     idx = np.nonzero(keep)[0]
     optional = {name: (None if getattr(s, name) is None else getattr(s, name)[idx])
                 for name in s.OPTIONAL_COLUMNS}
-    new_stack = (s.stack if stack is None else stack)[idx].astype(np.int32)
-    table = SampleTable(stack=new_stack, values=s.values[idx], labelset=s.labelset[idx], **optional)
+    table = SampleTable(stack=new_stack[idx].astype(np.int32), values=s.values[idx], labelset=s.labelset[idx],
+                        **optional)
     return with_samples(p, table)
 
 
