@@ -67,11 +67,15 @@ from polyprof.model.profile import Profile, ValueType
 from polyprof.model.threads import sample_threads
 from polyprof.model.tree import segment_owner, segment_positions
 
-__all__ = ["FILTERS", "FilterResult", "apply", "prepare", "time_origin"]
+__all__ = ["FILTERS", "REMAKE_STACKS", "FilterResult", "apply", "hides_only", "prepare", "time_origin"]
 
 #: Filter option names in the order pprof lists active filters.
 FILTERS = ("focus", "ignore", "hide", "show", "show_from", "tagfocus", "tagignore", "tagshow", "taghide",
            "prune_from", "pid", "tid", "thread", "time_range")
+#: Filters that remake the stacks other than by hiding frames: with none of them set, a hide
+#: filter's stacks are the input's with the hidden frames taken out of every path, and the
+#: other filters only select samples (what the flame graph's name-tree hide pass needs).
+REMAKE_STACKS = ("show", "show_from", "prune_from", "tagroot", "tagleaf", "tagshow", "taghide")
 _REGEX_OPTIONS = ("focus", "ignore", "hide", "show", "show_from", "prune_from", "thread")
 
 
@@ -439,6 +443,12 @@ def _hidden(h, line_loc: np.ndarray) -> np.ndarray:  # noqa: ANN001
     :func:`hidden_lines`): its location matched, and its mapping or the line itself did."""
     return h.location[line_loc] & (h.mapping[line_loc] | h.line)
 
+
+
+def hides_only(options: Options) -> bool:
+    """``options`` set ``hide`` and no other filter that remakes stacks (:data:`REMAKE_STACKS`):
+    its stacks are the input's without the hidden frames, its other filters select samples."""
+    return bool(options.hide) and not any(getattr(options, name) for name in REMAKE_STACKS)
 
 
 def legend(options: Options) -> list[str]:
