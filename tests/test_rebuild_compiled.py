@@ -29,7 +29,7 @@ compiled = pytest.importorskip("polyprof.analysis._rebuild_compiled",
 def both(monkeypatch):  # noqa: ANN001, ANN201
     """Compiled kernels at any size (the numpy side switches ``stacks``' twin off)."""
     monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
-    monkeypatch.setattr(stacks, "_compiled", None)
+    monkeypatch.setattr(stacks._kernels, "_compiled", None)
 
 
 @st.composite
@@ -61,7 +61,7 @@ def _same_tables(a: tuple[CallsiteTable, np.ndarray], b: tuple[CallsiteTable, np
 @given(rebuilds())
 def test_the_compiled_rebuild_is_the_numpy_one(both, case):  # noqa: ANN001
     cs, keep, location, cut = case
-    want = numpy_only(stacks, stacks.rebuild, cs, keep, location, cut)
+    want = numpy_only(stacks._kernels, stacks.rebuild, cs, keep, location, cut)
     assert stacks._kernels(len(cs)) is compiled
     got = stacks.rebuild(cs, keep, location, cut)
     _same_tables(want, got)
@@ -93,7 +93,7 @@ def test_filters_that_rebuild_stacks_give_the_same_profile_and_top_both_ways(bot
 
     opts = Options(nodecount=0, nodefraction=0, **o)
     for p in _profiles():
-        want = numpy_only(stacks, filters.apply, p, opts)
+        want = numpy_only(stacks._kernels, filters.apply, p, opts)
         got = filters.apply(p, opts)
         assert np.array_equal(want.profile.samples.stack, got.profile.samples.stack)
         _same_tables((want.profile.callsites, want.rows), (got.profile.callsites, got.rows))

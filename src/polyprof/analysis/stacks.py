@@ -119,19 +119,24 @@ def _rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray, cut: np.
     return parent, loc, starts, new_of
 
 
-#: The compiled rebuild once loaded (False: numba missing), loaded by the tree kernels' size rule.
-_compiled: ModuleType | None | bool = None
+class CompiledTwin:
+    """A compiled twin module (numba) of an analysis step, imported on first use and only for
+    work the tree kernels would run compiled (``tree.compiled``: size, ``POLYPROF_KERNELS``,
+    numba installed). ``twin(n)``: the module for ``n`` items of work, or None (numpy)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._compiled: ModuleType | None | bool = None  # False: numba missing (tests set it to force numpy)
+
+    def __call__(self, n: int) -> ModuleType | None:
+        if tree.compiled(n) is None:
+            return None
+        if self._compiled is None:
+            self._compiled = import_compiled(self.name)
+        return self._compiled if isinstance(self._compiled, ModuleType) else None
 
 
-def _kernels(n: int) -> ModuleType | None:
-    """The compiled rebuild for a tree of ``n`` callsites when the tree kernels would run
-    compiled at that size (``tree.compiled``: size, ``POLYPROF_KERNELS``, numba), else None."""
-    global _compiled
-    if tree.compiled(n) is None:
-        return None
-    if _compiled is None:
-        _compiled = import_compiled("polyprof.analysis._rebuild_compiled")
-    return _compiled if isinstance(_compiled, ModuleType) else None
+_kernels = CompiledTwin("polyprof.analysis._rebuild_compiled")
 
 
 def rewrite_lines(p: Profile, line_keep: np.ndarray) -> tuple[Profile, np.ndarray]:
