@@ -59,18 +59,21 @@ def _same_tables(a: tuple[CallsiteTable, np.ndarray], b: tuple[CallsiteTable, np
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rebuilds())
-def test_the_compiled_rebuild_is_the_numpy_one(both, case):  # noqa: ANN001
+def test_the_compiled_rebuild_and_nearest_are_the_numpy_ones(both, case):  # noqa: ANN001
     cs, keep, location, cut = case
     want = numpy_only(stacks._kernels, stacks.rebuild, cs, keep, location, cut)
     assert stacks._kernels(len(cs)) is compiled
     got = stacks.rebuild(cs, keep, location, cut)
     _same_tables(want, got)
     _same_tables(got, want)
+    near = numpy_only(stacks._kernels, stacks.nearest, cs, cut)
+    assert np.array_equal(near, stacks.nearest(cs, cut)) and near.dtype == stacks.nearest(cs, cut).dtype
 
 
 def test_the_compiled_rebuild_declines_a_parent_after_its_child():
     one = np.ones(2, dtype=bool)
     assert compiled.rebuild(np.array([1, -1], np.int32), one, np.zeros(2, np.int64), ~one, 2) is None
+    assert compiled.nearest(np.array([1, -1], np.int32), one) is None
 
 
 _FILTERS = [{"hide": "json|sha"}, {"hide": "^runtime"}, {"show": "main|json"}, {"show_from": "json"},

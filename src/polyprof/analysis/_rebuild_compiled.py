@@ -19,7 +19,7 @@ from numba import njit
 
 from polyprof.model import _tree_compiled
 
-__all__ = ["rebuild"]
+__all__ = ["nearest", "rebuild"]
 
 
 @njit(cache=True, nogil=True)
@@ -89,3 +89,20 @@ def rebuild(parent: np.ndarray, keep: np.ndarray, location: np.ndarray, cut: np.
     new_of = np.empty(n, np.int64)
     _resolve(self_or_above, new_id, new_of)
     return new_parent, new_loc, starts, new_of
+
+
+@njit(cache=True, nogil=True)
+def _nearest(parent, flag, out):  # noqa: ANN001, ANN202
+    for c in range(parent.size):
+        p = parent[c]
+        if p >= c:
+            return False
+        out[c] = c if flag[c] else (out[p] if p >= 0 else -1)
+    return True
+
+
+def nearest(parent: np.ndarray, flag: np.ndarray) -> np.ndarray | None:
+    """Per callsite: the nearest ancestor-or-self where ``flag`` holds, or -1, as
+    :func:`polyprof.analysis.stacks.nearest`; None when a parent does not precede its child."""
+    out = np.empty(parent.size, np.int64)
+    return out if _nearest(np.ascontiguousarray(parent), np.ascontiguousarray(flag, dtype=np.bool_), out) else None

@@ -52,6 +52,7 @@ for hide/show/show_from/prune_from, the removed frames and inline lines.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,7 +68,7 @@ from polyprof.model.profile import Profile, ValueType
 from polyprof.model.threads import sample_threads
 from polyprof.model.tree import segment_owner, segment_positions
 
-__all__ = ["FILTERS", "REMAKE_STACKS", "FilterResult", "apply", "hides_only", "prepare", "time_origin"]
+__all__ = ["FILTERS", "REMAKE_STACKS", "FilterResult", "apply", "name_tree_filter", "prepare", "time_origin", "without"]
 
 #: Filter option names in the order pprof lists active filters.
 FILTERS = ("focus", "ignore", "hide", "show", "show_from", "tagfocus", "tagignore", "tagshow", "taghide",
@@ -309,8 +310,7 @@ def _lines_up_to_last_match(p: Profile, m: _Names) -> np.ndarray:
 
 def _prune_from(p: Profile, rx: re.Pattern[str], matched: dict[str, bool]) -> tuple[Profile, None]:
     """Cut stacks below their innermost frame whose function name matches."""
-    fn = np.array([bool(n) and bool(rx.search(_simplify(n))) for n in _names(p)] + [False], dtype=bool)
-    line_hit = fn[p.lines.function]
+    line_hit = _prune_hits(p, rx)
     line_loc, pos = _line_positions(p)
     first = np.full(len(p.locations), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, line_loc[line_hit], pos[line_hit])
@@ -324,6 +324,12 @@ def _prune_from(p: Profile, rx: re.Pattern[str], matched: dict[str, bool]) -> tu
     p, _ = _reshape(p, pos >= np.where(prune, first, 0)[line_loc], np.ones(len(cs), dtype=bool),
                     stack=np.where(deepest >= 0, deepest, old), keep_empty=True)
     return p, None
+
+
+def _prune_hits(p: Profile, rx: re.Pattern[str]) -> np.ndarray:
+    """Per line row: its function's name without arguments matches ``rx`` (prune_from's rule)."""
+    fn = np.array([bool(n) and bool(rx.search(_simplify(n))) for n in _names(p)] + [False], dtype=bool)
+    return fn[p.lines.function]
 
 
 _RESERVED = ("(anonymous namespace)", "operator()")
@@ -445,10 +451,26 @@ def _hidden(h, line_loc: np.ndarray) -> np.ndarray:  # noqa: ANN001
 
 
 
-def hides_only(options: Options) -> bool:
-    """``options`` set ``hide`` and no other filter that remakes stacks (:data:`REMAKE_STACKS`):
-    its stacks are the input's without the hidden frames, its other filters select samples."""
-    return bool(options.hide) and not any(getattr(options, name) for name in REMAKE_STACKS)
+def name_tree_filter(options: Options) -> str | None:
+    """``"hide"`` or ``"prune_from"`` when it is the one filter of ``options`` that remakes
+    stacks (:data:`REMAKE_STACKS`): its stacks are the input's with frames taken out, or cut
+    below a frame, and the other filters set only select samples (what the flame graph's
+    name-tree passes need); else None."""
+    remaking = [name for name in ("hide", *REMAKE_STACKS) if getattr(options, name)]
+    return remaking[0] if len(remaking) == 1 and remaking[0] in ("hide", "prune_from") else None
+
+
+def without(options: Options, name: str) -> Options:
+    """``options`` with the filter ``name`` unset (the samples the other filters select)."""
+    unset: dict[str, Any] = {name: None}
+    return dataclasses.replace(options, **unset)
+
+
+def pruned_lines(p: Profile, options: Options) -> np.ndarray:
+    """Per line row of ``p``: whether ``options.prune_from`` matches it (stacks are cut below
+    it: what :func:`apply` does; the flame graph's name-tree prune pass decides by these)."""
+    rx = option_regex("prune_from", options.prune_from)
+    return np.zeros(len(p.lines), dtype=bool) if rx is None else _prune_hits(p, rx)
 
 
 def legend(options: Options) -> list[str]:

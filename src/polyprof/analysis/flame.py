@@ -44,7 +44,7 @@ from polyprof.model import tree
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MIN_FRACTION", "FlameShape", "FlameTree", "NameColumn", "flame_shape",
-           "flame_tree", "hide_pass", "prune"]
+           "flame_tree", "name_pass", "prune"]
 
 DEFAULT_MIN_FRACTION = 1e-5
 DEFAULT_MAX_NODES = 30_000
@@ -323,11 +323,11 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     (:func:`flame_shape` of the unfiltered profile) saves the walk over the
     callsites when the filters only selected samples; it changes no number. With ``base``,
     ``shape`` and ``base_shape`` (each side's) merge the two name trees instead of the callsites.
-    A ``hide`` filter on an unfiltered ``profile`` takes :func:`hide_pass` where it applies.
+    A ``hide`` or ``prune_from`` filter on an unfiltered ``profile`` takes :func:`name_pass` where it applies.
     """
     o = resolve(options, **overrides)
-    hid = hide_pass(profile, o, shape) if base is None and not inverted and isinstance(profile, Profile) else None
-    if hid is not None:  # the hide filter's graph from the name tree: no callsites remade
+    hid = name_pass(profile, o, shape) if base is None and not inverted and isinstance(profile, Profile) else None
+    if hid is not None:  # a hide or prune_from filter's graph from the name tree: no callsites remade
         new, shape = hid
     else:
         new = filters.prepare(profile, o)
@@ -454,8 +454,7 @@ class FlameShape:
         the regex hides in one place and not in another, or the compiled kernels are off."""
         nodes = self.nodes
         fast = tree.compiled(len(self.at))
-        if fast is None or self.view != ("functions", True) or not np.array_equal(
-                nodes.loc_start, p.locations.line_start):
+        if fast is None or not self._lines_are_nodes(p):
             return None
         hidden_name = self._hidden_names(filters.hidden_lines(p, o))
         if hidden_name is None:
@@ -482,6 +481,33 @@ class FlameShape:
                           nodes, made[0].astype(small), made[1].astype(small), node_of[self.at].astype(small),
                           np.where((self.named < 0) | hidden_name[self.named], -1, name_id[self.named]), True)
 
+    def pruning(self, p: Profile, o: Options) -> FlameShape | None:
+        """This tree with every callsite's samples moved up to the innermost frame of its path
+        that ``o.prune_from`` matches (the stack cut below it), weighing like
+        ``filters.apply(p, prune_from=...)``'s remade stacks; no sample is dropped. ``p`` has
+        this shape's tables. None where that is not a matter of node names (as :meth:`hiding`)."""
+        if tree.compiled(len(self.at)) is None or not self._lines_are_nodes(p):
+            return None
+        matched = self._hidden_names(filters.pruned_lines(p, o))
+        if matched is None:
+            return None
+        hit = np.append(False, matched[self.name[1:]])
+        n = self.parent.size
+        up = np.where(hit, np.arange(n), self.parent).astype(np.int64)  # -> the nearest hit at or above
+        todo = np.flatnonzero((up >= 0) & ~hit[np.maximum(up, 0)])
+        while todo.size:  # pointer doubling: only nodes without a hit lie between a node and up
+            up[todo] = up[up[todo]]
+            todo = todo[(up[todo] >= 0) & ~hit[np.maximum(up[todo], 0)]]
+        node_of = np.where(up >= 0, up, np.arange(n))  # no hit above: the stack stays whole
+        at = np.where(self.at >= 0, node_of[np.maximum(self.at, 0)], -1).astype(self.at.dtype)
+        return FlameShape(self.tables, self.view, self.names, self.nodes, self.parent, self.name, at, self.named,
+                          self.drops)
+
+    def _lines_are_nodes(self, p: Profile) -> bool:
+        """Every inline line of ``p`` (with this shape's tables) is one node of the functions
+        view with inlines: what the name passes need to decide by lines."""
+        return self.view == ("functions", True) and np.array_equal(self.nodes.loc_start, p.locations.line_start)
+
     def _hidden_names(self, line_hidden: np.ndarray) -> np.ndarray | None:
         """Per name of this shape: whether the hidden lines (``line_hidden``, aligned with
         the node map's entries) hide it; None when some of its lines are hidden and others not."""
@@ -496,27 +522,29 @@ class FlameShape:
         return hit > 0
 
 
-def hide_pass(profile: Profile, o: Options, shape: FlameShape | None = None,
+def name_pass(profile: Profile, o: Options, shape: FlameShape | None = None,
               selected: FilterResult | None = None) -> tuple[FilterResult, FlameShape] | None:
-    """The hide filter of ``o`` as a flame graph needs it without remaking the callsites: the
-    samples the other filters select (``selected``: ``profile`` filtered by ``o`` without
-    its hide, when the caller has it cached) with ``o``'s legend, and ``profile``'s name tree
-    (``shape``, made when missing) with the hidden frames taken out (:meth:`FlameShape.hiding`).
-    None where that does not apply: another filter remakes the stacks
-    (:data:`filters.REMAKE_STACKS`), the name tree is not made (small trees), or hiding is not
-    a matter of node names. Same graph as ``filters.apply``'s (a test compares them)."""
-    if not filters.hides_only(o):
+    """A ``hide`` or ``prune_from`` filter of ``o`` as a flame graph needs it without remaking
+    the callsites: the samples the other filters select (``selected``: ``profile`` filtered by
+    ``o`` without that filter, when the caller has it cached) with ``o``'s legend, and
+    ``profile``'s name tree (``shape``, made when missing) with the hidden frames taken out
+    (:meth:`FlameShape.hiding`) or the samples moved up to the pruning frame
+    (:meth:`FlameShape.pruning`). None where that does not apply: another filter remakes the
+    stacks (:func:`filters.name_tree_filter`), the name tree is not made (small trees), or the
+    filter is not a matter of node names. Same graph as ``filters.apply``'s (tests compare)."""
+    kind = filters.name_tree_filter(o)
+    if kind is None:
         return None
     if shape is None or not shape.fits(profile, o):
         shape = flame_shape(profile, o)
-    hidden = shape.hiding(profile, o) if shape is not None else None
-    if hidden is None:
+    made = None if shape is None else shape.hiding(profile, o) if kind == "hide" else shape.pruning(profile, o)
+    if made is None:
         return None
     if selected is None:
-        selected = filters.apply(profile, replace(o, hide=None))
-    if not hidden.fits(selected.profile, o):  # (cannot happen: these filters select samples only)
+        selected = filters.apply(profile, filters.without(o, kind))
+    if not made.fits(selected.profile, o):  # (cannot happen: the other filters select samples only)
         return None
-    return replace(selected, active=filters.legend(o)), hidden
+    return replace(selected, active=filters.legend(o)), made
 
 
 def _weigh_pair(shapes: tuple[FlameShape, FlameShape], profiles: tuple[Profile, Profile],

@@ -70,6 +70,10 @@ def path_any(cs: CallsiteTable, flag: np.ndarray, *, strict: bool = False) -> np
 
 def nearest(cs: CallsiteTable, flag: np.ndarray) -> np.ndarray:
     """Per callsite: the nearest ancestor-or-self where ``flag`` holds, or -1."""
+    fast = _kernels(len(cs))
+    got = fast.nearest(cs.parent, flag) if fast is not None else None
+    if got is not None:
+        return got
     return tree.fill_down(np.where(flag, np.arange(len(cs)), -1), cs.parent, cs.levels())
 
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.flame import DEFAULT_MIN_FRACTION, FlameShape, flame_shape, flame_tree, hide_pass
+from polyprof.analysis.flame import DEFAULT_MIN_FRACTION, FlameShape, flame_shape, flame_tree, name_pass
 from polyprof.analysis.flameview import FlameIndex
 from polyprof.analysis.options import Options
 from polyprof.analysis.sandwich import SandwichResult, inverted_graph, sandwich
@@ -253,14 +253,15 @@ class Session:
                           base_shape=self.shape(base, o, old.profile))  # each side's cached name tree
 
     def _hidden_flame(self, index: int, o: Options) -> Any:
-        """The flame graph of a ``hide`` filter made from the input's cached name tree with the
-        hidden frames taken out, and the cached samples of its other filters
-        (:func:`~polyprof.analysis.flame.hide_pass`), or None where that does not apply."""
+        """The flame graph of a ``hide`` or ``prune_from`` filter made from the input's cached name
+        tree and the cached samples of its other filters (:func:`~polyprof.analysis.flame.name_pass`),
+        or None where that does not apply."""
         profile = self.input(index).profile
-        if profile is None or not filters.hides_only(o):
+        kind = filters.name_tree_filter(o)
+        if profile is None or kind is None:
             return None
-        selected = self.filtered(index, dataclasses.replace(o, hide=None))
-        hid = hide_pass(profile, o, self.shape(index, o, selected.profile), selected)
+        selected = self.filtered(index, filters.without(o, kind))
+        hid = name_pass(profile, o, self.shape(index, o, selected.profile), selected)
         if hid is None:
             return None
         return flame_tree(hid[0], o, max_nodes=0, min_fraction=0, shape=hid[1])
