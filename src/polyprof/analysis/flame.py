@@ -34,7 +34,7 @@ from typing import Any, ClassVar, TypeAlias, overload
 
 import numpy as np
 
-from polyprof.analysis import filters
+from polyprof.analysis import filters, stacks
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import node_map, sum_by
 from polyprof.analysis.nodes import NodeMap
@@ -493,11 +493,9 @@ class FlameShape:
             return None
         hit = np.append(False, matched[self.name[1:]])
         n = self.parent.size
-        up = np.where(hit, np.arange(n), self.parent).astype(np.int64)  # -> the nearest hit at or above
-        todo = np.flatnonzero((up >= 0) & ~hit[np.maximum(up, 0)])
-        while todo.size:  # pointer doubling: only nodes without a hit lie between a node and up
-            up[todo] = up[up[todo]]
-            todo = todo[(up[todo] >= 0) & ~hit[np.maximum(up[todo], 0)]]
+        up = stacks.nearest_compiled(self.parent, hit)  # the nearest hit at or above (nodes are a pre-order)
+        if up is None:
+            return None
         node_of = np.where(up >= 0, up, np.arange(n))  # no hit above: the stack stays whole
         at = np.where(self.at >= 0, node_of[np.maximum(self.at, 0)], -1).astype(self.at.dtype)
         return FlameShape(self.tables, self.view, self.names, self.nodes, self.parent, self.name, at, self.named,

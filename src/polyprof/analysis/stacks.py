@@ -29,7 +29,7 @@ from polyprof.model import tree
 from polyprof.model.profile import CallsiteTable, LineTable, LocationTable, Profile, SampleTable
 from polyprof.wire.vector import import_compiled
 
-__all__ = ["nearest", "path_any", "rebuild", "rewrite_lines", "take_samples", "with_samples"]
+__all__ = ["nearest", "nearest_compiled", "path_any", "rebuild", "rewrite_lines", "take_samples", "with_samples"]
 
 
 def with_samples(p: Profile, samples: SampleTable, **changes: Any) -> Profile:
@@ -70,11 +70,17 @@ def path_any(cs: CallsiteTable, flag: np.ndarray, *, strict: bool = False) -> np
 
 def nearest(cs: CallsiteTable, flag: np.ndarray) -> np.ndarray:
     """Per callsite: the nearest ancestor-or-self where ``flag`` holds, or -1."""
-    fast = _kernels(len(cs))
-    got = fast.nearest(cs.parent, flag) if fast is not None else None
+    got = nearest_compiled(cs.parent, flag)
     if got is not None:
         return got
     return tree.fill_down(np.where(flag, np.arange(len(cs)), -1), cs.parent, cs.levels())
+
+
+def nearest_compiled(parent: np.ndarray, flag: np.ndarray) -> np.ndarray | None:
+    """:func:`nearest` for any tree whose parents precede their children, by the compiled walk;
+    None when the compiled kernels do not run at this size (or the order is not so)."""
+    fast = _kernels(parent.size)
+    return fast.nearest(parent, flag) if fast is not None else None
 
 
 def rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray,
