@@ -324,6 +324,38 @@ def test_the_hide_pass_on_the_name_tree_is_the_hide_filter_s_flame_graph(monkeyp
     assert taken >= 6
 
 
+@pytest.mark.parametrize("extra", [{}, {"focus": "json"}, {"tagfocus": "worker=hasher"}, {"show": "main|json"}])
+def test_flame_tree_and_the_flame_verb_take_the_name_pass_of_an_unfiltered_profile(monkeypatch, extra):  # noqa: ANN001
+    """The route choice is flame_tree's: given the unfiltered profile, a hide or prune_from
+    filter's graph comes from the name tree (name_pass) wherever it is the one filter that
+    remakes stacks, and is the callsite route's graph; ``polyprof flame --hide`` and
+    ``--prune-from`` draw the same SVG with the pass as without."""
+    import polyprof
+    from helpers import run_cli
+    from polyprof.analysis import filters
+    from polyprof.analysis.flame import flame_tree, name_pass
+    from polyprof.analysis.options import Options
+
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(tree, "_compiled", compiled)
+    path = REPO / "examples" / "demo.pb.gz"
+    p = polyprof.read(path)
+    for kind, regex in [(k, r) for k in ("hide", "prune_from") for r in ("^runtime", "json|sha256", "main", "crypto")]:
+        o = Options(**{kind: regex}, **extra)
+        assert (name_pass(p, o) is not None) == ("show" not in extra), o
+        want = flame_tree(filters.apply(p, o), o, max_nodes=0, min_fraction=0)
+        got = flame_tree(p, o, max_nodes=0, min_fraction=0)
+        for x, y in zip(_columns(want), _columns(got), strict=True):
+            assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, o
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in extra.items()]
+    for kind in ("--hide", "--prune-from"):
+        monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+        drawn = run_cli("flame", kind, "json|sha256", *flags, path, "--to", "svg", "-o", "-")
+        monkeypatch.setenv("POLYPROF_KERNELS", "numpy")
+        assert drawn.code == 0 and drawn.out == run_cli("flame", kind, "json|sha256", *flags, path, "--to", "svg",
+                                                         "-o", "-").out
+
+
 @pytest.mark.parametrize("hide", ["^runtime", "json|sha256", ""])
 def test_a_diff_from_each_side_s_name_tree_is_the_diff_from_the_callsites(monkeypatch, hide):  # noqa: ANN001
     """The diff flame graph made by merging the two sides' name trees (FlameShape, as

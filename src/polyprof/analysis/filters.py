@@ -52,6 +52,7 @@ for hide/show/show_from/prune_from, the removed frames and inline lines.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,11 +68,15 @@ from polyprof.model.profile import Profile, ValueType
 from polyprof.model.threads import sample_threads
 from polyprof.model.tree import segment_owner, segment_positions
 
-__all__ = ["FILTERS", "FilterResult", "apply", "prepare", "time_origin"]
+__all__ = ["FILTERS", "REMAKE_STACKS", "FilterResult", "apply", "name_tree_filter", "prepare", "time_origin", "without"]
 
 #: Filter option names in the order pprof lists active filters.
 FILTERS = ("focus", "ignore", "hide", "show", "show_from", "tagfocus", "tagignore", "tagshow", "taghide",
            "prune_from", "pid", "tid", "thread", "time_range")
+#: Filters that remake the stacks other than by hiding frames: with none of them set, a hide
+#: filter's stacks are the input's with the hidden frames taken out of every path, and the
+#: other filters only select samples (what the flame graph's name-tree hide pass needs).
+REMAKE_STACKS = ("show", "show_from", "prune_from", "tagroot", "tagleaf", "tagshow", "taghide")
 _REGEX_OPTIONS = ("focus", "ignore", "hide", "show", "show_from", "prune_from", "thread")
 
 
@@ -242,7 +247,8 @@ def _by_name(p: Profile, rx: dict, matched: dict[str, bool]) -> tuple[Profile, n
         s = _match(p, rx["show"])
         touched[:] = True
         line_keep &= s.mapping[line_loc] | s.line | (p.lines.function < 0)
-    p = stacks.take_samples(p, keep_sample)
+    if not keep_sample.all():  # (a hide alone keeps them all: _reshape copies them once)
+        p = stacks.take_samples(p, keep_sample)
     kept = np.nonzero(keep_sample)[0]
     if not touched.any():
         return p, kept
@@ -257,6 +263,8 @@ def _by_name(p: Profile, rx: dict, matched: dict[str, bool]) -> tuple[Profile, n
 
 def _on_stack(p: Profile, loc_flag: np.ndarray, stack: np.ndarray) -> np.ndarray:
     """Per sample: some frame of its stack has ``loc_flag`` (False for empty stacks)."""
+    if loc_flag.all():  # every frame has it (no focus, no ignore): only empty stacks lack it
+        return stack >= 0
     cs = p.callsites
     on_path = np.append(stacks.path_any(cs, loc_flag[cs.location]), False)  # -1 -> False
     return on_path[stack]
@@ -271,8 +279,11 @@ def _reshape(p: Profile, line_keep: np.ndarray, keep: np.ndarray, cut: np.ndarra
     cs = p.callsites
     p, loc_map = stacks.rewrite_lines(p, line_keep)
     table, new_of = stacks.rebuild(cs, keep, loc_map[cs.location], cut)
-    new_stack = np.append(new_of, -1)[p.samples.stack if stack is None else stack]
-    kept = (new_stack >= 0) | (keep_empty & (p.samples.stack < 0))
+    # int32 before the gather over every sample: the sample table's type, no second copy
+    new_stack = np.append(new_of.astype(np.int32), -1)[p.samples.stack if stack is None else stack]
+    kept = new_stack >= 0
+    if keep_empty:
+        kept |= p.samples.stack < 0
     p = stacks.take_samples(p, kept, new_stack)
     p.callsites = table
     return p, kept
@@ -299,8 +310,7 @@ def _lines_up_to_last_match(p: Profile, m: _Names) -> np.ndarray:
 
 def _prune_from(p: Profile, rx: re.Pattern[str], matched: dict[str, bool]) -> tuple[Profile, None]:
     """Cut stacks below their innermost frame whose function name matches."""
-    fn = np.array([bool(n) and bool(rx.search(_simplify(n))) for n in _names(p)] + [False], dtype=bool)
-    line_hit = fn[p.lines.function]
+    line_hit = _prune_hits(p, rx)
     line_loc, pos = _line_positions(p)
     first = np.full(len(p.locations), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, line_loc[line_hit], pos[line_hit])
@@ -314,6 +324,12 @@ def _prune_from(p: Profile, rx: re.Pattern[str], matched: dict[str, bool]) -> tu
     p, _ = _reshape(p, pos >= np.where(prune, first, 0)[line_loc], np.ones(len(cs), dtype=bool),
                     stack=np.where(deepest >= 0, deepest, old), keep_empty=True)
     return p, None
+
+
+def _prune_hits(p: Profile, rx: re.Pattern[str]) -> np.ndarray:
+    """Per line row: its function's name without arguments matches ``rx`` (prune_from's rule)."""
+    fn = np.array([bool(n) and bool(rx.search(_simplify(n))) for n in _names(p)] + [False], dtype=bool)
+    return fn[p.lines.function]
 
 
 _RESERVED = ("(anonymous namespace)", "operator()")
@@ -433,6 +449,28 @@ def _hidden(h, line_loc: np.ndarray) -> np.ndarray:  # noqa: ANN001
     :func:`hidden_lines`): its location matched, and its mapping or the line itself did."""
     return h.location[line_loc] & (h.mapping[line_loc] | h.line)
 
+
+
+def name_tree_filter(options: Options) -> str | None:
+    """``"hide"`` or ``"prune_from"`` when it is the one filter of ``options`` that remakes
+    stacks (:data:`REMAKE_STACKS`): its stacks are the input's with frames taken out, or cut
+    below a frame, and the other filters set only select samples (what the flame graph's
+    name-tree passes need); else None."""
+    remaking = [name for name in ("hide", *REMAKE_STACKS) if getattr(options, name)]
+    return remaking[0] if len(remaking) == 1 and remaking[0] in ("hide", "prune_from") else None
+
+
+def without(options: Options, name: str) -> Options:
+    """``options`` with the filter ``name`` unset (the samples the other filters select)."""
+    unset: dict[str, Any] = {name: None}
+    return dataclasses.replace(options, **unset)
+
+
+def pruned_lines(p: Profile, options: Options) -> np.ndarray:
+    """Per line row of ``p``: whether ``options.prune_from`` matches it (stacks are cut below
+    it: what :func:`apply` does; the flame graph's name-tree prune pass decides by these)."""
+    rx = option_regex("prune_from", options.prune_from)
+    return np.zeros(len(p.lines), dtype=bool) if rx is None else _prune_hits(p, rx)
 
 
 def legend(options: Options) -> list[str]:

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeAlias, overload
 
 import numpy as np
 
-from polyprof.analysis import filters
+from polyprof.analysis import filters, stacks
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import node_map, sum_by
 from polyprof.analysis.nodes import NodeMap
@@ -44,7 +44,7 @@ from polyprof.model import tree
 from polyprof.model.profile import Profile, ValueType
 
 __all__ = ["DEFAULT_MAX_NODES", "DEFAULT_MIN_FRACTION", "FlameShape", "FlameTree", "NameColumn", "flame_shape",
-           "flame_tree", "prune"]
+           "flame_tree", "name_pass", "prune"]
 
 DEFAULT_MIN_FRACTION = 1e-5
 DEFAULT_MAX_NODES = 30_000
@@ -323,9 +323,14 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     (:func:`flame_shape` of the unfiltered profile) saves the walk over the
     callsites when the filters only selected samples; it changes no number. With ``base``,
     ``shape`` and ``base_shape`` (each side's) merge the two name trees instead of the callsites.
+    A ``hide`` or ``prune_from`` filter on an unfiltered ``profile`` takes :func:`name_pass` where it applies.
     """
     o = resolve(options, **overrides)
-    new = filters.prepare(profile, o)
+    hid = name_pass(profile, o, shape) if base is None and not inverted and isinstance(profile, Profile) else None
+    if hid is not None:  # a hide or prune_from filter's graph from the name tree: no callsites remade
+        new, shape = hid
+    else:
+        new = filters.prepare(profile, o)
     old = filters.prepare(base, o) if base is not None else None
     if old is None and not inverted and (shape is None or not shape.fits(new.profile, o)):
         shape = flame_shape(new.profile, o)  # None: small, or the compiled walk declines
@@ -339,7 +344,7 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
         laid, vt, names = paired
         maps = [shape.nodes, base_shape.nodes]
     else:
-        sides, names, maps = _named_sides([new.profile] + ([old.profile] if old is not None else []), o)
+        sides, names, maps, _ = _named_sides([new.profile] + ([old.profile] if old is not None else []), o)
         if inverted:
             sides = [_inverted(side) for side in sides]
         laid = _layout(sides, max(len(names), 1))
@@ -358,17 +363,19 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     return flame
 
 
-def _named_sides(profiles: list[Profile], o: Options) -> tuple[list[_Side], list[str], list[NodeMap]]:
+def _named_sides(profiles: list[Profile],
+                 o: Options) -> tuple[list[_Side], list[str], list[NodeMap], list[np.ndarray]]:
     """Each profile's side with frames as ids into the returned names (sorted, shared by all
-    sides), and each one's report nodes."""
+    sides), each one's report nodes, and the id in names of each of its report nodes."""
     results = [_side(p, o) for p in profiles]
     sides = [r[0] for r in results]
     names = sorted(set().union(*(r[1].names for r in results)))
     gid = {name: i for i, name in enumerate(names)}
+    lookups = []
     for side, (_, local_nodes, local) in zip(sides, results):
-        lookup = np.array([gid[x] for x in local_nodes.names], dtype=np.int64)
-        side.frames = lookup[local] if local.size else local
-    return sides, names, [r[1] for r in results]
+        lookups.append(np.array([gid[x] for x in local_nodes.names], dtype=np.int64))
+        side.frames = lookups[-1][local] if local.size else local
+    return sides, names, [r[1] for r in results], lookups
 
 
 def _tables(p: Profile) -> tuple[Any, ...]:
@@ -397,6 +404,7 @@ class FlameShape:
     parent: np.ndarray        # per node (int32): its parent, -1 for the root (node 0)
     name: np.ndarray          # per node (int32): id in ``names``, -1 for the root
     at: np.ndarray            # per callsite (int32): the node of its last frame (-1: dropped)
+    named: np.ndarray         # per node of ``nodes`` (int64): its id in ``names`` (-1: hidden)
     #: Made by :meth:`hiding`: samples at -1 and samples without a stack are dropped (pprof's hide).
     drops: bool = False
 
@@ -446,8 +454,7 @@ class FlameShape:
         the regex hides in one place and not in another, or the compiled kernels are off."""
         nodes = self.nodes
         fast = tree.compiled(len(self.at))
-        if fast is None or self.view != ("functions", True) or not np.array_equal(
-                nodes.loc_start, p.locations.line_start):
+        if fast is None or not self._lines_are_nodes(p):
             return None
         hidden_name = self._hidden_names(filters.hidden_lines(p, o))
         if hidden_name is None:
@@ -471,15 +478,39 @@ class FlameShape:
         node_of[lost] = np.where(up[lost] > 0, node_of[up[lost]], -1)
         small = self.parent.dtype
         return FlameShape(self.tables, self.view, [n for n, h in zip(self.names, hidden_name.tolist()) if not h],
-                          nodes, made[0].astype(small), made[1].astype(small), node_of[self.at].astype(small), True)
+                          nodes, made[0].astype(small), made[1].astype(small), node_of[self.at].astype(small),
+                          np.where((self.named < 0) | hidden_name[self.named], -1, name_id[self.named]), True)
+
+    def pruning(self, p: Profile, o: Options) -> FlameShape | None:
+        """This tree with every callsite's samples moved up to the innermost frame of its path
+        that ``o.prune_from`` matches (the stack cut below it), weighing like
+        ``filters.apply(p, prune_from=...)``'s remade stacks; no sample is dropped. ``p`` has
+        this shape's tables. None where that is not a matter of node names (as :meth:`hiding`)."""
+        if tree.compiled(len(self.at)) is None or not self._lines_are_nodes(p):
+            return None
+        matched = self._hidden_names(filters.pruned_lines(p, o))
+        if matched is None:
+            return None
+        hit = np.append(False, matched[self.name[1:]])
+        n = self.parent.size
+        up = stacks.nearest_compiled(self.parent, hit)  # the nearest hit at or above (nodes are a pre-order)
+        if up is None:
+            return None
+        node_of = np.where(up >= 0, up, np.arange(n))  # no hit above: the stack stays whole
+        at = np.where(self.at >= 0, node_of[np.maximum(self.at, 0)], -1).astype(self.at.dtype)
+        return FlameShape(self.tables, self.view, self.names, self.nodes, self.parent, self.name, at, self.named,
+                          self.drops)
+
+    def _lines_are_nodes(self, p: Profile) -> bool:
+        """Every inline line of ``p`` (with this shape's tables) is one node of the functions
+        view with inlines: what the name passes need to decide by lines."""
+        return self.view == ("functions", True) and np.array_equal(self.nodes.loc_start, p.locations.line_start)
 
     def _hidden_names(self, line_hidden: np.ndarray) -> np.ndarray | None:
         """Per name of this shape: whether the hidden lines (``line_hidden``, aligned with
         the node map's entries) hide it; None when some of its lines are hidden and others not."""
         nodes = self.nodes
-        gid = {name: i for i, name in enumerate(self.names)}
-        lookup = np.array([gid.get(x, -1) for x in nodes.names], dtype=np.int64)
-        entry = lookup[nodes.loc_nodes]
+        entry = self.named[nodes.loc_nodes]
         if entry.size and int(entry.min()) < 0:
             return None
         n = len(self.names)
@@ -487,6 +518,31 @@ class FlameShape:
         if ((hit > 0) & (hit < np.bincount(entry, minlength=n))).any():
             return None
         return hit > 0
+
+
+def name_pass(profile: Profile, o: Options, shape: FlameShape | None = None,
+              selected: FilterResult | None = None) -> tuple[FilterResult, FlameShape] | None:
+    """A ``hide`` or ``prune_from`` filter of ``o`` as a flame graph needs it without remaking
+    the callsites: the samples the other filters select (``selected``: ``profile`` filtered by
+    ``o`` without that filter, when the caller has it cached) with ``o``'s legend, and
+    ``profile``'s name tree (``shape``, made when missing) with the hidden frames taken out
+    (:meth:`FlameShape.hiding`) or the samples moved up to the pruning frame
+    (:meth:`FlameShape.pruning`). None where that does not apply: another filter remakes the
+    stacks (:func:`filters.name_tree_filter`), the name tree is not made (small trees), or the
+    filter is not a matter of node names. Same graph as ``filters.apply``'s (tests compare)."""
+    kind = filters.name_tree_filter(o)
+    if kind is None:
+        return None
+    if shape is None or not shape.fits(profile, o):
+        shape = flame_shape(profile, o)
+    made = None if shape is None else shape.hiding(profile, o) if kind == "hide" else shape.pruning(profile, o)
+    if made is None:
+        return None
+    if selected is None:
+        selected = filters.apply(profile, filters.without(o, kind))
+    if not made.fits(selected.profile, o):  # (cannot happen: the other filters select samples only)
+        return None
+    return replace(selected, active=filters.legend(o)), made
 
 
 def _weigh_pair(shapes: tuple[FlameShape, FlameShape], profiles: tuple[Profile, Profile],
@@ -537,7 +593,7 @@ def flame_shape(profile: Profile, options: Options | None = None, **overrides: A
     o = resolve(options, **overrides)
     if tree.compiled(len(profile.callsites)) is None:
         return None
-    sides, names, maps = _named_sides([profile], o)
+    sides, names, maps, lookups = _named_sides([profile], o)
     side = sides[0]
     fast = tree.compiled(side.frames.size)
     at = np.empty(side.parent.size, np.int64)
@@ -546,7 +602,7 @@ def flame_shape(profile: Profile, options: Options | None = None, **overrides: A
         return None
     small = np.int32 if side.frames.size < np.iinfo(np.int32).max else np.int64
     return FlameShape(_tables(profile), (o.granularity, not o.noinlines), names, maps[0],
-                      made[0].astype(small), made[1].astype(small), at.astype(small))
+                      made[0].astype(small), made[1].astype(small), at.astype(small), lookups[0])
 
 
 def _identity(wanted: set[str], sides: list[tuple[Profile, NodeMap]]) -> dict[str, dict[str, Any]]:

@@ -129,10 +129,17 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
     has_line = np.diff(nodes.loc_start)[leaf_loc] > 0
     flat = sum_by(first_node[has_line], weight[has_line], nn)
     size = cs.preorder_size()
-    fast = stack_kernels(len(cs)) if size is not None else None
+    fast = stack_kernels(len(cs))
     if fast is not None:  # one walk in pre-order, no (callsite, node) pairs to sort
         start, uniq = nodes.distinct_lines()
-        return flat, fast.outermost_sums(loc_of, size, w.nonzero > 0, start, uniq, w.subtree, nn)
+        if size is not None:
+            return flat, fast.outermost_sums(loc_of, size, w.nonzero > 0, start, uniq, w.subtree, nn)
+        # other ids (a filter's rebuilt tree): the same walk over the callsites put in pre-order
+        tin, tout = cs.euler()
+        at = np.empty(len(cs), dtype=np.int64)
+        at[tin] = np.arange(len(cs), dtype=np.int64)
+        return flat, fast.outermost_sums(loc_of[at], (tout - tin + 1)[at], (w.nonzero > 0)[at], start, uniq,
+                                         w.subtree[at], nn)
     tin, tout = cs.euler()
     # Callsites in pre-order, skipping those no non-zero sample passes (nothing to count there).
     if cs.preorder_size() is not None:

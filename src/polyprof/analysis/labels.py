@@ -17,6 +17,7 @@ import re
 import numpy as np
 
 from polyprof.analysis import tags
+from polyprof.analysis.stacks import CompiledTwin
 from polyprof.errors import OptionsError
 from polyprof.model import tree
 from polyprof.model.builder import ProfileBuilder
@@ -122,43 +123,63 @@ def _framed_paths(p: Profile, lmap: np.ndarray, groups: np.ndarray, leaf_of: dic
     """Every (stack, labelset) group's new stack, leaf first, as CSR (flat locations, offsets):
     its leaf label frames, its path (locations through ``lmap``), its root label frames. The
     paths are walked one depth at a time for all groups at once (a Python walk per group took
-    a minute on 900k distinct stacks)."""
+    a minute on 900k distinct stacks); large ones in one compiled walk per group
+    (:mod:`polyprof.analysis._labels_compiled`, the same CSR)."""
     stack, ls = groups[0], groups[1]
     n = stack.size
     sets = int(ls.max(initial=-1)) + 1
-    n_leaf, n_root = np.zeros(sets, np.int64), np.zeros(sets, np.int64)
-    for k, v in leaf_of.items():
-        n_leaf[k] = len(v)
-    for k, v in root_of.items():
-        n_root[k] = len(v)
+    leaf, n_leaf = _frames_csr(leaf_of, sets)
+    root, n_root = _frames_csr(root_of, sets)
+    cs = p.callsites
+    fast = _kernels(n + len(cs))
+    if fast is not None:
+        depth = np.where(stack >= 0, cs.depth()[np.maximum(stack, 0)].astype(np.int64) + 1, 0) if n else stack.copy()
+        offsets = _offsets(n_leaf[ls] + depth + n_root[ls])
+        flat = fast.fill_paths(stack, ls, cs.parent, cs.location, lmap, offsets, leaf, root)
+        if flat is not None:
+            return flat, offsets
     depth = np.zeros(n, np.int64)
     cur = stack.copy()
     steps = []  # (groups alive, their location) per depth, leaf first
     alive = np.flatnonzero(cur >= 0)
-    parent = p.callsites.parent.astype(np.int64)
-    location = p.callsites.location.astype(np.int64)
+    parent = cs.parent.astype(np.int64)
+    location = cs.location.astype(np.int64)
     while alive.size:
         steps.append((alive, lmap[location[cur[alive]]]))
         depth[alive] += 1
         cur[alive] = parent[cur[alive]]
         alive = alive[cur[alive] >= 0]
-    lengths = n_leaf[ls] + depth + n_root[ls]
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
+    offsets = _offsets(n_leaf[ls] + depth + n_root[ls])
     flat = np.empty(int(offsets[-1]), np.int64)
     for d, (at, loc) in enumerate(steps):
         flat[offsets[at] + n_leaf[ls[at]] + d] = loc
-    for table, counts, after in ((leaf_of, n_leaf, False), (root_of, n_root, True)):
-        own = np.zeros(sets + 1, np.int64)  # each labelset's frames, CSR
-        np.cumsum(counts, out=own[1:])
-        frames = np.zeros(int(own[-1]), np.int64)
-        for k, v in table.items():
-            frames[own[k]:own[k] + len(v)] = v
+    for (frames, own), counts, after in ((leaf, n_leaf, False), (root, n_root, True)):
         per = counts[ls]
         at = np.repeat(np.arange(n, dtype=np.int64), per)
         pos = tree.segment_positions(per)
         flat[offsets[at] + (n_leaf[ls[at]] + depth[at] if after else 0) + pos] = frames[own[ls[at]] + pos]
     return flat, offsets
+
+
+def _frames_csr(table: dict[int, list[int]], sets: int) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """Each labelset's label frames as CSR ((frames, starts), and the count per labelset)."""
+    counts = np.zeros(sets, np.int64)
+    for k, v in table.items():
+        counts[k] = len(v)
+    own = _offsets(counts)
+    frames = np.zeros(int(own[-1]), np.int64)
+    for k, v in table.items():
+        frames[own[k]:own[k] + len(v)] = v
+    return (frames, own), counts
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    offsets = np.zeros(lengths.size + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+_kernels = CompiledTwin("polyprof.analysis._labels_compiled")
 
 
 def _distinct_pairs(stack: np.ndarray, ls: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

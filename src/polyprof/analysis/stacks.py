@@ -20,14 +20,16 @@ thousands of samples stays fast.
 from __future__ import annotations
 
 import dataclasses
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from polyprof.model import tree
 from polyprof.model.profile import CallsiteTable, LineTable, LocationTable, Profile, SampleTable
+from polyprof.wire.vector import import_compiled
 
-__all__ = ["nearest", "path_any", "rebuild", "rewrite_lines", "take_samples", "with_samples"]
+__all__ = ["nearest", "nearest_compiled", "path_any", "rebuild", "rewrite_lines", "take_samples", "with_samples"]
 
 
 def with_samples(p: Profile, samples: SampleTable, **changes: Any) -> Profile:
@@ -38,11 +40,17 @@ def with_samples(p: Profile, samples: SampleTable, **changes: Any) -> Profile:
 def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) -> Profile:
     """``p`` with only the samples where ``keep`` is true (optionally with new stacks)."""
     s = p.samples
+    new_stack = s.stack if stack is None else stack
+    if keep.all():  # (a hide's remade stacks often keep every sample) the columns are shared, not copied
+        optional = {name: getattr(s, name) for name in s.OPTIONAL_COLUMNS}
+        table = SampleTable(stack=new_stack.astype(np.int32, copy=False), values=s.values,
+                            labelset=s.labelset, **optional)
+        return with_samples(p, table)
     idx = np.nonzero(keep)[0]
     optional = {name: (None if getattr(s, name) is None else getattr(s, name)[idx])
                 for name in s.OPTIONAL_COLUMNS}
-    new_stack = (s.stack if stack is None else stack)[idx].astype(np.int32)
-    table = SampleTable(stack=new_stack, values=s.values[idx], labelset=s.labelset[idx], **optional)
+    table = SampleTable(stack=new_stack[idx].astype(np.int32), values=s.values[idx], labelset=s.labelset[idx],
+                        **optional)
     return with_samples(p, table)
 
 
@@ -62,7 +70,17 @@ def path_any(cs: CallsiteTable, flag: np.ndarray, *, strict: bool = False) -> np
 
 def nearest(cs: CallsiteTable, flag: np.ndarray) -> np.ndarray:
     """Per callsite: the nearest ancestor-or-self where ``flag`` holds, or -1."""
+    got = nearest_compiled(cs.parent, flag)
+    if got is not None:
+        return got
     return tree.fill_down(np.where(flag, np.arange(len(cs)), -1), cs.parent, cs.levels())
+
+
+def nearest_compiled(parent: np.ndarray, flag: np.ndarray) -> np.ndarray | None:
+    """:func:`nearest` for any tree whose parents precede their children, by the compiled walk;
+    None when the compiled kernels do not run at this size (or the order is not so)."""
+    fast = _kernels(parent.size)
+    return fast.nearest(parent, flag) if fast is not None else None
 
 
 def rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray,
@@ -74,9 +92,28 @@ def rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray,
     callsite loses its ancestors and becomes a root. Returns the new table
     and ``new_of``: the new id of each old callsite's nearest kept
     ancestor-or-self (-1 when none remains, i.e. the stack became empty).
+    New ids go depth by depth, by (parent, location) within one; the table
+    comes with its depths and levels cached (what ``top`` asks for next).
+    Large trees take one compiled walk (:mod:`polyprof.analysis._rebuild_compiled`,
+    the same answer).
     """
     n = len(cs)
     cut = np.zeros(n, dtype=bool) if cut is None else cut
+    width = int(location.max()) + 2 if n else 1
+    fast = _kernels(n)
+    made = fast.rebuild(cs.parent, keep, location, cut, width) if fast is not None else None
+    parent, loc, starts, new_of = made if made is not None else _rebuild(cs, keep, location, cut, width)
+    table = CallsiteTable(parent.astype(np.int32), loc.astype(np.int32))
+    sizes = np.diff(np.asarray(starts, dtype=np.int64))
+    table._depth = tree.segment_owner(sizes).astype(np.int32)
+    table._levels = (len(table), [tree.Level.of(slice(a, b), table.parent[a:b]) for a, b in zip(starts, starts[1:])])
+    return table, new_of
+
+
+def _rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray, cut: np.ndarray,
+             width: int) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
+    """:func:`rebuild` in whole-array passes: (new parents, new locations, depth starts, new_of)."""
+    n = len(cs)
     sentinel = n  # "explicitly nothing above": stops the downward propagation
     own = tree.fill_down(np.where(keep, np.arange(n), np.where(cut, sentinel, -1)), cs.parent, cs.levels())
     self_or_above = np.where(own == sentinel, -1, own)  # nearest kept ancestor-or-self
@@ -87,11 +124,29 @@ def rebuild(cs: CallsiteTable, keep: np.ndarray, location: np.ndarray,
     kept_nodes = np.flatnonzero(keep)
     new_depth = tree.path_sums(above, np.ones(n, dtype=np.int64))[kept_nodes] - 1
     by_depth, bounds = tree.group_by_depth(new_depth)
-    width = int(location.max()) + 2 if n else 1
-    new_id, parent, loc, _ = tree.intern_paths(above, location, kept_nodes[by_depth], bounds, width)
-    table = CallsiteTable(parent.astype(np.int32), loc.astype(np.int32))
+    new_id, parent, loc, starts = tree.intern_paths(above, location, kept_nodes[by_depth], bounds, width)
     new_of = np.where(self_or_above >= 0, new_id[np.maximum(self_or_above, 0)], -1)
-    return table, new_of
+    return parent, loc, starts, new_of
+
+
+class CompiledTwin:
+    """A compiled twin module (numba) of an analysis step, imported on first use and only for
+    work the tree kernels would run compiled (``tree.compiled``: size, ``POLYPROF_KERNELS``,
+    numba installed). ``twin(n)``: the module for ``n`` items of work, or None (numpy)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._compiled: ModuleType | None | bool = None  # False: numba missing (tests set it to force numpy)
+
+    def __call__(self, n: int) -> ModuleType | None:
+        if tree.compiled(n) is None:
+            return None
+        if self._compiled is None:
+            self._compiled = import_compiled(self.name)
+        return self._compiled if isinstance(self._compiled, ModuleType) else None
+
+
+_kernels = CompiledTwin("polyprof.analysis._rebuild_compiled")
 
 
 def rewrite_lines(p: Profile, line_keep: np.ndarray) -> tuple[Profile, np.ndarray]:

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.flame import DEFAULT_MIN_FRACTION, FlameShape, flame_shape, flame_tree
+from polyprof.analysis.flame import DEFAULT_MIN_FRACTION, FlameShape, flame_shape, flame_tree, name_pass
 from polyprof.analysis.flameview import FlameIndex
 from polyprof.analysis.options import Options
 from polyprof.analysis.sandwich import SandwichResult, inverted_graph, sandwich
@@ -130,11 +130,6 @@ class _Cache:
 
 #: The options a filtered profile depends on: the filters, and the label frames pprof adds first.
 FILTER_FIELDS = (*filters.FILTERS, "tagroot", "tagleaf", "unit")
-
-
-#: Filters that remake the stacks other than by hiding frames (the hide pass on a name tree
-#: does not apply with them).
-_REMAKE_STACKS = ("show", "show_from", "prune_from", "tagroot", "tagleaf", "tagshow", "taghide")
 
 
 def _filter_key(o: Options) -> tuple:
@@ -258,20 +253,18 @@ class Session:
                           base_shape=self.shape(base, o, old.profile))  # each side's cached name tree
 
     def _hidden_flame(self, index: int, o: Options) -> Any:
-        """The flame graph of a ``hide`` filter made from the input's name tree with the hidden
-        frames taken out (no new callsites: the filter's other selections are samples only), or
-        None where that does not apply (see :meth:`FlameShape.hiding`)."""
+        """The flame graph of a ``hide`` or ``prune_from`` filter made from the input's cached name
+        tree and the cached samples of its other filters (:func:`~polyprof.analysis.flame.name_pass`),
+        or None where that does not apply."""
         profile = self.input(index).profile
-        if not o.hide or profile is None or any(getattr(o, k) for k in _REMAKE_STACKS):
+        kind = filters.name_tree_filter(o)
+        if profile is None or kind is None:
             return None
-        plain = dataclasses.replace(o, hide=None)
-        selected = self.filtered(index, plain)
-        shape = self.shape(index, o, selected.profile)
-        hidden = shape.hiding(profile, o) if shape is not None else None
-        if hidden is None:
+        selected = self.filtered(index, filters.without(o, kind))
+        hid = name_pass(profile, o, self.shape(index, o, selected.profile), selected)
+        if hid is None:
             return None
-        selected = dataclasses.replace(selected, active=filters.legend(o))
-        return flame_tree(selected, o, max_nodes=0, min_fraction=0, shape=hidden)
+        return flame_tree(hid[0], o, max_nodes=0, min_fraction=0, shape=hid[1])
 
     def shape(self, index: int, o: Options, filtered: Profile) -> FlameShape | None:
         """The name tree of input ``index``'s flame graphs at ``o``'s granularity (cached), when

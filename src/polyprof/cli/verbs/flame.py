@@ -55,6 +55,7 @@ def _kind(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
+    from polyprof.analysis import filters
     from polyprof.analysis.flame import DEFAULT_MAX_NODES, flame_tree
     from polyprof.render.flame import to_html, to_svg
 
@@ -63,7 +64,9 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     max_nodes = DEFAULT_MAX_NODES if args.max_nodes is None else args.max_nodes
     options = common.analysis_options(args)
     with env.status("laying out the flame graph"):
-        tree = flame_tree(loaded, options, max_nodes=max_nodes, inverted=args.inverted)
+        # a hide or prune_from filter's graph is taken from the read profile's name tree where it can be
+        tree = flame_tree(loaded.original if filters.name_tree_filter(options) and not args.inverted else loaded,
+                          options, max_nodes=max_nodes, inverted=args.inverted)
         # the page can switch between both: lay out the other one too
         other = flame_tree(loaded, options, max_nodes=max_nodes, inverted=not args.inverted) \
             if kind == "html" else None
