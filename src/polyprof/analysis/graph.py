@@ -79,7 +79,7 @@ def callsite_weights(p: Profile, values: np.ndarray, mask: np.ndarray | None = N
     if mask is not None:
         stack, values = stack[mask], values[mask]
     has = stack >= 0
-    samples = (stack[has], values[has])
+    samples = (stack, values) if has.all() else (stack[has], values[has])  # no copy when all have one
     leaf = sum_by(*samples, n)
     total = int(values.astype(np.int64).sum())
     if not values.size or values.min() >= 0:
@@ -107,6 +107,12 @@ def _small_ids(ids: np.ndarray, count: int) -> np.ndarray:
     return ids
 
 
+def _small_signed(count: int) -> np.dtype:
+    """The narrowest signed type holding -1 and ids below ``count``."""
+    return np.dtype(np.int16 if count < np.iinfo(np.int16).max else np.int32 if count < np.iinfo(np.int32).max
+                    else np.int64)
+
+
 def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np.ndarray]:
     """(flat, cum) of every node, with pprof's rules (recursion counted once).
 
@@ -124,10 +130,17 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
     else:
         leafy = np.flatnonzero(w.leaf)
         weight = w.leaf[leafy]
-    leaf_loc = loc_of[leafy]
-    first_node = nodes.loc_nodes[nodes.loc_start[leaf_loc]]  # the innermost line's node
-    has_line = np.diff(nodes.loc_start)[leaf_loc] > 0
-    flat = sum_by(first_node[has_line], weight[has_line], nn)
+    # per location its innermost line's node (-1: no line), then one gather per sample
+    lines = np.diff(nodes.loc_start) > 0
+    first_of_loc = np.full(lines.size, -1, np.int64)
+    first_of_loc[lines] = nodes.loc_nodes[nodes.loc_start[:-1][lines]]
+    first_node = first_of_loc.astype(_small_signed(nn))[loc_of[leafy]]
+    if bool(lines.all()):  # every location has a line: every sample counts (no copies)
+        flat = sum_by(first_node, weight, nn)
+    else:
+        has_line = first_node >= 0
+        flat = sum_by(first_node[has_line], weight[has_line], nn)
+    del first_node
     size = cs.preorder_size()
     fast = stack_kernels(len(cs)) if size is not None else None
     if fast is not None:  # one walk in pre-order, no (callsite, node) pairs to sort
