@@ -353,3 +353,31 @@ def test_a_diff_from_each_side_s_name_tree_is_the_diff_from_the_callsites(monkey
             for x, y in zip(_columns(want) + [want.base_self, want.base_total],
                             _columns(got) + [got.base_self, got.base_total], strict=True):
                 assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, (hide, o)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reversed_paths_with_many_keys_per_level_agree(seed):
+    """The callers' compiled merge (a hash table grown with the keys found, not sized by the
+    items) against the numpy level-wise merge, on levels of tens of thousands of distinct
+    (parent, name) keys, int32 and int64 parents, with and without a resolution."""
+    from types import SimpleNamespace
+
+    from polyprof.analysis import sandwich
+
+    rng = np.random.default_rng(seed)
+    n, n_names = 60_000, 20_000
+    parent = np.concatenate(([-1], rng.integers(0, np.arange(1, n))))  # parent before child
+    name = np.concatenate(([0], rng.integers(1, n_names, n - 1)))
+    nodes = np.unique(rng.integers(1, n, 25_000))
+    weight = rng.integers(1, 6, nodes.size)
+    for dtype in (np.int32, np.int64):
+        index = SimpleNamespace(tree=SimpleNamespace(parent=parent.astype(dtype)), name_id=name.astype(dtype),
+                                distinct=[f"f{i}" for i in range(n_names)])
+        for threshold in (1, 3):
+            want = numpy_only(tree, sandwich._callers, index, nodes, weight, threshold)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(tree, "_compiled", compiled)
+                got = sandwich._callers(index, nodes, weight, threshold)
+            assert len(got.parent) > (10_000 if threshold == 1 else 100), len(got.parent)
+            for field in ("parent", "name", "self", "total", "levels"):
+                assert np.array_equal(getattr(want, field), getattr(got, field)), field

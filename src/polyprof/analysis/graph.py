@@ -36,11 +36,21 @@ def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
         out = np.zeros(size, dtype=np.int64)
         np.add.at(out, keys, values.astype(np.int64, copy=False))
         return out
+    if keys.size > _CHUNK and size <= _CHUNK // 8:  # millions of samples into few nodes (top's flat)
+        out = np.zeros(size, dtype=np.int64)
+        for lo in range(0, keys.size, _CHUNK):  # a chunk's sums are exact as the whole's: same totals
+            out += sum_by(keys[lo:lo + _CHUNK], values[lo:lo + _CHUNK], size)
+        return out
     if values.dtype == np.bool_ or int(np.abs(values).sum(dtype=np.float64)) < _EXACT_FLOAT:
         return np.bincount(keys, weights=values, minlength=size).astype(np.int64)
     out = np.zeros(size, dtype=np.int64)
     np.add.at(out, keys, values.astype(np.int64, copy=False))
     return out
+
+
+#: Keys summed per bincount by :func:`sum_by` when they are many more than the groups: its int
+#: and float copies of the keys and values stay small (a top table of millions of samples).
+_CHUNK = 1 << 17
 
 
 class Weights:
