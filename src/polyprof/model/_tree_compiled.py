@@ -572,26 +572,6 @@ def compact(x: np.ndarray, keep: np.ndarray) -> np.ndarray | None:
 
 
 @njit(cache=True, nogil=True)
-def _grown(x, size):  # noqa: ANN001, ANN202
-    """``x`` copied into a zeroed array of ``size``."""
-    out = np.zeros(size, x.dtype)
-    out[:x.size] = x
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _rehashed(ku, kn, found, size):  # noqa: ANN001, ANN202
-    """A hash table of ``size`` slots holding the keys ``(ku[d], kn[d])`` for d < ``found``."""
-    slot = np.full(size, -1, np.int32)
-    for d in range(found):
-        h = (ku[d] * np.int64(1000003) + kn[d] * np.int64(7919)) & (size - 1)
-        while slot[h] >= 0:
-            h = (h + 1) & (size - 1)
-        slot[h] = d
-    return slot
-
-
-@njit(cache=True, nogil=True)
 def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name, m_total, m_self, bounds):  # noqa: ANN001, ANN202, PLR0913
     """Merge the paths from ``cur`` up to (not including) node 0 of a tree, one level per step:
     items with equal (merged parent, name) become one node, nodes lighter than ``threshold``
@@ -605,15 +585,11 @@ def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name,
     made, levels = 1, 1
     bounds[0], bounds[1] = 0, 1
     while n:
-        # the hash table and the distinct (parent, name) keys grow with the keys found, not with
-        # the items: a level of a million items often has a few thousand keys (a table of 2n
-        # slots was most of the sandwich's peak)
-        room = min(n, 4096)
         size = 16
-        while size < 2 * room:
+        while size < 2 * n:
             size *= 2
         slot = np.full(size, -1, np.int32)  # ids < n: int32 halves the largest temporaries
-        ku, kn, kt = np.empty(room, np.int64), np.empty(room, np.int64), np.zeros(room, np.int64)
+        ku, kn, kt = np.empty(n, np.int64), np.empty(n, np.int64), np.zeros(n, np.int64)
         prov = np.empty(n, np.int32)
         found = 0
         for i in range(n):  # provisional ids by (parent, name): a hash table, no sort of the items
@@ -622,15 +598,6 @@ def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name,
             while slot[h] >= 0 and (ku[slot[h]] != up[i] or kn[slot[h]] != nm):
                 h = (h + 1) & (size - 1)
             if slot[h] < 0:
-                if found == room:
-                    room = min(2 * room, n)
-                    ku, kn, kt = _grown(ku, room), _grown(kn, room), _grown(kt, room)
-                if 2 * found >= size:  # half full: twice the slots, every key found placed again
-                    size *= 2
-                    slot = _rehashed(ku, kn, found, size)
-                    h = (up[i] * np.int64(1000003) + nm * np.int64(7919)) & (size - 1)
-                    while slot[h] >= 0:
-                        h = (h + 1) & (size - 1)
                 slot[h] = found
                 ku[found], kn[found] = up[i], nm
                 found += 1
@@ -687,7 +654,7 @@ def reversed_paths(parent: np.ndarray, name_of: np.ndarray, nodes: np.ndarray, w
     while True:
         m_parent, m_name, m_total = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
         m_self, bounds = np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
-        made, levels = _reversed_paths(parent, name_of, cur.astype(parent.dtype), w.copy(),
+        made, levels = _reversed_paths(parent, name_of, cur.copy(), w.copy(),
                                        threshold or 0, width, m_parent, m_name, m_total, m_self, bounds)
         if made >= 0:
             return (m_parent[:made].copy(), m_name[:made].copy(), m_self[:made].copy(), m_total[:made].copy(),
