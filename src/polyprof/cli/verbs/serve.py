@@ -90,6 +90,9 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
                  f"{httpd.server_port} can read these profiles")
 
     def ready() -> None:
+        from polyprof.web import warmup
+
+        warmup.start()  # the later views' kernels compile while the first page loads
         env.out(f"Serving web UI on {url}")
         env.stdout.flush()
         env.note("press Ctrl-C to stop")
