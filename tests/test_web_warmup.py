@@ -16,7 +16,7 @@ from polyprof.web.app import App
 from polyprof.web.session import Input, Session
 
 covered = ("_reversed_paths", "_path_sums", "_preorder_layout", "_keep", "_compact")
-assert warmup.compile_kernels()
+assert warmup.compile_kernels(10)
 after_warmup = {name: set(getattr(k, name).signatures) for name in covered}
 p = polyprof.read(sys.argv[1])
 app = App(Session([Input("demo", sys.argv[1], p)]), ("127.0.0.1",))
@@ -50,7 +50,7 @@ def test_the_warm_up_compiles_what_the_views_call():
 
 def test_no_warm_up_without_the_compiled_kernels_loaded():
     """Small inputs stay on numpy: the warm-up loads nothing (no numba import for the demo)."""
-    code = ("import sys\nfrom polyprof.web import warmup\nassert not warmup.compile_kernels()\n"
+    code = ("import sys\nfrom polyprof.web import warmup\nassert not warmup.compile_kernels(100_000)\n"
             "assert 'numba' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120,
                    env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})

@@ -6,10 +6,11 @@ first ``serve`` after an install spent seconds on the first sandwich, the
 first filter or the inverted graph (4.8 s for the benchmark pprof's first
 sandwich, 0.55 s later). :func:`start` calls those kernels once on a tiny
 tree, with the argument types the views pass (a flame graph's int32 parents
-and name ids, int64 weights), in a background thread started when the server
-listens: the user reads the landing page meanwhile. Later runs only load the
-cached code there (tens of milliseconds, off the start-up's path). Nothing
-is loaded for inputs small enough to stay on the numpy kernels.
+and name ids, int64 weights), in a background thread started once the inputs
+are read: it compiles while the landing graph is built and the user reads
+the landing page. Later runs only load the cached code there (tens of
+milliseconds). Nothing is loaded for inputs small enough to stay on the
+numpy kernels (the landing graph's own rule: :func:`polyprof.model.tree.compiled`).
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from polyprof.model import tree
 __all__ = ["compile_kernels", "start"]
 
 
-def compile_kernels() -> bool:
+def compile_kernels(size: int = tree.COMPILED_WHEN_LOADED) -> bool:
     """Call every tree kernel a view reaches after the landing page once on a tiny tree, so
-    that numba compiles (or loads) it now; False when the compiled kernels are not loaded
-    (small inputs, no numba, ``POLYPROF_KERNELS=numpy``)."""
-    fast = tree.compiled(tree.COMPILED_WHEN_LOADED)  # None unless a large input loaded them
+    that numba compiles (or loads) it now; False when trees of ``size`` items (the largest
+    input's callsites; by default: only if already loaded) stay on numpy (small inputs, no
+    numba, ``POLYPROF_KERNELS=numpy``)."""
+    fast = tree.compiled(size)
     if fast is None:
         return False
     parent = np.array([-1, 0, 1, 0], np.int32)  # a flame graph: int32 parents and name ids
@@ -42,12 +44,12 @@ def compile_kernels() -> bool:
     return True
 
 
-def start() -> threading.Thread:
-    """:func:`compile_kernels` in a daemon thread (started); a failure there only costs the
-    compile time it meant to save, so it is not reported."""
+def start(size: int) -> threading.Thread:
+    """:func:`compile_kernels` for inputs of ``size`` callsites in a daemon thread (started);
+    a failure there only costs the compile time it meant to save, so it is not reported."""
     def run() -> None:
         try:
-            compile_kernels()
+            compile_kernels(size)
         except Exception:  # noqa: BLE001, S110 - the views compile on their own when called
             pass
 
