@@ -15,7 +15,7 @@ from polyprof.web import warmup
 from polyprof.web.app import App
 from polyprof.web.session import Input, Session
 
-covered = ("_reversed_paths", "_path_sums", "_preorder_layout", "_keep", "_compact")
+covered = warmup.KERNELS
 assert warmup.compile_kernels(10)
 after_warmup = {name: set(getattr(k, name).signatures) for name in covered}
 p = polyprof.read(sys.argv[1])
@@ -54,3 +54,13 @@ def test_no_warm_up_without_the_compiled_kernels_loaded():
             "assert 'numba' not in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120,
                    env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+
+
+def test_the_cache_check_sees_the_compiled_kernels():
+    """After a compile the warm-up's check finds every kernel in numba's cache (so later
+    runs skip the warm-up), and the names it checks are the module's dispatchers."""
+    code = ("from polyprof.web import warmup\nfrom polyprof.model import _tree_compiled as k\n"
+            "assert warmup.compile_kernels(10)\nassert warmup.cached(k)\n"
+            "assert all(hasattr(getattr(k, n), 'signatures') for n in warmup.KERNELS)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=600,
+                   env={"POLYPROF_KERNELS": "compiled", "PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})

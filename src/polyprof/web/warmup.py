@@ -8,20 +8,37 @@ sandwich, 0.55 s later). :func:`start` calls those kernels once on a tiny
 tree, with the argument types the views pass (a flame graph's int32 parents
 and name ids, int64 weights), in a background thread started once the inputs
 are read: it compiles while the landing graph is built and the user reads
-the landing page. Later runs only load the cached code there (tens of
-milliseconds). Nothing is loaded for inputs small enough to stay on the
-numpy kernels (the landing graph's own rule: :func:`polyprof.model.tree.compiled`).
+the landing page. When numba's cache already holds these kernels (every
+later run) it does nothing: loading them there competed with the landing
+build for the interpreter (0.5-0.8 s of start-up on a loaded machine), and
+each view loads its own in milliseconds. Nothing is loaded for inputs small
+enough to stay on the numpy kernels (the landing graph's own rule:
+:func:`polyprof.model.tree.compiled`).
 """
 
 from __future__ import annotations
 
+import os
 import threading
+from types import ModuleType
 
 import numpy as np
 
 from polyprof.model import tree
 
 __all__ = ["compile_kernels", "start"]
+
+#: The kernels (numba dispatchers of :mod:`polyprof.model._tree_compiled`) called below.
+KERNELS = ("_reversed_paths", "_path_sums", "_preorder_layout", "_keep", "_compact")
+
+
+def cached(fast: ModuleType) -> bool:
+    """numba's cache holds every kernel of :data:`KERNELS` (their index files exist): a run
+    after the first. False when it cannot tell (a numba without these internals)."""
+    try:
+        return all(os.path.exists(getattr(fast, name)._cache._cache_file._index_path) for name in KERNELS)
+    except AttributeError:
+        return False
 
 
 def compile_kernels(size: int = tree.COMPILED_WHEN_LOADED) -> bool:
@@ -45,11 +62,14 @@ def compile_kernels(size: int = tree.COMPILED_WHEN_LOADED) -> bool:
 
 
 def start(size: int) -> threading.Thread:
-    """:func:`compile_kernels` for inputs of ``size`` callsites in a daemon thread (started);
-    a failure there only costs the compile time it meant to save, so it is not reported."""
+    """:func:`compile_kernels` for inputs of ``size`` callsites in a daemon thread (started),
+    unless numba's cache holds the kernels already; a failure there only costs the compile
+    time it meant to save, so it is not reported."""
     def run() -> None:
         try:
-            compile_kernels(size)
+            fast = tree.compiled(size)
+            if fast is not None and not cached(fast):
+                compile_kernels(size)
         except Exception:  # noqa: BLE001, S110 - the views compile on their own when called
             pass
 
