@@ -43,8 +43,8 @@ __all__ = ["Input", "Session"]
 
 T = TypeVar("T")
 
-#: Flame-graph nodes kept in the cache, summed over graphs (about 48 bytes each: four int64
-#: weight columns, four int32 id columns).
+#: Flame-graph nodes kept in the cache, summed over graphs (about 40 bytes each: three int64
+#: weight columns, the width being the totals unless a weight is negative; four int32 id columns).
 FLAME_BUDGET = 4_000_000
 
 #: Resolution of the inverted graph made from the complete one: the CLI's own default
