@@ -132,10 +132,12 @@ def _flame_of(sides, n_names: int, prune: tuple[float, int], mode: str) -> list:
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(forests(), min_size=1, max_size=2), st.sampled_from([(0.0, 0), (0.1, 0), (0.0, 3), (0.02, 5)]),
-       st.integers(0, 2**32))
-def test_flame_walk_gives_the_level_wise_flame_graph(forests_, prune, seed):
+       st.integers(0, 2**32), st.booleans())
+def test_flame_walk_gives_the_level_wise_flame_graph(forests_, prune, seed, signed):
     """The compiled depth-first build of a flame graph (nodes made in pre-order) against the
-    numpy level-wise build, pruned or not, one profile or a diff's two."""
+    numpy level-wise build, pruned or not, one profile or a diff's two, column for column and
+    dtype for dtype; with negative weights (width apart from the totals) or none (the compiled
+    width is the totals' array)."""
     from polyprof.analysis.flame import _Side
     from polyprof.model.profile import ValueType
 
@@ -145,13 +147,13 @@ def test_flame_walk_gives_the_level_wise_flame_graph(forests_, prune, seed):
     for parent, count, label, _ in forests_:
         count = np.maximum(count, 1)  # a flame forest: every callsite has a frame
         frames = rng.integers(0, n_names, int(count.sum()))
-        leaf = rng.integers(-3, 10, parent.size) * (rng.random(parent.size) < 0.7)
+        leaf = rng.integers(-3 if signed else 0, 10, parent.size) * (rng.random(parent.size) < 0.7)
         sides.append(_Side(parent, count, frames, leaf, int(rng.integers(0, 5)), ValueType("samples", "count")))
     want = _flame_of(sides, n_names, prune, "numpy")
     got = _flame_of(sides, n_names, prune, "compiled")
     for x, y in zip(want, got):
         if isinstance(x, np.ndarray):
-            assert np.array_equal(x, y)
+            assert np.array_equal(x, y) and x.dtype == y.dtype
         else:
             assert x == y
 
@@ -229,6 +231,7 @@ def test_a_flame_shape_gives_the_flame_graph_of_every_filter(monkeypatch, prune)
     p = polyprof.read(REPO / "examples" / "demo.pb.gz")
     shape = flame_shape(p, Options())
     assert shape is not None and len(shape.at) == len(p.callsites)
+    before = shape.name.copy()
     cases = [(Options(), True), (Options(focus="json"), True), (Options(ignore="sha256"), True),
              (Options(focus="Marshal", ignore="string", sample_index="cpu"), True),
              (Options(tagfocus="worker=hasher"), True), (Options(focus="no such function"), True),
@@ -240,7 +243,8 @@ def test_a_flame_shape_gives_the_flame_graph_of_every_filter(monkeypatch, prune)
         want = numpy_only(tree, lambda fr=fr, o=o: flame_tree(fr, o, min_fraction=prune[0], max_nodes=prune[1]))
         assert len(got) > (1 if o.focus != "no such function" else 0)
         for x, y in zip(_columns(want), _columns(got), strict=True):
-            assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, o
+            assert (np.array_equal(x, y) and x.dtype == y.dtype) if isinstance(x, np.ndarray) else x == y, o
+        assert np.array_equal(shape.name, before)  # the cached tree is never written
 
 
 def _paths(g) -> dict:  # noqa: ANN001
@@ -381,3 +385,31 @@ def test_a_diff_from_each_side_s_name_tree_is_the_diff_from_the_callsites(monkey
             for x, y in zip(_columns(want) + [want.base_self, want.base_total],
                             _columns(got) + [got.base_self, got.base_total], strict=True):
                 assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y, (hide, o)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reversed_paths_with_many_keys_per_level_agree(seed):
+    """The callers' compiled merge (a hash table grown with the keys found, not sized by the
+    items) against the numpy level-wise merge, on levels of tens of thousands of distinct
+    (parent, name) keys, int32 and int64 parents, with and without a resolution."""
+    from types import SimpleNamespace
+
+    from polyprof.analysis import sandwich
+
+    rng = np.random.default_rng(seed)
+    n, n_names = 60_000, 20_000
+    parent = np.concatenate(([-1], rng.integers(0, np.arange(1, n))))  # parent before child
+    name = np.concatenate(([0], rng.integers(1, n_names, n - 1)))
+    nodes = np.unique(rng.integers(1, n, 25_000))
+    weight = rng.integers(1, 6, nodes.size)
+    for dtype in (np.int32, np.int64):
+        index = SimpleNamespace(tree=SimpleNamespace(parent=parent.astype(dtype)), name_id=name.astype(dtype),
+                                distinct=[f"f{i}" for i in range(n_names)])
+        for threshold in (1, 3):
+            want = numpy_only(tree, sandwich._callers, index, nodes, weight, threshold)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(tree, "_compiled", compiled)
+                got = sandwich._callers(index, nodes, weight, threshold)
+            assert len(got.parent) > (10_000 if threshold == 1 else 100), len(got.parent)
+            for field in ("parent", "name", "self", "total", "levels"):
+                assert np.array_equal(getattr(want, field), getattr(got, field)), field

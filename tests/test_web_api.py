@@ -16,6 +16,7 @@ import pytest
 
 import polyprof
 from polyprof.analysis.flame import flame_tree
+from helpers import REPO
 from web_support import app, cli_json, get, input_path
 
 KINDS = ["pprof", "perfetto", "simpleperf", "uma"]
@@ -373,3 +374,31 @@ def test_the_page_is_self_contained():
     index = (static / "index.html").read_text()
     for ref in re.findall(r'(?:src|href)="/static/([^"]+)"', index):
         assert ref in names
+
+
+def test_the_inverted_graph_has_one_resolution_with_or_without_the_compiled_kernels(monkeypatch):
+    """The inverted graph is made from the cached graph by a compiled kernel, or (no numba,
+    negative weights) built from the samples: both at the session's resolution (coarse here,
+    so that it prunes), with the same nodes and numbers."""
+    from polyprof.analysis.options import Options
+    from polyprof.model import _tree_compiled, tree
+    from polyprof.web import session as web_session
+
+    def paths(g) -> dict:
+        names, out, path = list(g.names), {}, {}
+        for i, p in enumerate(g.parent.tolist()):
+            path[i] = (*path[p], names[i]) if p >= 0 else ()
+            out[path[i]] = (int(g.self[i]), int(g.total[i]), int(g.width[i]))
+        return out
+
+    monkeypatch.setattr(web_session, "INVERTED_RESOLUTION", 0.02)
+    profile = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    graphs = {}
+    for mode, module in (("compiled", _tree_compiled), ("numpy", False)):
+        monkeypatch.setenv("POLYPROF_KERNELS", mode)
+        monkeypatch.setattr(tree, "_compiled", module)
+        s = web_session.Session([web_session.Input("demo", "demo.pb.gz", profile)])
+        graphs[mode] = s.flame(0, Options(), inverted=True).tree
+    full = flame_tree(profile, max_nodes=0, min_fraction=0, inverted=True)
+    assert 1 < len(graphs["numpy"]) < len(full)  # pruned at the resolution, by both routes
+    assert paths(graphs["numpy"]) == paths(graphs["compiled"])

@@ -259,6 +259,7 @@ class _Layout:
     depth: np.ndarray
     order: Order
     preordered: bool = False
+    owns_names: bool = True   # False: ``name`` is a cached tree's (copied before it is written)
 
 
 def _preorder(size: np.ndarray) -> Callable[[], tuple[np.ndarray, np.ndarray]]:
@@ -279,20 +280,14 @@ def _layout(sides: list[_Side], n_names: int) -> _Layout:
     two give the same tree (tests/test_tree_compiled.py compares them)."""
     parent, count, frames, owner = _merge_sides(sides)
     fast = tree.compiled(frames.size)
-    made = None
     if fast is not None:
-        leaves = [sides[0].leaf] if len(sides) == 1 else [  # each side's weights on the merged forest
-            np.concatenate([s.leaf if i == k else np.zeros(s.leaf.size, np.int64) for i, s in enumerate(sides)])
-            for k in range(len(sides))]
-        made = fast.merge_paths(parent, count, frames, leaves)
-    if fast is not None and made is not None:
+        forest = [parent, count, frames]
         del parent, count, frames, owner
-        node_parent, node_name, selfs = made
-        for s, side in zip(selfs, sides):
-            s[0] += side.empty
-        totals, width, start, depth, size = fast.preorder_layout(node_parent, selfs)
-        return _Layout(node_parent, node_name, selfs, totals, width, start, _narrow(depth), _preorder(_narrow(size)),
-                       True)
+        merged = _walked(fast, forest, [s.leaf for s in sides], [s.empty for s in sides])
+        if merged is not None:
+            return merged
+        parent, count, frames = forest
+        owner = None if len(sides) == 1 else np.repeat(np.arange(len(sides)), [s.parent.size for s in sides])
     node_parent, node_name, leaf_node, levels = _build(parent, count, frames, n_names)
     selfs = []
     for k, side in enumerate(sides):
@@ -307,6 +302,37 @@ def _layout(sides: list[_Side], n_names: int) -> _Layout:
     start = tree.place_children(width, levels, 0)
     depth = tree.segment_owner(np.array([lv.parent.size for lv in levels]))
     return _Layout(node_parent, node_name, selfs, totals, width, start, depth, order)
+
+
+def _walked(fast: Any, forest: list[np.ndarray], leaves: list[np.ndarray], empties: list[int]) -> _Layout | None:
+    """The compiled layout of a callsite forest (``forest``: parent, count, frames, as
+    :func:`merge_paths <polyprof.model._tree_compiled.merge_paths>` takes them) whose callsites
+    are the sides' in turn (``leaves``: each side's weight per callsite of its own): each
+    side's weights padded onto the whole forest, the name tree walked, each side's samples
+    without a stack (``empties``) put on the root, then :func:`_laid`. On success ``forest``
+    is emptied (its arrays let go before the layout); None when the walk declines."""
+    sizes = [x.size for x in leaves]
+    padded = [leaves[0]] if len(leaves) == 1 else [  # each side's weights on the merged forest
+        np.concatenate([x if i == k else np.zeros(m, np.int64) for i, (x, m) in enumerate(zip(leaves, sizes))])
+        for k in range(len(leaves))]
+    made = fast.merge_paths(*forest, padded)
+    del padded
+    if made is None:
+        return None
+    forest.clear()
+    node_parent, node_name, selfs = made
+    for s, empty in zip(selfs, empties):
+        s[0] += empty
+    return _laid(fast, node_parent, node_name, selfs, owns_names=True)
+
+
+def _laid(fast: Any, parent: np.ndarray, name: np.ndarray, selfs: list[np.ndarray], *, owns_names: bool) -> _Layout:
+    """The compiled layout of a name tree in pre-order (``parent``, ``name``) weighed with
+    ``selfs``; ``owns_names``: ``name`` is a temporary :func:`_finish` may write into, not a
+    cached tree's (then it is copied only if every node is kept)."""
+    totals, width, start, depth, size = fast.preorder_layout(parent, selfs)
+    return _Layout(parent, name, selfs, totals, width, start, _narrow(depth), _preorder(_narrow(size)), True,
+                   owns_names)
 
 
 def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
@@ -353,7 +379,7 @@ def flame_tree(profile: Profile | FilterResult, options: Options | None = None,
     node_name, selfs, totals = laid.name, laid.selfs, laid.totals
     hint = "" if inverted else _leaf_hint(names, node_name, selfs[0], int(totals[0][0]) if totals[0].size else 0)
     flame = _finish((names, node_name), laid.parent, laid.depth, selfs, totals, laid.width, laid.start,
-                    laid.order, vt, min_fraction, max_nodes, preordered=laid.preordered)
+                    laid.order, vt, min_fraction, max_nodes, preordered=laid.preordered, owns_names=laid.owns_names)
     flame.active_filters = tuple(new.active)
     flame.inverted = inverted
     flame.hint = hint
@@ -420,7 +446,7 @@ class FlameShape:
         if fast is None:
             return None
         selfs, vt = self.selfs([p], o)
-        return self._laid(fast, selfs), vt
+        return _laid(fast, self.parent, self.name, selfs, owns_names=False), vt
 
     def selfs(self, profiles: list[Profile], o: Options) -> tuple[list[np.ndarray], ValueType]:
         """Each profile's self weight per node of this tree (the profiles fit it; the root holds
@@ -437,12 +463,6 @@ class FlameShape:
                 out[-1][0] += int(values[~has].astype(np.int64).sum())
             vts.append(vt)
         return out, vts[0]
-
-    def _laid(self, fast: Any, selfs: list[np.ndarray]) -> _Layout:
-        parent = self.parent  # read only; the names are copied: _finish writes the root's id
-        totals, width, start, depth, size = fast.preorder_layout(parent, selfs)
-        return _Layout(parent, self.name.copy(), selfs, totals, width, start, _narrow(depth),
-                       _preorder(_narrow(size)), True)
 
 
     def hiding(self, p: Profile, o: Options) -> FlameShape | None:
@@ -558,7 +578,7 @@ def _weigh_pair(shapes: tuple[FlameShape, FlameShape], profiles: tuple[Profile, 
         return None
     if shapes[0] is shapes[1]:  # one input's tables on both sides: its tree is the merged one
         selfs, vt = shapes[0].selfs(list(profiles), o)
-        return shapes[0]._laid(fast, selfs), vt, shapes[0].names
+        return _laid(fast, shapes[0].parent, shapes[0].name, selfs, owns_names=False), vt, shapes[0].names
     names = sorted(set(shapes[0].names).union(shapes[1].names))
     gid = {name: i for i, name in enumerate(names)}
     parents, frames, leaves, empties, offset, vts = [], [], [], [], 0, []
@@ -572,19 +592,10 @@ def _weigh_pair(shapes: tuple[FlameShape, FlameShape], profiles: tuple[Profile, 
         empties.append(int(weights[0][0]))
         vts.append(side_vt)
         offset += len(sh.parent) - 1
-    vt = vts[0]
-    zeros = [np.zeros(x.size, np.int64) for x in leaves]
-    made = fast.merge_paths(np.concatenate(parents), np.ones(offset, np.int64), np.concatenate(frames),
-                            [np.concatenate([leaves[0], zeros[1]]), np.concatenate([zeros[0], leaves[1]])])
-    if made is None:
-        return None
-    del parents, frames, leaves, zeros
-    node_parent, node_name, selfs = made
-    for s, empty in zip(selfs, empties):
-        s[0] += empty
-    totals, width, start, depth, size = fast.preorder_layout(node_parent, selfs)
-    return (_Layout(node_parent, node_name, selfs, totals, width, start, _narrow(depth), _preorder(_narrow(size)),
-                    True), vt, names)
+    forest = [np.concatenate(parents), np.ones(offset, np.int64), np.concatenate(frames)]
+    del parents, frames
+    laid = _walked(fast, forest, leaves, empties)
+    return None if laid is None else (laid, vts[0], names)
 
 
 def flame_shape(profile: Profile, options: Options | None = None, **overrides: Any) -> FlameShape | None:
@@ -665,12 +676,17 @@ def _inverted(side: _Side) -> _Side:
 def _leaf_hint(names: list[str], node_name: np.ndarray, self_weight: np.ndarray, total: int) -> str:
     """Advice when most weight is self weight of one function spread over many call paths
     (the normal flame graph then shows it only as many thin leaves)."""
-    named = node_name >= 0
-    if total <= 0 or not named.any():
+    if total <= 0:
         return ""
-    by_name = np.bincount(node_name[named], weights=self_weight[named], minlength=len(names))
+    # the nodes with self weight (a fraction of millions of nodes: no full-size temporaries)
+    weighed = np.flatnonzero(self_weight)
+    weighed = weighed[node_name[weighed] >= 0]
+    if not weighed.size:
+        return ""
+    name, weight = node_name[weighed], self_weight[weighed]
+    by_name = np.bincount(name, weights=weight, minlength=len(names))
     top = int(np.argmax(by_name))
-    paths = int(np.count_nonzero((node_name == top) & (self_weight > 0)))
+    paths = int(np.count_nonzero((name == top) & (weight > 0)))
     share = by_name[top] / total
     if share < 0.5 or paths < 10:
         return ""
@@ -707,14 +723,17 @@ def prune(width: np.ndarray, min_fraction: float, max_nodes: int,
     return keep, threshold
 
 
-def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: Order,
+def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray | None, order: Order,
               preordered: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The kept nodes (``kept``: their ids in pre-order; closed under ancestors) as a tree of
-    their own: (parent, subtree size). Nodes already in pre-order take one compiled walk."""
+    """The kept nodes (``kept``: their ids in pre-order, None: ``keep``'s when the nodes are
+    in pre-order; closed under ancestors) as a tree of their own: (parent, subtree size).
+    Nodes already in pre-order take one compiled walk."""
     fast = tree.compiled(parent.size) if preordered else None
     compact = fast.preorder_keep(parent, keep) if fast is not None else None
     if compact is not None:
         return compact
+    if kept is None:
+        kept = np.flatnonzero(keep)
     pre, post = _order(order)
     new_id = np.full(parent.size, -1, dtype=np.int64)
     new_id[kept] = np.arange(kept.size)
@@ -730,53 +749,56 @@ def _renumber(parent: np.ndarray, keep: np.ndarray, kept: np.ndarray, order: Ord
 
 
 def _finish(label, parent, depth, selfs, totals, width, start, order, vt,  # noqa: ANN001, PLR0913
-            min_fraction: float, max_nodes: int, *, preordered: bool = False) -> FlameTree:
+            min_fraction: float, max_nodes: int, *, preordered: bool = False, owns_names: bool = True) -> FlameTree:
     """Prune, put in pre-order and wrap. ``label`` is (names, name id of every node, -1 for
     the root); ``order`` is every node's (pre-order entry, last descendant's entry);
     ``preordered``: the nodes are in pre-order already. The node arrays are the caller's
-    temporaries: they may be reordered in place."""
+    temporaries: they may be reordered in place (the name ids only if ``owns_names``), and
+    ``width`` may be ``totals[0]`` itself (no negative self weight: moved once)."""
     pre = None if preordered else _order(order)[0]
-
-    def _in_preorder(nodes: np.ndarray, pre: np.ndarray | None) -> np.ndarray:
-        return nodes if pre is None else _by_entry(nodes, pre)
-
     keep, threshold = prune(width, min_fraction, max_nodes, pre)
-    kept = _in_preorder(np.nonzero(keep)[0], pre)
+    # kept nodes in pre-order, by position; in pre-order already: the mask says it (no array)
+    kept = None if pre is None else _by_entry(np.flatnonzero(keep), pre)
+    n_kept = int(np.count_nonzero(keep))
     dropped = int(np.count_nonzero(width > 0)) - int(np.count_nonzero(keep & (width > 0)))
     base_only = 0
     if len(selfs) > 1:
         gone = (width == 0) & (totals[1] != 0) & (parent >= 0) & (width[np.maximum(parent, 0)] > 0)
         base_only = int(totals[1][gone].sum())
-    whole = kept.size == width.size
+    whole = n_kept == width.size
     new_parent, size = _renumber(parent, keep, kept, order, preordered)
     fast = tree.compiled(parent.size) if preordered else None
 
-    def take(x: np.ndarray) -> np.ndarray:
-        """The kept rows in pre-order; in place when all are kept (the arrays are the caller's
-        temporaries), so a graph of millions of nodes is not held twice."""
+    def take(x: np.ndarray, owned: bool = True) -> np.ndarray:
+        """The kept rows in pre-order; in place when most are kept (the arrays are the caller's
+        temporaries), so a graph of millions of nodes is not held twice; a copy when few are
+        (a view would hold the whole column); ``owned`` False: never written."""
         if whole and preordered:
-            return x
-        moved = fast.compact(x, keep) if fast is not None else None
+            return x if owned else x.copy()
+        few = 8 * n_kept < x.size
+        moved = fast.compact(x, keep) if fast is not None and owned and not few else None
         if moved is not None:
             return moved
-        if whole:
+        if whole and owned:
             x[:] = x[kept]
             return x
-        return x[kept]
+        return x[keep] if kept is None else x[kept]
 
     table = list(label[0])
     root_id = next((i for i, x in enumerate(table) if x == ROOT_NAME), None)  # one id per distinct name
     if root_id is None:
         root_id = len(table)
         table.append(ROOT_NAME)
-    ids = take(label[1])
+    ids = take(label[1], owns_names)
     ids[ids < 0] = root_id
     ids, size, new_parent = _narrow(ids), _narrow(size), _narrow(new_parent)
+    total = take(totals[0])
     flame = FlameTree(
         names=NameColumn(table, ids),
         name_ids=ids, name_table=table, subtree_size=size, parent=new_parent,
-        depth=_narrow(take(depth)), self=take(selfs[0]), total=take(totals[0]),
-        start=take(start), width=take(width), sample_type=vt, dropped=dropped, min_width=threshold)
+        depth=_narrow(take(depth)), self=take(selfs[0]), total=total,
+        start=take(start), width=total if width is totals[0] else take(width), sample_type=vt, dropped=dropped,
+        min_width=threshold)
     if len(selfs) > 1:
         flame.base_self, flame.base_total = take(selfs[1]), take(totals[1])
         flame.base_only = base_only

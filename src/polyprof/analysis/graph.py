@@ -36,11 +36,21 @@ def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
         out = np.zeros(size, dtype=np.int64)
         np.add.at(out, keys, values.astype(np.int64, copy=False))
         return out
+    if keys.size > _CHUNK and size <= _CHUNK // 8:  # millions of samples into few nodes (top's flat)
+        out = np.zeros(size, dtype=np.int64)
+        for lo in range(0, keys.size, _CHUNK):  # a chunk's sums are exact as the whole's: same totals
+            out += sum_by(keys[lo:lo + _CHUNK], values[lo:lo + _CHUNK], size)
+        return out
     if values.dtype == np.bool_ or int(np.abs(values).sum(dtype=np.float64)) < _EXACT_FLOAT:
         return np.bincount(keys, weights=values, minlength=size).astype(np.int64)
     out = np.zeros(size, dtype=np.int64)
     np.add.at(out, keys, values.astype(np.int64, copy=False))
     return out
+
+
+#: Keys summed per bincount by :func:`sum_by` when they are many more than the groups: its int
+#: and float copies of the keys and values stay small (a top table of millions of samples).
+_CHUNK = 1 << 17
 
 
 class Weights:
@@ -79,7 +89,7 @@ def callsite_weights(p: Profile, values: np.ndarray, mask: np.ndarray | None = N
     if mask is not None:
         stack, values = stack[mask], values[mask]
     has = stack >= 0
-    samples = (stack[has], values[has])
+    samples = (stack, values) if has.all() else (stack[has], values[has])  # no copy when all have one
     leaf = sum_by(*samples, n)
     total = int(values.astype(np.int64).sum())
     if not values.size or values.min() >= 0:
@@ -107,6 +117,12 @@ def _small_ids(ids: np.ndarray, count: int) -> np.ndarray:
     return ids
 
 
+def _small_signed(count: int) -> np.dtype:
+    """The narrowest signed type holding -1 and ids below ``count``."""
+    return np.dtype(np.int16 if count < np.iinfo(np.int16).max else np.int32 if count < np.iinfo(np.int32).max
+                    else np.int64)
+
+
 def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np.ndarray]:
     """(flat, cum) of every node, with pprof's rules (recursion counted once).
 
@@ -124,10 +140,17 @@ def node_weights(p: Profile, nodes: NodeMap, w: Weights) -> tuple[np.ndarray, np
     else:
         leafy = np.flatnonzero(w.leaf)
         weight = w.leaf[leafy]
-    leaf_loc = loc_of[leafy]
-    first_node = nodes.loc_nodes[nodes.loc_start[leaf_loc]]  # the innermost line's node
-    has_line = np.diff(nodes.loc_start)[leaf_loc] > 0
-    flat = sum_by(first_node[has_line], weight[has_line], nn)
+    # per location its innermost line's node (-1: no line), then one gather per sample
+    lines = np.diff(nodes.loc_start) > 0
+    first_of_loc = np.full(lines.size, -1, np.int64)
+    first_of_loc[lines] = nodes.loc_nodes[nodes.loc_start[:-1][lines]]
+    first_node = first_of_loc.astype(_small_signed(nn))[loc_of[leafy]]
+    if bool(lines.all()):  # every location has a line: every sample counts (no copies)
+        flat = sum_by(first_node, weight, nn)
+    else:
+        has_line = first_node >= 0
+        flat = sum_by(first_node[has_line], weight[has_line], nn)
+    del first_node
     size = cs.preorder_size()
     fast = stack_kernels(len(cs))
     if fast is not None:  # one walk in pre-order, no (callsite, node) pairs to sort

@@ -81,7 +81,12 @@ def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0) -> Sand
     members = _ranges(outer, index.size[outer])
     where = _positions(members, t.parent.size)
     per_node = np.zeros(nodes.size, dtype=np.int64)
-    if outer.size == nodes.size:  # no recursion: each subtree belongs to its top (node i of nodes)
+    if outer.size == nodes.size and t.width is t.total and not t.dropped:
+        # no recursion, no negative weight (the layout's width is its totals), nothing pruned
+        # but nodes of width 0 (which weigh 0): a subtree's self weights sum to its top's total,
+        # no array of every member
+        per_node[:] = t.total[nodes]
+    elif outer.size == nodes.size:  # no recursion: each subtree belongs to its top (node i of nodes)
         np.add.at(per_node, np.repeat(np.arange(nodes.size), index.size[outer]), t.self[members])
     else:
         inner = _innermost_owner(t.parent, members, where, index.name_id == code)

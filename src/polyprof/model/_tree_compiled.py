@@ -49,7 +49,7 @@ def path_sums(parent: np.ndarray, values: np.ndarray) -> np.ndarray | None:
     """Sum of ``values`` over every node and its ancestors (int64)."""
     acc = np.array(values, dtype=np.int64, copy=True)
     n = acc.size
-    up = np.ascontiguousarray(parent, dtype=np.int64)
+    up = _ids(parent)
     if n and (int(up.max()) >= n or int(up.min()) < -1):
         return None
     if not _path_sums(up, acc, np.zeros(n, dtype=np.bool_), np.empty(n, dtype=np.int64)):
@@ -448,19 +448,22 @@ def merge_paths(parent: np.ndarray, count: np.ndarray, frames: np.ndarray, leave
 
 
 @njit(cache=True, nogil=True)
-def _preorder_layout(parent, selfs, totals, width, start, depth, size):  # noqa: ANN001, ANN202, PLR0913
+def _preorder_layout(parent, selfs, totals, width, start, depth, size, own_width):  # noqa: ANN001, ANN202, PLR0913
+    """``own_width`` False: ``width`` is ``totals[0]`` (no self weight is negative), summed once."""
     n = parent.size
     sides = selfs.shape[0]
     for i in range(n):
         for k in range(sides):
             totals[k, i] = selfs[k, i]
-        width[i] = max(selfs[0, i], 0)
+        if own_width:
+            width[i] = max(selfs[0, i], 0)
         size[i] = 1
     for i in range(n - 1, 0, -1):  # children after their parents: sums bottom-up in one pass
         p = parent[i]
         for k in range(sides):
             totals[k, p] += totals[k, i]
-        width[p] += width[i]
+        if own_width:
+            width[p] += width[i]
         size[p] += size[i]
     if not n:
         return
@@ -486,20 +489,40 @@ def preorder_layout(parent: np.ndarray, selfs: list[np.ndarray]) -> tuple[list[n
     """For a tree in pre-order (``parent[i] < i``) with self weights per side: (totals per side,
     width = subtree sums of the first side's positive self, left edges (children side by side
     from their parent's edge, in id order), depth, subtree size). The numpy twin is
-    :func:`polyprof.model.tree.subtree_sums`, ``place_children`` and ``euler`` on its levels."""
+    :func:`polyprof.model.tree.subtree_sums`, ``place_children`` and ``euler`` on its levels.
+
+    Made small for the web view's graphs of millions of nodes: when no first-side self weight
+    is negative, ``width`` *is* the first side's totals (one array, not two); depth and size
+    are int32 below 2^31 nodes; an int32 ``parent`` is read as it is."""
     n = parent.size
     stacked = np.ascontiguousarray(selfs[0], dtype=np.int64).reshape(1, n) if len(selfs) == 1 else \
         np.ascontiguousarray(np.stack(selfs), dtype=np.int64)
     totals = np.empty_like(stacked)
-    width, start, depth, size = (np.empty(n, np.int64) for _ in range(4))
-    _preorder_layout(np.ascontiguousarray(parent, dtype=np.int64), stacked, totals, width, start, depth, size)
-    return list(totals), width, start, depth, size
+    own_width = bool(n) and int(stacked[0].min()) < 0
+    width = np.empty(n, np.int64) if own_width else totals[0]
+    start = np.empty(n, np.int64)
+    small = _ids_dtype(n)
+    depth, size = np.empty(n, small), np.empty(n, small)
+    _preorder_layout(_ids(parent), stacked, totals, width, start, depth, size, own_width)
+    sides = list(totals)
+    return sides, width if own_width else sides[0], start, depth, size
+
+
+def _ids_dtype(n: int) -> np.dtype:
+    """The dtype of node ids and counts for ``n`` nodes: int32 while they fit."""
+    return np.dtype(np.int32 if n < np.iinfo(np.int32).max else np.int64)
+
+
+def _ids(parent: np.ndarray) -> np.ndarray:
+    """``parent`` as the kernels read it: int32 or int64 as it is (no copy of millions of rows)."""
+    if parent.dtype in (np.int32, np.int64):
+        return np.ascontiguousarray(parent)
+    return np.ascontiguousarray(parent, dtype=np.int64)
 
 
 @njit(cache=True, nogil=True)
-def _keep(parent, keep, new_parent, size):  # noqa: ANN001, ANN202
+def _keep(parent, keep, new_id, new_parent, size):  # noqa: ANN001, ANN202
     n = parent.size
-    new_id = np.empty(n, np.int64)
     k = 0
     for i in range(n):
         if keep[i]:
@@ -519,10 +542,12 @@ def _keep(parent, keep, new_parent, size):  # noqa: ANN001, ANN202
 
 def preorder_keep(parent: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The kept nodes of a tree in pre-order (``keep`` closed under ancestors) as a tree of their
-    own: (parent, subtree size) renumbered in the same order; None when an ancestor is not kept."""
+    own: (parent, subtree size) renumbered in the same order (int32 below 2^31 nodes); None when
+    an ancestor is not kept."""
     n = int(np.count_nonzero(keep))
-    new_parent, size = np.empty(n, np.int64), np.empty(n, np.int64)
-    if _keep(np.ascontiguousarray(parent, dtype=np.int64), np.ascontiguousarray(keep, dtype=np.bool_),
+    small = _ids_dtype(parent.size)
+    new_parent, size = np.empty(n, small), np.empty(n, small)
+    if _keep(_ids(parent), np.ascontiguousarray(keep, dtype=np.bool_), np.empty(parent.size, small),
              new_parent, size) < 0:
         return None
     return new_parent, size

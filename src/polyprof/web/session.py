@@ -43,8 +43,8 @@ __all__ = ["Input", "Session"]
 
 T = TypeVar("T")
 
-#: Flame-graph nodes kept in the cache, summed over graphs (about 48 bytes each: four int64
-#: weight columns, four int32 id columns).
+#: Flame-graph nodes kept in the cache, summed over graphs (about 40 bytes each: three int64
+#: weight columns, the width being the totals unless a weight is negative; four int32 id columns).
 FLAME_BUDGET = 4_000_000
 
 #: Resolution of the inverted graph made from the complete one: the CLI's own default
@@ -235,8 +235,12 @@ class Session:
         return self._flames.get(key, lambda: FlameIndex(self._flame_tree(index, o, base, inverted)))
 
     def _inverted(self, index: int, o: Options, graph: FlameIndex) -> FlameIndex:
+        """The inverted graph at :data:`INVERTED_RESOLUTION`: from the cached graph (compiled),
+        else (no numba, negative weights) built from the samples at the same resolution."""
         made = inverted_graph(graph, min_fraction=INVERTED_RESOLUTION)
-        return FlameIndex(made if made is not None else self._flame_tree(index, o, None, True))
+        if made is None:
+            made = flame_tree(self.filtered(index, o), o, max_nodes=0, min_fraction=INVERTED_RESOLUTION, inverted=True)
+        return FlameIndex(made)
 
     def _flame_tree(self, index: int, o: Options, base: int | None, inverted: bool) -> Any:
         extra: dict[str, Any] = {"inverted": True} if inverted else {}

@@ -79,6 +79,7 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     memory.tune()
     session = _session(args, env)
     memory.give_back()  # the readers' buffers
+    _compile_later_views(session)
     with env.status("preparing the flame graph"):
         _warm(session)
     app = App(session, ())
@@ -98,6 +99,15 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
 
     server.run(httpd, ready)  # until Ctrl-C: KeyboardInterrupt -> "interrupted", exit 130 (cli.main)
     return 0
+
+
+def _compile_later_views(session) -> None:  # noqa: ANN001
+    """Start compiling the kernels of the views after the landing page (sandwich, filters,
+    inverted) in the background, for large inputs: the first run after an install then
+    compiles them while the landing graph is built and read, not on the first click."""
+    from polyprof.web import warmup
+
+    warmup.start(max((len(x.profile.callsites) for x in session.inputs if x.profile is not None), default=0))
 
 
 def _bind(app, host: str, port: int | None):  # noqa: ANN001, ANN202
