@@ -144,7 +144,7 @@ def timed_samples(src: Profile | FilterResult, options: Options | None = None, *
     fr = filters.prepare(src, o)
     p = fr.profile
     _, values, vt, total = fr.column(o.sample_index)
-    values = values.astype(np.int64)
+    values = values.astype(np.int64, copy=False)  # (a column of the sample table: no copy)
     of, rows = _groups(threads or sample_threads(p), group)
     samples = np.bincount(of, minlength=len(rows)) if of.size else np.zeros(len(rows), np.int64)
     weight = sum_by(of, values, len(rows))
@@ -157,20 +157,36 @@ def timed_samples(src: Profile | FilterResult, options: Options | None = None, *
     times, present = tags.sample_numbers(p, "time")
     if times is None or present is None or not present.any():
         return out
-    origin_times, origin_present = tags.sample_numbers(fr.original, "time")
+    # Millions of samples: each step below keeps at most a few sample-long arrays alive (the
+    # server's start-up peak is this warm-up), and none when every sample has a time.
+    everywhere = bool(present.all())
+    origin_times, origin_present = (times, present) if fr.original is p else tags.sample_numbers(fr.original, "time")
     assert origin_times is not None and origin_present is not None  # the original has every sample
-    out.origin = filters.time_origin(fr.original, origin_times[origin_present])
-    rel = times[present] - out.origin
-    grp = rank[of[present]]
-    by_group = np.argsort(grp.astype(np.int16) if len(rows) < 2**15 else grp, kind="stable")  # a radix sort
+    out.origin = filters.time_origin(fr.original, origin_times if origin_present.all() else
+                                     origin_times[origin_present])
+    del origin_times, origin_present
+    timed = None if everywhere else np.flatnonzero(present)
+    grp = rank.astype(np.int16 if len(rows) < 2**15 else np.int64)  # narrow: a radix sort, a small copy
+    grp = grp[of] if timed is None else grp[of[timed]]
+    by_group = np.argsort(grp, kind="stable")
     out.starts = np.concatenate(([0], np.cumsum(np.bincount(grp, minlength=len(rows)))))
-    out.times = rel[by_group]
+    at = by_group if timed is None else timed[by_group]  # the sample of each position
+    out.times = times[at]
+    out.times -= out.origin
     falls = np.flatnonzero(out.times[1:] < out.times[:-1]) + 1
     if not np.isin(falls, out.starts).all():  # a thread's samples out of time order: sort by time too
+        del at, by_group
+        rel = (times if timed is None else times[timed]) - out.origin
         by_group = np.lexsort((rel, grp))
         out.times = rel[by_group]
-    out.running = np.concatenate(([0], np.cumsum(values[present][by_group])))
-    out.untimed = int(values[~present].sum())
+        del rel
+        at = by_group if timed is None else timed[by_group]
+    del by_group, grp
+    out.running = np.empty(at.size + 1, dtype=np.int64)
+    out.running[0] = 0
+    np.take(values, at, out=out.running[1:], mode="clip")  # ("raise" buffers a copy; ``at`` is in range)
+    np.cumsum(out.running[1:], out=out.running[1:])
+    out.untimed = 0 if timed is None else int(values[~present].sum())
     return out
 
 

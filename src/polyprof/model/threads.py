@@ -68,6 +68,11 @@ def _labelset_columns(p: Profile) -> tuple[list[str | None], np.ndarray, np.ndar
     return names, pids, tids
 
 
+#: Samples per step of :func:`sample_threads` (its temporaries are a few copies of one step,
+#: not of the whole sample table: the timeline's warm-up runs it on millions of samples).
+_STEP = 1 << 19
+
+
 def sample_threads(p: Profile) -> tuple[np.ndarray, list[ThreadInfo]]:
     """(thread index of every sample, the threads), ordered by first appearance.
 
@@ -77,23 +82,30 @@ def sample_threads(p: Profile) -> tuple[np.ndarray, list[ThreadInfo]]:
     s = p.samples
     n = len(s)
     ls_names, ls_pids, ls_tids = _labelset_columns(p)
-    ls = s.labelset.astype(np.int64)
-    pid = s.pid.astype(np.int64) if s.pid is not None else ls_pids[ls]
-    tid = s.tid.astype(np.int64) if s.tid is not None else ls_tids[ls]
     name_ids = {nm: i for i, nm in enumerate(dict.fromkeys(x for x in ls_names if x))}
     ls_name_id = np.array([name_ids.get(x, -1) if x else -1 for x in ls_names], dtype=np.int64)
-    name_col = ls_name_id[ls] if n else np.zeros(0, np.int64)
-    inverse, first = factorize_rows([pid, tid, name_col])  # np.unique(axis=0) is 30x slower
-    uniq = np.stack([pid[first], tid[first], name_col[first]], axis=1) if n else np.zeros((0, 3), np.int64)
-    order = np.argsort(first, kind="stable")  # first-appearance order
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    inverse = rank[inverse.reshape(-1)]
+    inverse = np.zeros(n, dtype=np.int64)
+    uniq = np.zeros((3, 0), dtype=np.int64)  # the (pid, tid, name) of each thread so far, in order
+    for lo in range(0, n, _STEP):  # numbered step by step: new threads of a step follow the older ones
+        ls = s.labelset[lo:lo + _STEP]
+        cols = [(s.pid[lo:lo + _STEP] if s.pid is not None else ls_pids[ls]).astype(np.int64, copy=False),
+                (s.tid[lo:lo + _STEP] if s.tid is not None else ls_tids[ls]).astype(np.int64, copy=False),
+                ls_name_id[ls]]
+        ids, first = factorize_rows(cols, in_order=True)  # np.unique(axis=0) is 30x slower
+        step = np.stack([c[first] for c in cols])
+        old = uniq.shape[1]
+        if old:  # the step's threads among the known ones: known rows come first, so keep their ids
+            both, _ = factorize_rows(list(np.concatenate([uniq, step], axis=1)), in_order=True)
+            to_global = both[old:]
+            uniq = np.concatenate([uniq, step[:, to_global >= old]], axis=1)
+        else:
+            to_global, uniq = np.arange(first.size), step
+        inverse[lo:lo + _STEP] = to_global[ids]
     table = {t.tid: t for t in p.extras.threads}
     processes = p.extras.process_names
     id_names = list(name_ids)
     infos = []
-    for u in uniq[order].tolist():
+    for u in uniq.T.tolist():
         upid, utid, uname = (None if u[0] < 0 else u[0]), (None if u[1] < 0 else u[1]), u[2]
         listed = table.get(utid) if utid is not None else None
         ename, epid = (listed.name, listed.pid) if listed is not None else (None, None)
@@ -102,5 +114,4 @@ def sample_threads(p: Profile) -> tuple[np.ndarray, list[ThreadInfo]]:
         infos.append(ThreadInfo(name, upid, utid, processes.get(upid) if upid is not None else None))
     if not infos:
         infos = [ThreadInfo(None, None, None)]
-        inverse = np.zeros(n, dtype=np.int64)
-    return np.asarray(inverse, dtype=np.int64), infos
+    return inverse, infos
