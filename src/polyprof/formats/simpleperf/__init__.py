@@ -72,6 +72,7 @@ so ``samples/count`` survives. The loss report lists the rest, and
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, BinaryIO
 
 from polyprof.formats.simpleperf._schema import MAGIC, OFFCPU_VIEWS
@@ -100,8 +101,15 @@ COMPILED_FROM = 16 << 20
 def read(source: Source, options: ReadOptions) -> list[Profile]:
     """The one profile in a report-sample file."""
     from polyprof.formats.simpleperf._reader import read_bytes
-    from polyprof.wire.vector import sized_read
+    from polyprof.wire.vector import prefetch, sized_read
 
+    if source.path is not None and source.raw is None:
+        # A large file: numba's import and first kernel load on a thread while it is read
+        # (reading releases the GIL: about 0.3 s of a 614 MB recording's read overlaps them).
+        try:
+            prefetch(os.path.getsize(source.path), COMPILED_FROM)
+        except OSError:
+            pass  # the read itself names the problem
     data = source.data(COMPILED_FROM)
     with sized_read(len(data), COMPILED_FROM):
         return [read_bytes(data, options)]
