@@ -155,3 +155,31 @@ def test_real_recordings_read_the_same(compiled, monkeypatch, peer):
         assert fast == generic, path
         read += not fast.startswith(("MalformedInputError", "UnsupportedFeatureError", "InputError"))
     assert read >= 5
+
+
+def test_large_plain_files_are_mapped_and_read_the_same(compiled, monkeypatch, tmp_path):
+    """A large plain recording is read through a read-only mapping of the file: the same
+    profile as from its bytes; gzipped, damaged and truncated files read or fail as before."""
+    import gzip
+
+    from polyprof.formats import simpleperf
+
+    pool = [[_entry(0x400000 + 16 * j, j % 2, j % 3, None, 0) for j in range(k)] for k in (3, 5, 0)]
+    data = _make([_file(0, 3), _file(1, 3)] + [_sample(i, 1, pool[i % 3], 1, 0, i % 4 == 0, False) for i in range(60)])
+    cases = {"plain": data, "gzip": gzip.compress(data), "cut": data[:-40], "damaged": data[:200] + b"\0" + data[201:]}
+    for name, content in cases.items():
+        path = tmp_path / f"{name}.trace"
+        path.write_bytes(content)
+        got = []
+        for limit in (0, 1 << 40):
+            monkeypatch.setattr(simpleperf, "MAP_FROM", limit)
+            try:
+                got.append(dump(api.read(path)))
+            except PolyprofError as exc:
+                got.append(f"{type(exc).__name__}: {exc}")
+        assert got[0] == got[1], name
+    monkeypatch.setattr(simpleperf, "MAP_FROM", 0)
+    from polyprof.formats.source import Source
+
+    assert simpleperf._mapped(Source.of(str(tmp_path / "plain.trace"))) is not None
+    assert simpleperf._mapped(Source.of(str(tmp_path / "gzip.trace"))) is None

@@ -62,7 +62,7 @@ def records(data: bytes, warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 def check_header(data: bytes) -> None:
     """Raise unless ``data`` starts with the magic and the version this reader knows."""
-    if not data.startswith(MAGIC):
+    if data[:len(MAGIC)] != MAGIC:  # bytes or a mapped file
         raise MalformedInputError("not a simpleperf report-sample file (no SIMPLEPERF magic)", offset=0)
     if len(data) < HEADER_SIZE:
         raise MalformedInputError("truncated file: it ends inside the version number", offset=len(MAGIC))
