@@ -82,6 +82,29 @@ def _hash(buf, s, n, w0, w1):
     return h ^ (h >> np.uint64(32))
 
 
+@njit(inline="always", **_OPTIONS)
+def group_of(buf, aligned, table, s, n, k, groups, first_k, first_start, first_len, first_words):  # noqa: ANN001, ANN202
+    """The group of span ``buf[s:s+n]`` (the ``k``-th) through the open-addressing ``table``:
+    an existing one, or new group ``groups`` (its first span recorded); -1 when the group
+    arrays are full."""
+    mask = np.uint64(table.size - 1)
+    w0, w1 = _words(buf, aligned, s, n)
+    at = _hash(buf, s, n, w0, w1) & mask
+    while True:
+        g = table[at]
+        if g < 0:
+            if groups >= first_start.size:
+                return -1
+            table[at] = groups
+            first_k[groups], first_start[groups], first_len[groups] = k, s, n
+            first_words[groups, 0], first_words[groups, 1] = w0, w1
+            return groups
+        if first_len[g] == n and first_words[g, 0] == w0 and first_words[g, 1] == w1 and (
+                n <= 16 or _spans_equal(buf, first_start[g], s, n)):
+            return g
+        at = (at + np.uint64(1)) & mask
+
+
 @njit(**_OPTIONS)
 def _walk(buf, aligned, starts, ends, field, counts, table, ids, first_k, first_start, first_len, first_words, sizes,
           slot, values, present, span, spans):
@@ -91,7 +114,6 @@ def _walk(buf, aligned, starts, ends, field, counts, table, ids, first_k, first_
     ``slot[number] >= 0`` goes to ``values[m, slot[number]]`` (the last one wins) and LEN
     field ``span`` to ``spans[m]`` (start, length of the last one, how many). Returns the
     number of groups, -1 when ``first_start`` is full, -2 on damage."""
-    mask = np.uint64(table.size - 1)
     fill = ids.size > 0
     k = 0
     groups = 0
@@ -124,26 +146,14 @@ def _walk(buf, aligned, starts, ends, field, counts, table, ids, first_k, first_
             c += 1
             if not fill:
                 continue
-            w0, w1 = _words(buf, aligned, s, n)
-            at = _hash(buf, s, n, w0, w1) & mask
-            while True:
-                g = table[at]
-                if g < 0:
-                    if groups >= first_start.size:
-                        return _FULL
-                    table[at] = groups
-                    first_k[groups], first_start[groups], first_len[groups] = k, s, n
-                    first_words[groups, 0], first_words[groups, 1] = w0, w1
-                    sizes[groups] = 1
-                    ids[k] = groups
-                    groups += 1
-                    break
-                if first_len[g] == n and first_words[g, 0] == w0 and first_words[g, 1] == w1 and (
-                        n <= 16 or _spans_equal(buf, first_start[g], s, n)):
-                    ids[k] = g
-                    sizes[g] += 1
-                    break
-                at = (at + np.uint64(1)) & mask
+            g = group_of(buf, aligned, table, s, n, k, groups, first_k, first_start, first_len, first_words)
+            if g < 0:
+                return _FULL
+            if g == groups:
+                sizes[g] = 0
+                groups += 1
+            sizes[g] += 1
+            ids[k] = g
             k += 1
         counts[m] = c
     return groups

@@ -11,7 +11,7 @@ from polyprof.errors import MalformedInputError, UnsupportedFeatureError
 from polyprof.formats.simpleperf._schema import MAGIC, VERSION
 from polyprof.wire import vector as V
 
-__all__ = ["HEADER_SIZE", "frame", "records"]
+__all__ = ["HEADER_SIZE", "check_header", "frame", "records", "trailing"]
 
 HEADER_SIZE = len(MAGIC) + 2
 _U32 = struct.Struct("<I")
@@ -27,13 +27,7 @@ def records(data: bytes, warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
     terminator are reported in ``warnings``. Runs of records are framed all at
     once (:func:`polyprof.wire.vector.le32_records`), the rest one by one.
     """
-    if not data.startswith(MAGIC):
-        raise MalformedInputError("not a simpleperf report-sample file (no SIMPLEPERF magic)", offset=0)
-    if len(data) < HEADER_SIZE:
-        raise MalformedInputError("truncated file: it ends inside the version number", offset=len(MAGIC))
-    version = int.from_bytes(data[len(MAGIC):HEADER_SIZE], "little")
-    if version != VERSION:
-        raise UnsupportedFeatureError(f"report-sample format version {version} (only version {VERSION} is known)")
+    check_header(data)
     buf = np.frombuffer(data, dtype=np.uint8)
     pos = HEADER_SIZE
     end = len(data)
@@ -61,11 +55,26 @@ def records(data: bytes, warnings: list[str]) -> tuple[np.ndarray, np.ndarray]:
         ends.append(np.array([pos + 4 + size], dtype=np.int64))
         pos += 4 + size
         index += 1
-    rest = end - pos - 4
-    if rest:
-        warnings.append(f"{rest} byte(s) after the zero end marker were ignored")
+    trailing(end - pos - 4, warnings)
     cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)  # noqa: E731
     return cat(starts), cat(ends)
+
+
+def check_header(data: bytes) -> None:
+    """Raise unless ``data`` starts with the magic and the version this reader knows."""
+    if data[:len(MAGIC)] != MAGIC:  # bytes or a mapped file
+        raise MalformedInputError("not a simpleperf report-sample file (no SIMPLEPERF magic)", offset=0)
+    if len(data) < HEADER_SIZE:
+        raise MalformedInputError("truncated file: it ends inside the version number", offset=len(MAGIC))
+    version = int.from_bytes(data[len(MAGIC):HEADER_SIZE], "little")
+    if version != VERSION:
+        raise UnsupportedFeatureError(f"report-sample format version {version} (only version {VERSION} is known)")
+
+
+def trailing(rest: int, warnings: list[str]) -> None:
+    """Report the ``rest`` bytes after the zero end marker."""
+    if rest:
+        warnings.append(f"{rest} byte(s) after the zero end marker were ignored")
 
 
 def frame(bodies: Iterable[bytes]) -> bytes:

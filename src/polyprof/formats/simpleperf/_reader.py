@@ -286,9 +286,11 @@ class _Frames:
 
         Entries come grouped by their raw (vaddr, file, symbol, execution type); they are
         grouped by (file, address, symbol) on those few distinct rows, and everything else
-        works on these."""
+        works on these. Only the distinct callchains' entries are listed (when the compiled walk
+        grouped the samples by callchain): their stacks are interned, and each sample takes its
+        callchain's leaf."""
         raw, rows4 = factorize_rows([s.file_id, s.vaddr.view(np.int64), s.symbol_id], in_order=True)
-        rows = s.first[rows4]  # the first callchain entry of each
+        rows = s.first[rows4]  # the first listed entry of each
         fid_u, vaddr_u, sid = s.file_id[rows4], s.vaddr[rows4], s.symbol_id[rows4]
         fids, fi = unique_inverse(fid_u)
         known = [self._file(f) for f in fids.tolist()]  # one step per file
@@ -300,7 +302,7 @@ class _Frames:
         bad = (sid < -1) | ((sid >= nsym[fi]) & ~missing[fi])
         if bad.any():  # rows are in order of first sight: the first bad row holds the first bad entry
             k = int(np.argmax(bad))
-            index = int(np.searchsorted(np.cumsum(s.chain), rows[k], side="right"))
+            index = s.sample_of(int(rows[k]))
             raise MalformedInputError(f"sample {index + 1} refers to symbol {int(sid[k])} of file {int(fids[fi[k]])}, "
                                       f"which has {int(nsym[fi[k]])} symbol(s)")
         has_fn = (sid >= 0) & (sid < nsym[fi])
@@ -311,15 +313,16 @@ class _Frames:
                                          has.astype(np.int64), fn[first][has], np.zeros(int(has.sum()), np.int64),
                                          np.zeros(int(has.sum()), np.int64))
         uses = np.bincount(s.entry_row, weights=s.group_size, minlength=s.first.size).astype(np.int64)
-        self.entries = s.entry.size
+        self.entries = s.entries
         self.unsymbolized = int(uses[s.symbol_id < 0].sum())
         if s.exec_type.any():
             self._exec_types(s.file_id, s.vaddr, s.exec_type, uses)
-        offsets = np.zeros(len(s) + 1, dtype=np.int64)
-        np.cumsum(s.chain, out=offsets[1:])
         top = row0 + (int(loc.max()) if loc.size else 0)
         by_group = (row0 + loc).astype(np.min_scalar_type(top))[raw][s.entry_row]
-        return self.b.stacks_from_csr(by_group[s.entry], offsets)  # one gather per callchain entry
+        flat = by_group[s.entry]  # one gather per listed entry
+        if s.chain_of is None:
+            return self.b.stacks_from_csr(flat, s.offsets)
+        return self.b.stacks_from_csr(flat, s.offsets, distinct=True)[s.chain_of]
 
     def _exec_types(self, fid: np.ndarray, vaddr: np.ndarray, kind: np.ndarray, uses: np.ndarray) -> None:
         """Keep one execution type per (file path, address): the model has no per-entry kind.

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from polyprof.errors import MalformedInputError
 from polyprof.formats.simpleperf import _flat as F
-from polyprof.formats.simpleperf._framing import records
+from polyprof.formats.simpleperf._framing import HEADER_SIZE, check_header, records, trailing
 from polyprof.formats.simpleperf._schema import record_class
 from polyprof.formats.span_bytes import sub_spans_and_fields
 from polyprof.model.columns import factorize_rows
@@ -49,18 +50,22 @@ def _i32(values: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Samples:
-    """Sample records as columns: ``chain`` callchain entries per sample, their entries flat (leaf
-    first) as rows of the few distinct entries."""
+    """Sample records as columns: ``chain`` callchain entries per sample; the entries of the
+    distinct callchains flat (leaf first) as rows of the few distinct entries."""
 
     time: np.ndarray
     tid: np.ndarray
     event_count: np.ndarray
     event_type: np.ndarray
     chain: np.ndarray
-    entry: np.ndarray       # per callchain entry: its group of equal bytes (54M in a 614 MB file)
+    chain_of: np.ndarray | None  # per sample: its distinct callchain (None: each sample its own)
+    chain_first: np.ndarray | None  # per distinct callchain: its first sample (None: the same)
+    offsets: np.ndarray     # per distinct callchain: where its entries start in ``entry`` (and the end)
+    entries: int            # callchain entries of all samples
+    entry: np.ndarray       # per entry of the distinct callchains: its group of equal bytes
     entry_row: np.ndarray   # per such group: its row in the distinct entries below
-    group_size: np.ndarray  # per such group: its callchain entries
-    first: np.ndarray       # per distinct entry: its first callchain entry
+    group_size: np.ndarray  # per such group: the callchain entries of all samples in it
+    first: np.ndarray       # per distinct entry: its first entry in ``entry``
     vaddr: np.ndarray       # the distinct (vaddr, file, symbol, execution type) entries, in
     file_id: np.ndarray     # order of first sight
     symbol_id: np.ndarray
@@ -69,6 +74,11 @@ class Samples:
 
     def __len__(self) -> int:
         return self.time.size
+
+    def sample_of(self, entry: int) -> int:
+        """The first sample holding entry ``entry`` of ``entry``."""
+        chain = int(np.searchsorted(self.offsets, entry, side="right")) - 1
+        return chain if self.chain_first is None else int(self.chain_first[chain])
 
 
 @dataclass
@@ -88,14 +98,25 @@ class _Payloads:
     """The payload spans of one kind, with the record each belongs to and its item number
     (spans of one record share an item: they merge)."""
 
-    def __init__(self, f: V.Fields, kind: int) -> None:
-        sel = f.select(kind, V.LEN)
-        self.record = sel.msg
-        self.start, self.end = sel.start, sel.start + sel.length
-        first = np.ones(sel.msg.size, dtype=bool)
-        first[1:] = sel.msg[1:] != sel.msg[:-1]
+    def __init__(self, f: V.Fields | None, kind: int) -> None:
+        if f is not None:  # else the caller fills the spans in (:meth:`whole`)
+            sel = f.select(kind, V.LEN)
+            self._spans(sel.msg, sel.start, sel.start + sel.length)
+
+    @classmethod
+    def whole(cls, record: np.ndarray, start: np.ndarray, end: np.ndarray) -> _Payloads:
+        """The payloads ``start:end`` of records ``record``, one each."""
+        part = cls(None, 0)
+        part._spans(record, start, end)
+        return part
+
+    def _spans(self, record: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+        self.record = record
+        self.start, self.end = start, end
+        first = np.ones(record.size, dtype=bool)
+        first[1:] = record[1:] != record[:-1]
         self.item = np.cumsum(first) - 1
-        self.records = sel.msg[first]
+        self.records = record[first]
 
     @property
     def n(self) -> int:
@@ -131,13 +152,51 @@ class _Payloads:
         return out
 
 
+#: Whether the compiled kernels of :mod:`._compiled` may take the file (a test turns them off to
+#: compare with the generic walks).
+CHAINS = True
+_compiled: ModuleType | bool | None = None  # simpleperf/_compiled.py once loaded; False: unavailable
+
+
+def _kernels() -> ModuleType | None:
+    """simpleperf's compiled walks when the compiled decode kernels are in use (large inputs)."""
+    global _compiled
+    if not CHAINS or not V.compiled():
+        return None
+    if _compiled is None:
+        _compiled = V.import_compiled("polyprof.formats.simpleperf._compiled")
+    return _compiled if isinstance(_compiled, ModuleType) else None
+
+
 def collect(data: bytes, warnings: list[str]) -> Records:
-    starts, ends = records(data, warnings)
     buf = np.frombuffer(data, dtype=np.uint8)
+    framed = _framed(data, buf, warnings)
+    starts, ends = records(data, warnings) if framed is None else (framed[0], framed[3])
     try:
-        return _decode(data, buf, starts, ends, warnings)
+        if framed is None:
+            return _decode(data, buf, starts, ends, warnings)
+        kind, pay_start, rec_end = framed[1:]
+        parts = {}
+        for k in range(SAMPLE, SWITCH + 1):
+            at = np.flatnonzero(kind == k)
+            parts[k] = _Payloads.whole(at, pay_start[at], rec_end[at])
+        return _assemble(data, buf, starts, parts, Counter(), warnings)
     except MalformedInputError as exc:
         raise _located(data, starts, ends, exc) from None
+
+
+def _framed(data: bytes, buf: np.ndarray, warnings: list[str]) -> tuple[np.ndarray, ...] | None:
+    """Compiled: (body start, payload kind, payload start, body end) of every record when each
+    record is one payload field (the usual file), else None (and no warning added)."""
+    fast = _kernels()
+    if fast is None:
+        return None
+    check_header(data)
+    got = fast.frame_payloads(buf, HEADER_SIZE, len(data))
+    if got is None:
+        return None
+    trailing(len(data) - int(got[4]) - 4, warnings)
+    return got[:4]
 
 
 def _decode(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, warnings: list[str]) -> Records:
@@ -152,6 +211,12 @@ def _decode(data: bytes, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
     if (per_record > 1).any():
         odd["record(s) held several payloads (a oneof); all were read"] += int((per_record > 1).sum())
     parts = {k: _Payloads(f, k) for k in range(SAMPLE, SWITCH + 1)}
+    return _assemble(data, buf, starts, parts, odd, warnings)
+
+
+def _assemble(data: bytes, buf: np.ndarray, starts: np.ndarray, parts: dict[int, _Payloads], odd: Counter,
+              warnings: list[str]) -> Records:
+    """The records from their payloads by kind (``odd``: what the framing noticed)."""
     samples = _samples(buf, parts[SAMPLE])
     recs = Records(samples, _switches(buf, parts[SWITCH], parts[SAMPLE].records), odd=odd)
     flat = _flat_records(data, parts)
@@ -198,12 +263,25 @@ _SCALARS, _ENTRY, _UNWIND = (1, 2, 4, 5), (1, 2, 3, 4), (3, 1, 2)  # field numbe
 
 def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
     n = part.n
-    vals, present, (chain, entry, group_size, entry_row, entries, first), (u_count, u_vals, u_present) = \
-        _walked(buf, part)
-    if part.start.size != n:  # payloads repeated in a record merge: scalars by their last value
-        vals, present = _last_present(part.item, vals, present, n)
-        chain = np.bincount(part.item, weights=chain, minlength=n).astype(np.int64)
-        u_count = np.bincount(part.item, weights=u_count, minlength=n).astype(np.int64)
+    fast = _kernels() if part.start.size == n else None
+    chains = fast.sample_chains(buf, part.start, part.end, 3, _SCALARS, 6) if fast is not None else None
+    if chains is not None:
+        vals, present, u_count = chains.values, chains.present, chains.span_count
+        by_chain = (chains.chain_of, chains.chain_first, chains.offsets)
+        entry, group_size = chains.ids, chains.sizes
+        entry_row, entries, first = _distinct(buf, chains.first, chains.start, chains.length)  # as _walked: entries
+        u_vals, u_present = _unwinding(buf, part, chains.span_start, chains.span_len, u_count)  # first
+        chain = chains.chain
+    else:
+        vals, present, (chain, entry, group_size, entry_row, entries, first), (u_count, u_vals, u_present) = \
+            _walked(buf, part)
+        if part.start.size != n:  # payloads repeated in a record merge: scalars by their last value
+            vals, present = _last_present(part.item, vals, present, n)
+            chain = np.bincount(part.item, weights=chain, minlength=n).astype(np.int64)
+            u_count = np.bincount(part.item, weights=u_count, minlength=n).astype(np.int64)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(chain, out=offsets[1:])
+        by_chain = (None, None, offsets)
     u_vals, u_present = _last_present(np.repeat(np.arange(n), u_count), u_vals, u_present, n)
     u: dict[str, np.ndarray] = {"has": u_count > 0}
     for j, name in enumerate(("code", "raw", "addr")):
@@ -211,7 +289,8 @@ def _samples(buf: np.ndarray, part: _Payloads) -> Samples:
         u[name] = u_vals[:, j] if name == "addr" else _u32(u_vals[:, j])
     col = lambda j: vals[:, j]  # noqa: E731
     return Samples(time=col(0), tid=_i32(col(1)), event_count=col(2), event_type=_u32(col(3)),
-                   chain=chain, entry=entry, entry_row=entry_row, group_size=group_size, first=first,
+                   chain=chain, chain_of=by_chain[0], chain_first=by_chain[1], offsets=by_chain[2],
+                   entries=int(chain.sum()), entry=entry, entry_row=entry_row, group_size=group_size, first=first,
                    vaddr=entries[:, 0], file_id=_u32(entries[:, 1]),
                    symbol_id=_i32(entries[:, 2]), exec_type=_u32(entries[:, 3]), unwind=u)
 
@@ -239,12 +318,18 @@ def _walked(buf: np.ndarray, part: _Payloads) -> tuple[Any, ...]:
     got = sub_spans_and_fields(buf, part.start, part.end, 3, _SCALARS, 6)
     chain, by_bytes, first_bytes, lo, length, sizes, vals, present, u_start, u_len, u_count = got
     entries = (chain, by_bytes, sizes, *_distinct(buf, first_bytes, lo, length))
-    if u_count.size and int(u_count.max()) > 1:  # an unwinding result in parts: merge them as protobuf does
-        u_count, u_vals, u_present = V.nested_scalars(buf, part.start, part.end, 6, _UNWIND)
-    else:
-        has = np.flatnonzero(u_count)
-        u_vals, u_present = V.scalar_fields(buf, u_start[has], u_start[has] + u_len[has], _UNWIND)
+    u_vals, u_present = _unwinding(buf, part, u_start, u_len, u_count)
     return vals, present, entries, (u_count, u_vals, u_present)
+
+
+def _unwinding(buf: np.ndarray, part: _Payloads, start: np.ndarray, length: np.ndarray,
+               count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(values, present) of the unwinding result of every sample that has one, from its span
+    (``count`` results per sample: in parts, they are merged as protobuf does)."""
+    if count.size and int(count.max()) > 1:
+        return V.nested_scalars(buf, part.start, part.end, 6, _UNWIND)[1:]
+    has = np.flatnonzero(count)
+    return V.scalar_fields(buf, start[has], start[has] + length[has], _UNWIND)
 
 
 def _last_present(owner: np.ndarray, values: np.ndarray, present: np.ndarray,

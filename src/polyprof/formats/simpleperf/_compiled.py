@@ -1,0 +1,317 @@
+"""Compiled walks of a report-sample file (numba; imported only with the compiled decode kernels).
+
+Two passes replace the generic ones for the common shape of a recording: every record body is
+one payload field, and every sample's callchain entries lie next to each other.
+
+- :func:`frame_payloads` frames the records and finds each one's payload in the same loop,
+  instead of framing them and walking every body's fields again.
+- :func:`sample_chains` walks the sample payloads once (their scalars and unwinding result, as
+  :func:`polyprof.formats._span_compiled.sub_spans` does) and numbers each sample's callchain by
+  its bytes first. Only a callchain not seen before has its entries grouped by their bytes and
+  written out: a recording repeats callchains (the benchmark's large file, 1.8M samples, has
+  825k distinct ones), so half of the 54M entries are never hashed, written, gathered or
+  interned one by one.
+
+Both decline (return None) whatever they do not take, and the caller then uses the generic
+walk, which reads or names it as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from polyprof.formats._span_compiled import _skip, group_of
+from polyprof.wire._compiled import _varint
+
+__all__ = ["Chains", "frame_payloads", "sample_chains"]
+
+_OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}  # as wire/_compiled.py: no allocation
+_DAMAGED, _FULL, _SPLIT = -2, -1, -3
+_MIX = 0x9E3779B97F4A7C15
+#: At most this many bytes of entry ids are reserved at once (pages touched only as written);
+#: a larger file whose distinct callchains need more runs again with room for every entry.
+_RESERVE_MAX = 1 << 31
+
+
+@njit(**_OPTIONS)
+def _frame(buf, pos, end, rec_start, kind, pay_start, rec_end):  # noqa: ANN001, ANN202 - numba
+    """Records ``<uint32 LE size><body>`` from ``pos`` while each body is one payload field: the
+    tag byte of a message field 1 to 6 and a varint length that reaches the body's end. Writes
+    each record's body start, kind, payload start and end; returns (records, where it stopped)."""
+    k = 0
+    while pos + 4 <= end:
+        size = np.int64(buf[pos]) | (np.int64(buf[pos + 1]) << 8) | (np.int64(buf[pos + 2]) << 16) | \
+            (np.int64(buf[pos + 3]) << 24)
+        if size == 0 or size > end - pos - 4 or k >= rec_start.size:
+            break
+        b, e = pos + 4, pos + 4 + size
+        tag = buf[b]
+        if tag & 7 != 2 or tag < 10 or tag > 50:  # (field << 3) | 2 for fields 1 to 6
+            break
+        length, q = _varint(buf, b + 1, e)
+        if q < 0 or length != np.uint64(e - q):
+            break
+        rec_start[k], kind[k], pay_start[k], rec_end[k] = b, tag >> 3, q, e
+        k += 1
+        pos = e
+    return k, pos
+
+
+def frame_payloads(buf: np.ndarray, pos: int, end: int) -> tuple[Any, ...] | None:
+    """(body start, payload kind, payload start, body end) of every record from ``pos`` up to
+    the zero end marker, and where that marker is; None unless every record until the marker
+    is one payload field (the generic framing and field walk then take the file)."""
+    room = max((end - pos) // 6, 0)  # a record is at least 4 + 2 bytes
+    rec_start, pay_start, rec_end = (np.empty(room, dtype=np.int64) for _ in range(3))
+    kind = np.empty(room, dtype=np.uint8)
+    k, stop = _frame(buf, pos, end, rec_start, kind, pay_start, rec_end)
+    if stop + 4 > end or buf[stop:stop + 4].any():
+        return None
+    return rec_start[:k].copy(), kind[:k].copy(), pay_start[:k].copy(), rec_end[:k].copy(), np.int64(stop)
+
+
+@njit(inline="always", **_OPTIONS)
+def _word(aligned, r, q):  # noqa: ANN001, ANN202
+    """The 8 bytes from byte ``8 * q + r / 8`` of the buffer (``r``: a bit shift, a multiple of 8)."""
+    w = aligned[q] >> r
+    if r:
+        w |= aligned[q + 1] << (np.uint64(64) - r)
+    return w
+
+
+@njit(inline="always", **_OPTIONS)
+def _span_hash(buf, aligned, s, n):  # noqa: ANN001, ANN202
+    """A hash of ``buf[s:s+n]`` read as little-endian words of eight bytes (the last one padded
+    with zeros); near the buffer's end the words are put together byte by byte."""
+    mix = np.uint64(_MIX)
+    h = np.uint64(n) * mix
+    q, r = s >> 3, np.uint64(8 * (s & 7))
+    fast = q + (n >> 3) + 2 < aligned.size
+    for j in range((n + 7) >> 3):
+        if fast:
+            w = _word(aligned, r, q + j)
+        else:
+            w = np.uint64(0)
+            for b in range(8):
+                w |= np.uint64(buf[s + 8 * j + b]) << np.uint64(8 * b) if 8 * j + b < n else np.uint64(0)
+        if 8 * j + 8 > n:
+            w &= (np.uint64(1) << np.uint64(8 * (n - 8 * j))) - np.uint64(1)
+        h = (h ^ (h >> np.uint64(29)) ^ w) * mix
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(inline="always", **_OPTIONS)
+def _same_bytes(buf, aligned, a, b, n):  # noqa: ANN001, ANN202
+    """Whether ``buf[a:a+n]`` equals ``buf[b:b+n]``, compared eight bytes at a time."""
+    qa, ra, qb, rb = a >> 3, np.uint64(8 * (a & 7)), b >> 3, np.uint64(8 * (b & 7))
+    if max(qa, qb) + (n >> 3) + 2 < aligned.size:
+        for j in range(n >> 3):
+            if _word(aligned, ra, qa + j) != _word(aligned, rb, qb + j):
+                return False
+        j = n >> 3
+        tail = n & 7
+        mask = (np.uint64(1) << np.uint64(8 * tail)) - np.uint64(1)
+        return tail == 0 or (_word(aligned, ra, qa + j) ^ _word(aligned, rb, qb + j)) & mask == 0
+    for j in range(n):
+        if buf[a + j] != buf[b + j]:
+            return False
+    return True
+
+
+@njit(inline="always", **_OPTIONS)
+def _fields(buf, aligned, m, p, end, field, slot, values, present, span, spans, last, last_n,  # noqa: ANN001, ANN202
+            last_c):
+    """Walk sample ``m``'s fields (scalars and the ``span`` field as ``sub_spans`` does); returns
+    (callchain start, end, entries, whether it is the previous sample's callchain
+    ``buf[last:last+last_n]`` of ``last_c`` entries) or a negative start: damaged, or entries
+    not side by side."""
+    cs, ce, c, closed, same = p, p, 0, False, False
+    ftag = (field << 3) | 2
+    while p < end:
+        at = p
+        tag, p = _varint(buf, p, end)
+        wt = np.int64(tag & np.uint64(7))
+        number = np.int64(tag >> np.uint64(3))
+        if p < 0 or number == 0 or wt == 3 or wt == 4 or wt == 6 or wt == 7:
+            return _DAMAGED, 0, 0, False
+        if wt == 0 and number < slot.size and slot[number] >= 0:
+            value, p = _varint(buf, p, end)
+            if p < 0:
+                return _DAMAGED, 0, 0, False
+            values[m, slot[number]] = value
+            present[m, slot[number]] = True
+            closed = c > 0
+            continue
+        s, n, p = _skip(buf, p, end, wt)
+        if p < 0:
+            return _DAMAGED, 0, 0, False
+        if wt == 2 and number == field:
+            if c == 0:
+                cs = at
+                after = at + last_n
+                if last_c > 0 and after <= end and (after == end or buf[after] != ftag) and \
+                        _same_bytes(buf, aligned, last, at, last_n):  # a sample per event: often the same
+                    p = ce = after
+                    c, closed, same = last_c, True, True
+                    continue
+            elif closed:
+                return _SPLIT, 0, 0, False
+            c += 1
+            # The entries that follow, while their tag and length are one byte each: a tight loop.
+            while p + 1 < end and buf[p] == ftag and buf[p + 1] < 0x80:
+                p += 2 + np.int64(buf[p + 1])
+                c += 1
+            if p > end:
+                return _DAMAGED, 0, 0, False
+            ce = p
+            continue
+        closed = c > 0
+        if wt == 2 and number == span:
+            spans[m, 0], spans[m, 1] = s, n
+            spans[m, 2] += 1
+    return cs, ce, c, same
+
+
+@njit(inline="always", **_OPTIONS)
+def _entries(buf, aligned, cs, ce, etable, ids, k, groups, e_first, e_start, e_len, e_words):  # noqa: ANN001, ANN202
+    """Group the entries of one new callchain ``buf[cs:ce]`` (already walked: valid) by their bytes
+    through ``etable``, writing their groups from ``ids[k]``; returns (next k, groups), k
+    negative when the group arrays are full."""
+    p = cs
+    while p < ce:
+        _, p = _varint(buf, p, ce)
+        s, n, p = _skip(buf, p, ce, 2)
+        g = group_of(buf, aligned, etable, s, n, k, groups, e_first, e_start, e_len, e_words)
+        if g < 0:
+            return np.int64(_FULL), groups
+        if g == groups:
+            groups += 1
+        ids[k] = g
+        k += 1
+    return k, groups
+
+
+@njit(**_OPTIONS)
+def _chains(buf, aligned, starts, ends, field, slot, values, present, span, spans, chain, chain_of,  # noqa: ANN001, ANN202
+            ctable, c_first, c_start, c_len, c_hash, c_off, etable, ids, e_first, e_start, e_len, e_words, out):
+    """Walk every sample (see :func:`sample_chains`); returns the distinct callchains (``out``:
+    the entry groups), or -1 when ``ids`` or the entry groups are full, -2 on damage, -3 when
+    a callchain is split."""
+    cmask = np.uint64(ctable.size - 1)
+    groups, k, egroups, last, last_n, last_c = 0, 0, 0, 0, 0, 0
+    c_off[0] = 0
+    for m in range(starts.size):
+        cs, ce, c, same = _fields(buf, aligned, m, starts[m], ends[m], field, slot, values, present, span, spans,
+                                  last, last_n, last_c)
+        if cs < 0:
+            return cs
+        chain[m] = c
+        if same:
+            chain_of[m] = chain_of[m - 1]
+            continue
+        n = ce - cs
+        last, last_n, last_c = cs, n, c
+        h = _span_hash(buf, aligned, cs, n)
+        at = h & cmask
+        while True:
+            g = ctable[at]
+            if g < 0:
+                if k + c > ids.size:
+                    return _FULL
+                k, egroups = _entries(buf, aligned, cs, ce, etable, ids, k, egroups, e_first, e_start, e_len, e_words)
+                if k < 0:
+                    return _FULL
+                ctable[at] = groups
+                c_first[groups], c_start[groups], c_len[groups], c_hash[groups], c_off[groups + 1] = m, cs, n, h, k
+                chain_of[m] = groups
+                groups += 1
+                break
+            if c_hash[g] == h and c_len[g] == n and _same_bytes(buf, aligned, c_start[g], cs, n):
+                chain_of[m] = g
+                break
+            at = (at + np.uint64(1)) & cmask
+    out[0] = egroups
+    return groups
+
+
+@njit(**_OPTIONS)
+def _uses(chain_of, c_off, ids, counts, sizes):  # noqa: ANN001, ANN202
+    """``sizes[g]``: the callchain entries of every sample that are in byte group ``g``."""
+    for m in range(chain_of.size):
+        counts[chain_of[m]] += 1
+    for g in range(counts.size):
+        for j in range(c_off[g], c_off[g + 1]):
+            sizes[ids[j]] += counts[g]
+
+
+class Chains(NamedTuple):
+    """What :func:`sample_chains` found: per sample, per distinct callchain, per byte group."""
+
+    values: np.ndarray     # per sample: its varint fields ``numbers`` (the last one wins)
+    present: np.ndarray
+    span_start: np.ndarray  # per sample: its last LEN field ``span`` (length -1 when none), how many
+    span_len: np.ndarray
+    span_count: np.ndarray
+    chain: np.ndarray      # per sample: its callchain entries
+    chain_of: np.ndarray   # per sample: its distinct callchain (numbered in order of first sight)
+    chain_first: np.ndarray  # per distinct callchain: its first sample
+    offsets: np.ndarray    # per distinct callchain: where its entries start in ``ids`` (and the end)
+    ids: np.ndarray        # per entry of the distinct callchains: its byte group (first sight order)
+    first: np.ndarray      # per byte group: its first entry in ``ids``, start and length in the buffer
+    start: np.ndarray
+    length: np.ndarray
+    sizes: np.ndarray      # per byte group: the callchain entries of all samples in it
+
+
+def sample_chains(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int, numbers: tuple[int, ...],
+                  span: int) -> Chains | None:
+    """Walk the sample payloads ``buf[starts[i]:ends[i]]``: callchain entries (LEN field ``field``)
+    numbered by the bytes of each sample's whole callchain, then entries grouped by their bytes
+    within the distinct callchains only. None on damage, when a sample's entries are not side
+    by side, or when the entries are mostly distinct (the generic walk then takes them)."""
+    n = starts.size
+    slot = np.full(max(numbers, default=0) + 1, -1, dtype=np.int64)
+    slot[list(numbers)] = np.arange(len(numbers))
+    values = np.zeros((n, len(numbers)), dtype=np.uint64)
+    present = np.zeros((n, len(numbers)), dtype=bool)
+    spans = np.zeros((n, 3), dtype=np.int64)
+    aligned = buf[:buf.size // 8 * 8].view("<u8")
+    chain, c_first, c_start, c_len, c_off = (np.empty(size, dtype=np.int64) for size in (n, n, n, n, n + 1))
+    chain_of = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
+    c_hash = np.empty(n, dtype=np.uint64)
+    ctable = np.full(1 << max(2 * n, 1 << 16).bit_length(), -1, dtype=np.int32 if n < 2**30 else np.int64)
+    bytes_ = int(np.maximum(ends - starts, 0).sum())
+    room = min(bytes_ // 2, _RESERVE_MAX // 4)  # an entry is at least two bytes
+    cap, most, out = 1 << 16, 1 << max(bytes_ // 8, 1 << 16).bit_length(), np.zeros(1, dtype=np.int64)
+    while cap <= most:
+        ids = np.empty(room, dtype=np.int32)  # pages touched only as written
+        etable = np.full(cap, -1, dtype=np.int64)
+        e_first, e_start, e_len = (np.empty(cap // 2, dtype=np.int64) for _ in range(3))
+        e_words = np.empty((cap // 2, 2), dtype=np.uint64)
+        groups = _chains(buf, aligned, starts, ends, field, slot, values, present, span, spans, chain, chain_of,
+                         ctable, c_first, c_start, c_len, c_hash, c_off, etable, ids, e_first, e_start, e_len,
+                         e_words, out)
+        if groups >= 0:
+            return _finish(groups, int(out[0]), values, present, spans, chain, chain_of, c_first, c_off, ids,
+                           e_first, e_start, e_len)
+        if groups != _FULL:
+            return None
+        values[:], present[:], spans[:], ctable[:] = 0, False, 0, -1
+        cap, room = cap * 8, max(room, bytes_ // 2)
+    return None
+
+
+def _finish(groups: int, egroups: int, values: np.ndarray, present: np.ndarray, spans: np.ndarray,
+            chain: np.ndarray, chain_of: np.ndarray, c_first: np.ndarray, c_off: np.ndarray, ids: np.ndarray,
+            e_first: np.ndarray, e_start: np.ndarray, e_len: np.ndarray) -> Chains:
+    offsets = c_off[:groups + 1].copy()
+    ids = ids[:int(offsets[-1])]  # a view: the reservation's unwritten pages were never touched
+    counts = np.zeros(groups, dtype=np.int64)
+    sizes = np.zeros(egroups, dtype=np.int64)
+    _uses(chain_of, offsets, ids, counts, sizes)
+    return Chains(values, present, spans[:, 0], np.where(spans[:, 2] > 0, spans[:, 1], -1), spans[:, 2], chain,
+                  chain_of, c_first[:groups].copy(), offsets, ids, e_first[:egroups].copy(),
+                  e_start[:egroups].copy(), e_len[:egroups].copy(), sizes)

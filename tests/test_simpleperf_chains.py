@@ -1,0 +1,185 @@
+"""simpleperf's compiled walks (formats/simpleperf/_compiled.py) against the generic ones.
+
+With the compiled kernels in use, a recording is framed with each record's payload found in
+the same pass, and its samples are grouped by callchain bytes before their entries are
+grouped. Whatever those walks take must read exactly as the generic walks (every record's
+fields, every callchain entry) read it, and whatever they decline (split callchains, odd
+records, damage) must still read, or fail, as before: random recordings built byte by byte,
+damaged ones, and the peer corpus's real recordings, both ways.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import polyprof.api as api
+from helpers import PEER
+from polyprof.errors import PolyprofError
+from polyprof.formats.simpleperf import _records as R
+from polyprof.model.dump import dump
+from polyprof.wire import vector as V
+
+pytest.importorskip("polyprof.formats.simpleperf._compiled", reason="numba is not installed: no compiled kernels")
+
+
+def _varint(v: int, pad: int = 0) -> bytes:
+    """``v`` as a varint, with ``pad`` extra (non-minimal) continuation bytes."""
+    out = bytearray()
+    while True:
+        out.append(v & 0x7F)
+        v >>= 7
+        if not v:
+            break
+        out[-1] |= 0x80
+    if pad:
+        out[-1] |= 0x80
+        out += b"\x80" * (pad - 1) + b"\x00"
+    return bytes(out)
+
+
+def _len_field(number: int, body: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(body)) + body
+
+
+def _entry(vaddr: int, fid: int, sid: int, kind: int | None, pad: int) -> bytes:
+    body = _varint(1 << 3) + _varint(vaddr, pad) + _varint(2 << 3) + _varint(fid) + _varint(3 << 3) + _varint(sid & (2**64 - 1))
+    return body + (_varint(4 << 3) + _varint(kind) if kind is not None else b"")
+
+
+def _sample(time: int, tid: int, chain: list[bytes], count: int, event: int, unwind: bool, split: bool) -> bytes:
+    head = _varint(1 << 3) + _varint(time) + _varint(2 << 3) + _varint(tid)
+    tail = _varint(4 << 3) + _varint(count) + _varint(5 << 3) + _varint(event)
+    entries = [_len_field(3, e) for e in chain]
+    if split and len(entries) > 1:  # another field between two entries: the compiled walk declines
+        entries.insert(1, tail)
+        tail = b""
+    body = head + b"".join(entries) + tail
+    if unwind:
+        body += _len_field(6, _varint(1 << 3) + _varint(3) + _varint(2 << 3) + _varint(0x1234) + _varint(3 << 3) + _varint(2))
+    return _len_field(1, body)
+
+
+def _file(fid: int, nsym: int) -> bytes:
+    body = _varint(1 << 3) + _varint(fid) + _len_field(2, f"/lib/f{fid}.so".encode())
+    return _len_field(3, body + b"".join(_len_field(3, f"sym{fid}_{i}".encode()) for i in range(nsym)))
+
+
+def _make(records: list[bytes], tail: bytes = b"") -> bytes:
+    return b"SIMPLEPERF" + (1).to_bytes(2, "little") + b"".join(
+        len(r).to_bytes(4, "little") + r for r in records) + b"\0\0\0\0" + tail
+
+
+@pytest.fixture
+def compiled(monkeypatch):
+    """The compiled decode kernels for every read, however small."""
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")
+    monkeypatch.setattr(V, "_compiled", None)
+
+
+def _read_both(data: bytes, monkeypatch) -> list[str]:
+    """The canonical dump (or the error) with the compiled walks, then with the generic ones."""
+    out = []
+    for chains in (True, False):
+        monkeypatch.setattr(R, "CHAINS", chains)
+        try:
+            out.append(dump(api.read(data, format="simpleperf")))
+        except PolyprofError as exc:
+            out.append(f"{type(exc).__name__}: {exc}")
+    return out
+
+
+entries = st.tuples(st.sampled_from([0x10, 0x400000, 0x7FFF_FFFF_FFFF, 2**64 - 5]), st.integers(0, 2),
+                    st.integers(-1, 3), st.sampled_from([None, 0, 2]), st.sampled_from([0, 0, 0, 1]))
+chains = st.lists(st.lists(entries, max_size=6).map(lambda es: [_entry(*e) for e in es]), min_size=1, max_size=5)
+samples = st.lists(st.tuples(st.integers(0, 4), st.integers(1, 3), st.integers(0, 1), st.booleans(),
+                             st.integers(1, 3)), min_size=1, max_size=40)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(pool=chains, picks=samples, split=st.sets(st.integers(0, 39), max_size=2), tail=st.binary(max_size=3),
+       odd=st.booleans())
+def test_random_recordings_read_the_same(compiled, monkeypatch, pool, picks, split, tail, odd):
+    """Repeated callchains (next to each other or apart), empty ones, long and non-minimal
+    entries, unwinding results; a split callchain or an odd record makes the compiled walk
+    decline, which must not change the answer either."""
+    records = [_file(f, 4) for f in range(2)]
+    for i, (chain, tid, event, unwind, repeat) in enumerate(picks):
+        for _ in range(repeat):  # a sample per event often repeats the callchain just before it
+            records.append(_sample(1000 + i, tid, pool[chain % len(pool)], 7, event, unwind, i in split))
+    if odd:
+        records.append(_len_field(9, b"\x08\x01"))  # a record of an unknown kind
+    fast, generic = _read_both(_make(records, tail), monkeypatch)
+    assert fast == generic
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(flips=st.lists(st.tuples(st.integers(12, 10_000), st.integers(0, 255)), min_size=1, max_size=3))
+def test_damaged_recordings_fail_or_read_the_same(compiled, monkeypatch, flips):
+    pool = [[_entry(0x400000 + 16 * j, j % 2, j % 3, None, 0) for j in range(k)] for k in (3, 5, 0)]
+    records = [_file(0, 3), _file(1, 3)] + [_sample(i, 1, pool[i % 3], 1, 0, i % 4 == 0, False) for i in range(60)]
+    data = bytearray(_make(records))
+    for at, value in flips:
+        data[at % len(data)] = value
+    fast, generic = _read_both(bytes(data), monkeypatch)
+    assert fast == generic
+
+
+def test_the_compiled_walk_groups_callchains(compiled, monkeypatch):
+    """The fast path is taken (samples point at distinct callchains) and lists each distinct
+    callchain's entries once; the generic path lists every sample's."""
+    pool = [[_entry(0x400000 + 16 * j, 0, j % 3, None, 0) for j in range(k)] for k in (3, 5)]
+    data = _make([_file(0, 3)] + [_sample(i, 1, pool[i % 2], 1, 0, False, False) for i in range(10)])
+    got = {}
+    for chains in (True, False):
+        monkeypatch.setattr(R, "CHAINS", chains)
+        got[chains] = R.collect(data, []).samples
+    fast, generic = got[True], got[False]
+    assert fast.chain_of is not None and generic.chain_of is None
+    assert fast.chain_of.tolist() == [0, 1] * 5 and fast.offsets.tolist() == [0, 3, 8]
+    assert generic.offsets[-1] == 40 == fast.entries == generic.entries
+    assert fast.group_size.sum() == 40 and np.array_equal(fast.chain, generic.chain)
+
+
+def test_real_recordings_read_the_same(compiled, monkeypatch, peer):
+    files = [p for d in ("generated/simpleperf", "generated/simpleperf_from_aosp_testdata",
+                         "jbeich__platform_system_extras/simpleperf") for p in sorted((PEER / d).rglob("*"))
+             if p.is_file() and p.stat().st_size < 8e6 and not p.name.endswith((".txt", ".txt.gz"))]
+    read = 0
+    for path in files:
+        fast, generic = _read_both(path.read_bytes(), monkeypatch)
+        assert fast == generic, path
+        read += not fast.startswith(("MalformedInputError", "UnsupportedFeatureError", "InputError"))
+    assert read >= 5
+
+
+def test_large_plain_files_are_mapped_and_read_the_same(compiled, monkeypatch, tmp_path):
+    """A large plain recording is read through a read-only mapping of the file: the same
+    profile as from its bytes; gzipped, damaged and truncated files read or fail as before."""
+    import gzip
+
+    from polyprof.formats import simpleperf
+
+    pool = [[_entry(0x400000 + 16 * j, j % 2, j % 3, None, 0) for j in range(k)] for k in (3, 5, 0)]
+    data = _make([_file(0, 3), _file(1, 3)] + [_sample(i, 1, pool[i % 3], 1, 0, i % 4 == 0, False) for i in range(60)])
+    cases = {"plain": data, "gzip": gzip.compress(data), "cut": data[:-40], "damaged": data[:200] + b"\0" + data[201:]}
+    for name, content in cases.items():
+        path = tmp_path / f"{name}.trace"
+        path.write_bytes(content)
+        got = []
+        for limit in (0, 1 << 40):
+            monkeypatch.setattr(simpleperf, "MAP_FROM", limit)
+            try:
+                got.append(dump(api.read(path)))
+            except PolyprofError as exc:
+                got.append(f"{type(exc).__name__}: {exc}")
+        assert got[0] == got[1], name
+    monkeypatch.setattr(simpleperf, "MAP_FROM", 0)
+    from polyprof.formats.source import Source
+
+    assert simpleperf._mapped(Source.of(str(tmp_path / "plain.trace"))) is not None
+    assert simpleperf._mapped(Source.of(str(tmp_path / "gzip.trace"))) is None
