@@ -45,6 +45,8 @@ def test_declines_what_is_not_plain_varint_pairs():
         (_varint((1 << 3) | 2) + b"\x01a", [3]),      # a LEN field
         (_varint(0) + _varint(1), [2]),               # field number 0
         (_varint(20 << 3) + _varint(1), [3]),         # a two-byte tag
+        (b"\xf8\xff\xe7\xf8", [4]),                    # no varint ends at all (found by the fuzz smoke run)
+        (tag + b"\x81", [2]),                          # the last varint runs off the end
     ]
     for data, ends in cases:
         assert V.varint_fields(np.frombuffer(data, dtype=np.uint8), np.array(ends)) is None, data

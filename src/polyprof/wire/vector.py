@@ -794,10 +794,12 @@ def varint_fields(buf: np.ndarray, ends: np.ndarray) -> Fields | None:
     if not buf.size or ends.size == 0 or int(ends[-1]) != buf.size or (np.diff(ends) < 0).any():
         return None
     last = np.flatnonzero(buf < 0x80)  # the final byte of every varint
+    if not last.size or int(last[-1]) != buf.size - 1:  # no varint ends, or the last one runs off the end
+        return None
     first = np.empty_like(last)
     first[0], first[1:] = 0, last[:-1] + 1
     size = last - first + 1
-    if not last.size or int(last[-1]) != buf.size - 1 or int(size.max()) > 10:
+    if int(size.max()) > 10:
         return None
     shift = (7 * (np.arange(buf.size, dtype=np.int64) - np.repeat(first, size))).astype(np.uint64)
     values = np.add.reduceat((buf & 0x7F).astype(np.uint64) << shift, first)
