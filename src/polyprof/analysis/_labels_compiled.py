@@ -74,6 +74,7 @@ def _grouped(parent, name, node, weight, bounds, group_name, mark, todo, scratch
             if mark[v] == 0:
                 mark[v] = 1
                 at_node[v, 0] = 0
+                at_node[v, 1] = 0
                 todo[k] = v
                 k += 1
                 top = max(top, v)
@@ -83,36 +84,42 @@ def _grouped(parent, name, node, weight, bounds, group_name, mark, todo, scratch
             while v >= 0 and mark[v] == 0:
                 mark[v] = 1
                 at_node[v, 0] = 0
+                at_node[v, 1] = 0
                 todo[k] = v
                 k += 1
                 v = parent[v]
         if k == 0:
             continue
         # pre-order (parents before children, children by name): a scan of the marks when they
-        # are dense, else a sort
+        # are dense, else a sort; walked backwards, each node's width is complete when its
+        # parent takes it
         if 24 * k > top:
-            m = 0
-            for v in range(top + 1):
+            m = k
+            for v in range(top, -1, -1):
                 if mark[v]:
-                    todo[m] = v
-                    m += 1
                     mark[v] = 0
+                    m -= 1
+                    todo[m] = v
+                    w = at_node[v, 0] + at_node[v, 1]
+                    at_node[v, 1] = w
+                    if parent[v] >= 0:
+                        at_node[parent[v], 1] += w
             ids = todo[:k]
         else:
             ids = np.sort(todo[:k])
-            for j in range(k):
-                mark[ids[j]] = 0
-        for j in range(k):
-            v = ids[j]
-            at_node[v, 1] = at_node[v, 0]
-        for j in range(k - 1, 0, -1):
-            v = ids[j]
-            at_node[parent[v], 1] += at_node[v, 1]
+            for j in range(k - 1, -1, -1):
+                v = ids[j]
+                mark[v] = 0
+                w = at_node[v, 0] + at_node[v, 1]
+                at_node[v, 1] = w
+                if parent[v] >= 0:
+                    at_node[parent[v], 1] += w
         if at_node[ids[0], 1] < 1:
             continue
         if made + k > cap:  # the caller grows the columns and calls again from this group
             state[0], state[1], state[2] = g, made, offset
             return False
+        first = made
         for j in range(k):
             v = ids[j]
             w = at_node[v, 1]
@@ -131,15 +138,11 @@ def _grouped(parent, name, node, weight, bounds, group_name, mark, todo, scratch
             o_name[made], o_parent[made], o_depth[made], o_size[made] = nm, up, d, 1
             o_self[made], o_total[made], o_start[made] = at_node[v, 0], w, at
             made += 1
+        for i in range(made - 1, first, -1):  # subtree sizes: the group's rows (recent: in cache)
+            o_size[o_parent[i]] += o_size[i]
         offset += at_node[ids[0], 1]
     state[0], state[1], state[2] = end, made, offset
     return True
-
-
-@njit(cache=True, nogil=True)
-def _sizes(parent, size):
-    for i in range(parent.size - 1, 0, -1):
-        size[parent[i]] += size[i]
 
 
 def grouped_graph(parent: np.ndarray, name: np.ndarray, node: np.ndarray, weight: np.ndarray, bounds: np.ndarray,
@@ -189,7 +192,7 @@ def grouped_graph(parent: np.ndarray, name: np.ndarray, node: np.ndarray, weight
     for x in cols:  # the room to spare given back in place (no copy of the graph)
         x.resize(rows, refcheck=False)
     cols[5][0] = width
-    _sizes(cols[1], cols[3])
+    cols[3][0] = rows
     return cols, used
 
 

@@ -83,24 +83,31 @@ def grouped_flame(p: Profile, o: Options, shape: FlameShape | None) -> FlameTree
     of_set = np.zeros(len(p.labelsets), np.int64)
     of_set[used] = [group_of[x] for x in frame_names]
     sample_group = of_set[s.labelset]
-    order = np.argsort(sample_group, kind="stable")
+    order = np.argsort(sample_group.astype(np.int16) if len(groups) < 2**15 else sample_group, kind="stable")
     bounds = np.zeros(len(groups) + 1, np.int64)
     np.cumsum(np.bincount(sample_group, minlength=len(groups)), out=bounds[1:])
     node = np.zeros(len(s), np.int64)
     node[has] = shape.at[s.stack[has]]
     lookup = np.array([gid[x] for x in shape.names] + [gid[ROOT_NAME]], dtype=np.int64)
-    cols, used_names = fast.grouped_graph(shape.parent, lookup[shape.name].astype(np.int32), node[order],
-                                          values[order], bounds, np.array([gid[x] for x in groups]), gid[ROOT_NAME],
-                                          len(table))
+    mapped = lookup[shape.name].astype(np.int32)
+    group_ids = np.array([gid[x] for x in groups], dtype=np.int64)
+    cols, used_names = fast.grouped_graph(shape.parent, mapped, node[order], values[order], bounds, group_ids,
+                                          gid[ROOT_NAME], len(table))
+    # each sample's node name in the graph (the group's own node: samples at the tree's root)
+    sample_name = np.where(node > 0, mapped[node], group_ids[sample_group])
     del node, order, sample_group
     ids, parent, depth, size, selfs, total, start = cols
     flame = FlameTree(names=NameColumn(table, ids), name_ids=ids, name_table=table, subtree_size=size,
                       parent=parent, depth=depth, self=selfs, total=total, start=start, width=total,
                       sample_type=vt, dropped=0, min_width=1)
     flame.active_filters = tuple(filters.legend(o))
-    named = ids.astype(np.int64)
-    named[0] = -1
-    flame.hint = _leaf_hint(table, named, selfs, int(total[0]))
+    # the leaf hint needs the graph only when one name holds most self weight (by the samples)
+    by_name = np.bincount(sample_name, weights=values, minlength=len(table))
+    top = int(np.argmax(by_name)) if by_name.size else 0
+    if total[0] > 0 and by_name[top] / int(total[0]) >= 0.5:
+        mine = np.flatnonzero(ids == top)  # the nodes of that name: all the hint reads
+        mine = mine[mine > 0]
+        flame.hint = _leaf_hint(table, ids[mine].astype(np.int64), selfs[mine], int(total[0]))
     wanted = {table[k] for k in np.flatnonzero(used_names).tolist()}
     labels = wanted & set(frame_names)
     flame.identity = {**_identity(wanted - labels, [(p, shape.nodes)]), **_identity(labels, [framed])}
