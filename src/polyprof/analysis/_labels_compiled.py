@@ -9,14 +9,18 @@ enough to pay for numba (``labels._kernels``).
 
 from __future__ import annotations
 
+import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from numba import njit
 
-__all__ = ["fill_paths"]
+__all__ = ["fill_paths", "grouped_graph"]
 
 
 @njit(cache=True, nogil=True)
-def _fill(stack, ls, parent, location, lmap, offsets, leaf, leaf_own, root, root_own, flat):  # noqa: ANN001, ANN202, PLR0913
+def _fill(stack, ls, parent, location, lmap, offsets, leaf, leaf_own, root, root_own, flat):
     for i in range(stack.size):
         at = offsets[i]
         s = ls[i]
@@ -46,3 +50,182 @@ def fill_paths(stack: np.ndarray, ls: np.ndarray, parent: np.ndarray, location: 
     ok = _fill(stack, ls, parent, location, np.ascontiguousarray(lmap, dtype=np.int64), offsets, leaf[0], leaf[1],
                root[0], root[1], flat)
     return flat if ok else None
+
+
+#: The graph's first capacity in nodes: ROOM[0] per node of the name tree, plus ROOM[1] (the
+#: benchmark pprof's grouped graph has 3.7 per node; more is grown, tests shrink it).
+ROOM = [4, 1024]
+
+
+@njit(cache=True, nogil=True)
+def _grouped(parent, name, node, weight, bounds, group_name, mark, todo, scratch, used, cols, wide, state, end):
+    # per node of the name tree, side by side (one cache line per random visit): self, width,
+    # the next child's left edge, the graph's node id
+    at_node = scratch
+    o_name, o_parent, o_depth, o_size = cols[0], cols[1], cols[2], cols[3]
+    o_self, o_total, o_start = wide[0], wide[1], wide[2]
+    cap = o_name.size
+    made, offset = state[1], state[2]
+    for g in range(state[0], end):
+        k = 0
+        top = 0
+        for s in range(bounds[g], bounds[g + 1]):  # the group's nodes with samples
+            v = node[s]
+            if mark[v] == 0:
+                mark[v] = 1
+                at_node[v, 0] = 0
+                at_node[v, 1] = 0
+                todo[k] = v
+                k += 1
+                top = max(top, v)
+            at_node[v, 0] += weight[s]
+        for j in range(k):  # and their ancestors
+            v = parent[todo[j]]
+            while v >= 0 and mark[v] == 0:
+                mark[v] = 1
+                at_node[v, 0] = 0
+                at_node[v, 1] = 0
+                todo[k] = v
+                k += 1
+                v = parent[v]
+        if k == 0:
+            continue
+        # pre-order (parents before children, children by name): a scan of the marks when they
+        # are dense, else a sort; walked backwards, each node's width is complete when its
+        # parent takes it
+        if 24 * k > top:
+            m = k
+            for v in range(top, -1, -1):
+                if mark[v]:
+                    mark[v] = 0
+                    m -= 1
+                    todo[m] = v
+                    w = at_node[v, 0] + at_node[v, 1]
+                    at_node[v, 1] = w
+                    if parent[v] >= 0:
+                        at_node[parent[v], 1] += w
+            ids = todo[:k]
+        else:
+            ids = np.sort(todo[:k])
+            for j in range(k - 1, -1, -1):
+                v = ids[j]
+                mark[v] = 0
+                w = at_node[v, 0] + at_node[v, 1]
+                at_node[v, 1] = w
+                if parent[v] >= 0:
+                    at_node[parent[v], 1] += w
+        if at_node[ids[0], 1] < 1:
+            continue
+        if made + k > cap:  # the caller grows the columns and calls again from this group
+            state[0], state[1], state[2] = g, made, offset
+            return False
+        first = made
+        for j in range(k):
+            v = ids[j]
+            w = at_node[v, 1]
+            if w < 1:
+                continue
+            if j == 0:  # the name tree's root: the group's label frame, under the graph's root
+                at, up, nm, d = offset, 0, group_name[g], 1
+            else:
+                p = parent[v]
+                up = at_node[p, 3]
+                at, nm, d = at_node[p, 2], name[v], o_depth[up] + 1
+                at_node[p, 2] += w
+            at_node[v, 2] = at
+            at_node[v, 3] = made
+            used[nm] = True
+            o_name[made], o_parent[made], o_depth[made], o_size[made] = nm, up, d, 1
+            o_self[made], o_total[made], o_start[made] = at_node[v, 0], w, at
+            made += 1
+        for i in range(made - 1, first, -1):  # subtree sizes: the group's rows (recent: in cache)
+            o_size[o_parent[i]] += o_size[i]
+        offset += at_node[ids[0], 1]
+    state[0], state[1], state[2] = end, made, offset
+    return True
+
+
+def grouped_graph(parent: np.ndarray, name: np.ndarray, node: np.ndarray, weight: np.ndarray, bounds: np.ndarray,
+                  group_name: np.ndarray, root_name: int,
+                  n_names: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """A flame graph split by groups of samples under one root, complete (every node of width
+    at least 1), in pre-order: its columns (name id, parent, depth, subtree size as int32; self,
+    total, left edge as int64) and which name ids occur. ``parent``/``name``: a name tree in
+    pre-order (children by name), node 0 its root; ``node``/``weight``: every sample's node and
+    weight (none negative), sorted by group, group ``g`` at ``bounds[g]:bounds[g + 1]``, the
+    groups in name order; ``group_name``: each group's name id (the node its tree's root becomes),
+    ``root_name``: the root's; ids below ``n_names``. Each group costs the nodes on its samples'
+    paths to the root, not the whole tree. The columns are made with room to spare (untouched
+    pages cost no memory) and given back in place at the end."""
+    node = np.ascontiguousarray(node, dtype=np.int64)
+    weight = np.ascontiguousarray(weight, dtype=np.int64)
+    bounds, group_name = bounds.astype(np.int64), group_name.astype(np.int32)
+    groups = bounds.size - 1
+    # the groups in parts of about equal samples, one thread each (the kernel lets the GIL go)
+    parts = max(1, min(THREADS[0], groups, os.cpu_count() or 1))
+    cuts = np.searchsorted(bounds, np.linspace(0, bounds[-1], parts + 1)[1:-1]) if parts > 1 else np.zeros(0, np.int64)
+    edges = [0, *sorted({min(max(int(c), 1), groups - 1) for c in cuts}), groups] if parts > 1 else [0, groups]
+    edges = sorted(set(edges))
+    made = [_part(parent, name, node, weight, bounds, group_name, root_name, n_names, lo, hi, first=lo == 0)
+            for lo, hi in itertools.pairwise(edges)] if len(edges) <= 2 else None
+    if made is None:
+        with ThreadPoolExecutor(len(edges) - 1) as pool:
+            made = list(pool.map(lambda span: _part(parent, name, node, weight, bounds, group_name, root_name,
+                                                    n_names, span[0], span[1], first=span[0] == 0),
+                                 itertools.pairwise(edges)))
+    (cols, used, rows, width), rest = made[0], made[1:]
+    total = rows + sum(r for _, _, r, _ in rest)
+    if total > cols[0].size:
+        cols = tuple(_grown(x, rows, total) for x in cols)
+    for more, more_used, more_rows, more_width in rest:  # each part after the ones before it
+        name_, parent_, depth, size, self_, total_, start = more
+        at = slice(rows, rows + more_rows)
+        cols[0][at], cols[2][at], cols[3][at] = name_[:more_rows], depth[:more_rows], size[:more_rows]
+        cols[4][at], cols[5][at] = self_[:more_rows], total_[:more_rows]
+        np.add(start[:more_rows], width, out=cols[6][at])
+        np.add(parent_[:more_rows], rows, out=cols[1][at])
+        cols[1][at][depth[:more_rows] == 1] = 0  # the groups' nodes hang from the root
+        used |= more_used
+        rows += more_rows
+        width += more_width
+        del more
+    for x in cols:  # the room to spare given back in place (no copy of the graph)
+        x.resize(rows, refcheck=False)
+    cols[5][0] = width
+    cols[3][0] = rows
+    return cols, used
+
+
+#: Threads making the grouped graph at most (each holds 40 bytes per node of the name tree).
+THREADS = [2]
+
+
+def _part(parent: np.ndarray, name: np.ndarray, node: np.ndarray, weight: np.ndarray, bounds: np.ndarray,
+          group_name: np.ndarray, root_name: int, n_names: int, lo: int, hi: int,
+          *, first: bool) -> tuple[tuple[np.ndarray, ...], np.ndarray, int, int]:
+    """Groups ``lo:hi`` of :func:`grouped_graph`: their nodes' columns (after the root when
+    ``first``; parents numbered from the part's first row, the groups' own nodes at depth 1),
+    the name ids used, the rows made and the width of the groups."""
+    n = parent.size
+    scratch = np.zeros((n, 4), np.int64)
+    todo = np.empty(n, np.int64)
+    mark = np.zeros(n, np.uint8)
+    used = np.zeros(n_names, np.bool_)
+    cap = ROOM[0] * n + ROOM[1]
+    cols = tuple(np.empty(cap, np.int32) for _ in range(4)) + tuple(np.empty(cap, np.int64) for _ in range(3))
+    if first:
+        used[root_name] = True
+        for x, value in zip(cols, (root_name, -1, 0, 1, 0, 0, 0)):
+            x[0] = value
+    state = np.array([lo, 1 if first else 0, 0], np.int64)
+    while not _grouped(parent, name, node, weight, bounds, group_name, mark, todo, scratch, used, cols[:4], cols[4:],
+                       state, hi):
+        cap *= 2
+        cols = tuple(_grown(x, int(state[1]), cap) for x in cols)
+    return cols, used, int(state[1]), int(state[2])
+
+
+def _grown(x: np.ndarray, made: int, cap: int) -> np.ndarray:
+    out = np.empty(cap, x.dtype)
+    out[:made] = x[:made]
+    return out

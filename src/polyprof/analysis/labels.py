@@ -133,7 +133,10 @@ def _framed_paths(p: Profile, lmap: np.ndarray, groups: np.ndarray, leaf_of: dic
     cs = p.callsites
     fast = _kernels(n + len(cs))
     if fast is not None:
-        depth = np.where(stack >= 0, cs.depth()[np.maximum(stack, 0)].astype(np.int64) + 1, 0) if n else stack.copy()
+        depth = np.zeros(n, np.int64)
+        has = stack >= 0
+        if has.any():  # (a profile without callsites has no depth to look up)
+            depth[has] = cs.depth()[stack[has]].astype(np.int64) + 1
         offsets = _offsets(n_leaf[ls] + depth + n_root[ls])
         flat = fast.fill_paths(stack, ls, cs.parent, cs.location, lmap, offsets, leaf, root)
         if flat is not None:

@@ -26,10 +26,17 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from polyprof.analysis import filters
+from polyprof.analysis import filters, label_groups
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.flame import DEFAULT_MIN_FRACTION, FlameShape, flame_shape, flame_tree, name_pass
+from polyprof.analysis.flame import (
+    DEFAULT_MIN_FRACTION,
+    FlameShape,
+    flame_shape,
+    flame_tree,
+    name_pass,
+)
 from polyprof.analysis.flameview import FlameIndex
+from polyprof.analysis.label_groups import grouped_flame
 from polyprof.analysis.options import Options
 from polyprof.analysis.sandwich import SandwichResult, inverted_graph, sandwich
 from polyprof.analysis.timeline import TimedSamples, timed_samples
@@ -246,6 +253,8 @@ class Session:
         extra: dict[str, Any] = {"inverted": True} if inverted else {}
         if base is None and not inverted and (made := self._hidden_flame(index, o)) is not None:
             return made
+        if base is None and not inverted and (made := self._grouped_flame(index, o)) is not None:
+            return made
         if base is None:
             filtered = self.filtered(index, o)
             shape = None if inverted else self.shape(index, o, filtered.profile)
@@ -269,6 +278,15 @@ class Session:
         if hid is None:
             return None
         return flame_tree(hid[0], o, max_nodes=0, min_fraction=0, shape=hid[1])
+
+    def _grouped_flame(self, index: int, o: Options) -> Any:
+        """The flame graph grouped by one label key (the labels panel's group by) made from the
+        input's cached name tree (:func:`~polyprof.analysis.label_groups.grouped_flame`), or None
+        where that does not apply (then the label frames are added to the callsites)."""
+        profile = self.input(index).profile
+        if profile is None or not label_groups.applies(o):
+            return None
+        return grouped_flame(profile, o, self.shape(index, o, profile))
 
     def shape(self, index: int, o: Options, filtered: Profile) -> FlameShape | None:
         """The name tree of input ``index``'s flame graphs at ``o``'s granularity (cached), when

@@ -1,0 +1,150 @@
+"""The flame graph grouped by a label key from the cached name tree (label_groups.grouped_flame,
+the web view's group by) is the graph of the label-framed callsites (filters.apply with tagroot,
+then flame_tree at full resolution): every column, the names, identity and legend, on the demo,
+peer pprof files with labels and random labelled profiles; and where it does not apply it says so."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import polyprof
+from polyprof.analysis import filters, label_groups
+from polyprof.analysis.flame import flame_shape, flame_tree
+from polyprof.analysis.options import Options
+from polyprof.model.builder import ProfileBuilder
+from polyprof.model.profile import Label
+
+pytest.importorskip("numba", reason="numba is not installed: no name tree (FlameShape), no grouped route")
+
+COLUMNS = ("parent", "depth", "self", "total", "start", "width", "subtree_size", "name_ids")
+
+
+def _same(p, o):
+    shape = flame_shape(p, o)
+    got = label_groups.grouped_flame(p, o, shape)
+    assert got is not None
+    want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)
+    assert list(got.names) == list(want.names)
+    assert got.name_table == want.name_table
+    for col in COLUMNS:
+        a, b = getattr(got, col), getattr(want, col)
+        assert a.dtype == b.dtype and np.array_equal(a, b), col
+    assert (got.dropped, got.min_width, got.hint, got.active_filters, got.sample_type, got.base_self) == \
+        (want.dropped, want.min_width, want.hint, want.active_filters, want.sample_type, want.base_self)
+    assert got.identity == want.identity
+    return got
+
+
+@pytest.fixture(autouse=True)
+def _compiled(monkeypatch):
+    monkeypatch.setenv("POLYPROF_KERNELS", "compiled")  # name trees and kernels on small profiles too
+
+
+def _keys(p):
+    return sorted({lab.key for ls in p.labelsets for lab in ls})
+
+
+def test_demo_every_key_and_sample_type():
+    from helpers import REPO
+
+    p = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    keys = _keys(p)
+    assert keys
+    for key in [*keys, "absent"]:
+        for index in range(len(p.sample_types)):
+            _same(p, Options(tagroot=key, sample_index=index))
+    _same(p, Options(tagroot=keys[0], granularity="files"))
+    _same(p, Options(tagroot=keys[0], unit="auto", noinlines=True))
+
+
+def test_peer_pprof_files_with_labels():
+    from helpers import PEER, peer_files
+
+    files = [f for pattern in ("generated/**/*.pb.gz", "grafana__pyroscope/**/*.pb.gz", "grafana__pyroscope/**/*.pprof",
+                               "google__pprof/**/*.pb.gz") for f in peer_files(pattern) if f.stat().st_size < 2_000_000]
+    if not files:
+        pytest.skip(f"no peer pprof files at {PEER}")
+    seen = 0
+    for path in files:
+        try:
+            p = polyprof.read(path)
+        except polyprof.PolyprofError:
+            continue
+        if flame_shape(p, Options()) is None:
+            continue
+        for key in _keys(p)[:2]:
+            _same(p, Options(tagroot=key))
+            seen += 1
+        if seen >= 12:
+            break
+    assert seen, "no peer pprof file with labels"
+
+
+def _random(rng: random.Random) -> polyprof.Profile:
+    b = ProfileBuilder("test")
+    b.set_sample_types([("samples", "count"), ("bytes", "bytes")])
+    fns = [b.function(f"f{i}") for i in range(6)] + [b.function("v1")]  # a function named like a value
+    locs = [b.location(-1, 0x10 * (i + 1), [(fns[i % 7], i, 0)]) for i in range(8)]
+    locs.append(b.location(-1, 0x200, [(fns[2], 1, 0), (fns[3], 2, 0)]))  # an inlined frame
+    values = [Label("k", str=f"v{i}") for i in range(rng.randint(1, 5))] + [
+        Label("k", num=rng.choice([0, 1, 1024, 5 << 20]), unit="bytes"), Label("other", str="x")]
+    for _ in range(rng.randint(1, 300)):
+        path = [rng.choice(locs) for _ in range(rng.randint(0, 6))]
+        chosen = rng.sample(values, rng.randint(0, 2))
+        b.add_sample(b.stack(path), [rng.randint(0, 3), rng.choice([0, 1, 7, 4096])], labels=chosen)
+    return b.finish()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_labelled_profiles(monkeypatch, seed):
+    from polyprof.analysis import _labels_compiled
+
+    if seed % 2:  # the graph's columns start small and grow (the group that did not fit is redone)
+        monkeypatch.setattr(_labels_compiled, "ROOM", [0, 1 + seed % 5])
+    # the groups made in 1 to 4 parts (threads), joined after
+    monkeypatch.setattr(_labels_compiled, "THREADS", [1 + seed % 4])
+    monkeypatch.setattr(_labels_compiled.os, "cpu_count", lambda: 4)
+    rng = random.Random(seed)
+    p = _random(rng)
+    for index in (0, 1):
+        o = Options(tagroot="k", sample_index=index)
+        got = label_groups.grouped_flame(p, o, flame_shape(p, o))
+        if got is None:  # a label frame named like a function ("v1"): the callsite route answers
+            used = np.flatnonzero(np.bincount(p.samples.labelset, minlength=len(p.labelsets)))
+            assert "v1" in label_groups._frame_names(p, o, used)[1]
+        else:
+            _same(p, o)
+        _same(p, Options(tagroot="other", sample_index=index))
+
+
+def test_where_it_does_not_apply():
+    from helpers import REPO
+
+    p = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    key = _keys(p)[0]
+    shape = flame_shape(p, Options())
+    for o in (Options(tagroot=f"{key},{key}"), Options(tagroot=key, tagleaf=key), Options(tagroot=key, focus="main"),
+              Options(tagroot=key, hide="x"), Options()):
+        assert not label_groups.applies(o) and label_groups.grouped_flame(p, o, shape) is None
+    assert label_groups.grouped_flame(p, Options(tagroot=key), None) is None
+
+
+def test_session_takes_the_grouped_route(monkeypatch):
+    """The web view's group by answers from the name tree, the same graph as the callsite route."""
+    from helpers import REPO
+
+    from polyprof.web.session import Input, Session
+
+    p = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    o = Options(tagroot=_keys(p)[0])
+    s = Session([Input("demo", "demo.pb.gz", p)])
+    calls = []
+    real = label_groups.grouped_flame
+    monkeypatch.setattr("polyprof.web.session.grouped_flame", lambda *a: calls.append(1) or real(*a))
+    got = s.flame(0, o).tree
+    assert calls and got.name_table is not None
+    want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)
+    assert list(got.names) == list(want.names) and np.array_equal(got.start, want.start)
