@@ -146,7 +146,9 @@ def distinct(values: np.ndarray) -> np.ndarray:
     """``np.unique(values)`` of an integer column, by a presence table over its range when that is
     no wider than the column (sequence ids, configs, pids: a few values in many rows), no sort."""
     values = np.asarray(values)
-    if values.size and values.dtype.kind in "iu":
+    if not values.size:  # np.unique would import numpy.ma (~20 ms) to check for a mask
+        return values.reshape(-1).copy()
+    if values.dtype.kind in "iu":
         low, high = int(values.min()), int(values.max())
         if low == high:  # one sequence, one config, one pid: the usual case
             return values[:1].copy()
