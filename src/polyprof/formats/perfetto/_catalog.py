@@ -340,14 +340,19 @@ class Emitter:
         sids, s_at = np.unique(np.concatenate([name, source]), return_inverse=True)
         model_sid = np.array([b.string(cat.strings[s]) for s in sids.tolist()], dtype=np.int64)[s_at]
         n = fids.size
+        sym_cols, sym_line, sym_counts = self._symbol_functions(mapping, rel_pc, symbols, name)
         fn = np.full(n, -1, dtype=np.int64)
-        if plain.any():
-            zeros = np.zeros(int(plain.sum()), dtype=np.int64)
-            fn[plain] = b.functions_bulk(model_sid[:n][plain], zeros, model_sid[n:][plain], zeros)
+        n_plain = int(plain.sum())
+        sym_fn = np.zeros(0, dtype=np.int64)
+        if n_plain or sym_line:  # one call: plain frames' functions first, then symbol lines' in order
+            zeros = np.zeros(n_plain, dtype=np.int64)
+            rows = b.functions_bulk(*(np.concatenate([c, s]) for c, s in zip(
+                (model_sid[:n][plain], zeros, model_sid[n:][plain], zeros), sym_cols)))
+            fn[plain], sym_fn = rows[:n_plain], rows[n_plain:]
         key_line = np.where(plain, line, 0)
         key_fn = np.where(symbols >= 0, -2 - symbols, fn)  # symbolized frames: their lines' code
         loc, first = factorize_rows([mapping, rel_pc.view(np.int64), key_fn, key_line])
-        counts, lf, ll = self._lines(first, plain, fn, line, symbols, name)
+        counts, lf, ll = self._lines(first, plain, fn, line, symbols, (sym_fn, sym_line, sym_counts))
         row0 = b.add_locations_bulk(mapping[first], rel_pc[first], np.zeros(first.size, dtype=bool), counts,
                                     lf, ll, np.zeros(lf.size, dtype=np.int64))
         return row0 + loc
@@ -383,26 +388,43 @@ class Emitter:
                 hit[sel] = np.isin(rel_pc[sel], known)
         return hit
 
+    def _symbol_functions(self, mapping: np.ndarray, rel_pc: np.ndarray, symbols: np.ndarray, name: np.ndarray
+                          ) -> tuple[list[np.ndarray], list[int], np.ndarray]:
+        """The functions (as model string id columns for ``functions_bulk``) and line numbers of
+        the symbolized locations' lines, location after location in the order ``_locations``
+        numbers them (sorted by mapping, address and symbol code: the order of those keys among
+        all locations), and each location's line count. Their strings are interned here, in the
+        order ``ProfileBuilder.function`` would have interned them line by line."""
+        b, strings = self.b, self.cat.strings
+        sym = np.flatnonzero(symbols >= 0)
+        cols: list[list[int]] = [[], [], [], []]
+        sym_line: list[int] = []
+        counts: list[int] = []
+        if sym.size:
+            _, first = factorize_rows([mapping[sym], rel_pc[sym].view(np.int64), -2 - symbols[sym]])
+            for row in sym[first].tolist():
+                interned = strings[int(name[row])]
+                lines = self._symbol_lines[int(symbols[row])]
+                last = len(lines) - 1
+                for i, (f, file, ln) in enumerate(lines):
+                    cols[0].append(b.string(f))
+                    cols[1].append(b.string(interned if i == last and interned != f else ""))
+                    cols[2].append(b.string(file))
+                    cols[3].append(0)
+                    sym_line.append(ln)
+                counts.append(len(lines))
+        return [np.array(c, dtype=np.int64) for c in cols], sym_line, np.array(counts, dtype=np.int64)
+
     def _lines(self, first: np.ndarray, plain: np.ndarray, fn: np.ndarray, line: np.ndarray, symbols: np.ndarray,
-               name: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Line counts, functions and line numbers of the locations whose first frame is ``first``."""
+               sym_lines: tuple[np.ndarray, list[int], np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Line counts, functions and line numbers of the locations whose first frame is ``first``
+        (``sym_lines``: the symbolized locations' functions, lines and counts, in location order)."""
         one = plain[first]
         counts = one.astype(np.int64)
         sym = np.flatnonzero(symbols[first] >= 0)
         if not sym.size:
             return counts, fn[first][one], line[first][one]
-        b, strings = self.b, self.cat.strings
-        sym_fn: list[int] = []
-        sym_line: list[int] = []
-        for k in sym.tolist():  # in location order: the model's function rows as before
-            row = int(first[k])
-            interned = strings[int(name[row])]
-            lines = self._symbol_lines[int(symbols[row])]
-            last = len(lines) - 1
-            sym_fn += [b.function(f, interned if i == last and interned != f else "", file)
-                       for i, (f, file, _) in enumerate(lines)]
-            sym_line += [ln for _, _, ln in lines]
-            counts[k] = len(lines)
+        sym_fn, sym_line, counts[sym] = sym_lines
         # Each location's lines at its offset: a plain frame's one line, a symbolized frame's own.
         at = np.cumsum(counts) - counts
         lf, ll = np.empty(int(counts.sum()), dtype=np.int64), np.empty(int(counts.sum()), dtype=np.int64)
