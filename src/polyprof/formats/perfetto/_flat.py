@@ -85,7 +85,7 @@ def decode_flat(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
     Packets longer than a sample packet can be (heap dumps, interned data,
     bundles) are not tried.
     """
-    small = np.flatnonzero(ends - starts <= _MAX_FLAT)
+    small = np.flatnonzero((ends - starts <= _MAX_FLAT) & _maybe_flat(buf, starts, ends))
     if small.size == starts.size:
         return _decode(buf, starts, ends)
     part = _decode(buf, starts[small], ends[small])
@@ -104,6 +104,32 @@ def decode_flat(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
     counts = np.zeros(n, dtype=np.int64)
     counts[small] = part.followers[1]
     return Flat(ok, spread(part.top), spread(part.inner), (part.followers[0], counts))
+
+
+def _maybe_flat(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, fields: int = 3) -> np.ndarray:
+    """False for packets that cannot be flat: one of their first ``fields`` top-level fields
+    (parsed as protobuf does, from the start) is neither a varint nor ``perf_sample``, as in
+    a sample packet that carries its own interned data. ``_decode`` would refuse those after
+    decoding every varint of them; anything unusual (a cut varint, a field running past the
+    packet) leaves the packet to it."""
+    maybe = np.ones(starts.size, dtype=bool)
+    pos = starts.astype(np.int64)
+    walking = np.flatnonzero(pos < ends)
+    for _ in range(fields):
+        if not walking.size:
+            break
+        p, end = pos[walking], ends[walking]
+        key, kw = V.varints_at(buf, p)
+        val, vw = V.varints_at(buf, p + kw, 10)
+        inside = (kw > 0) & (vw > 0) & (p + kw + vw <= end)
+        perf = key == PERF_KEY
+        other = inside & ((key & 7) != 0) & ~perf
+        maybe[walking[other]] = False
+        p = p + kw + vw + np.where(perf, val, 0)
+        go = inside & ~other & (p < end)
+        walking = walking[go]
+        pos[walking] = p[go]
+    return maybe
 
 
 def _decode(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Flat:
