@@ -147,3 +147,43 @@ def test_real_heap_dumps_read_the_same_under_both_kernels(monkeypatch, tmp_path)
         _kernels(monkeypatch, mode)
         got[mode] = [_read(t) for t in traces]
     assert got["numpy"] and got["numpy"] == got["compiled"]
+
+
+_CS_FIELD = st.one_of(st.tuples(st.sampled_from([1, 2]), st.just(0),
+                                st.one_of(st.integers(0, 300), st.integers(0, 2**32 + 5), st.integers(0, 2**64 - 1))),
+                      st.tuples(st.sampled_from([2, 3]), st.sampled_from([0, 2]), st.integers(0, 300)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries=st.lists(st.lists(_CS_FIELD, max_size=8), max_size=10), cut=st.integers(0, 2),
+       overlong=st.booleans())
+def test_uint32_callstack_decoder_is_the_general_one(entries, cut, overlong):
+    """Callstack entries (iids and frame ids of any size, packed frame ids, other fields,
+    overlong varints, a cut last entry): ``callstack_entries32`` answers what the general
+    compiled decoder then the uint32 narrowing give, or declines."""
+    from polyprof.formats.perfetto._flat_compiled import callstack_entries
+    from polyprof.wire.encode import varint
+
+    def field(number: int, wire: int, value: int) -> bytes:
+        if wire == 2:
+            body = b"".join(varint(v) for v in range(value % 5))
+            return varint(number << 3 | 2) + varint(len(body)) + body
+        raw = varint(value)
+        if overlong and value < 128:
+            raw = bytes([raw[0] | 0x80, 0])
+        return varint(number << 3) + raw
+
+    blobs = [b"".join(field(*f) for f in e) for e in entries]
+    if blobs and cut:
+        blobs[-1] = blobs[-1][:max(len(blobs[-1]) - cut, 0)]
+    lengths = np.array([len(b) for b in blobs], dtype=np.int64)
+    buf = np.frombuffer(b"".join(blobs) + b"\x00", dtype=np.uint8)
+    starts = np.cumsum(lengths) - lengths
+    got = K.callstack_entries32(buf, starts, starts + lengths)
+    if got is None:
+        return
+    want = callstack_entries(buf, starts, starts + lengths)
+    assert want is not None and want[1].max() <= 0xFFFFFFFF
+    assert got[1].dtype == np.uint32
+    for a, b in zip(got, want):
+        assert a.tolist() == b.tolist()

@@ -12,6 +12,8 @@ runs where they lie:
 ``map_runs``   ``table[values[s:s+l]]`` for every run, end to end, in ``out``'s type
 ``map_hash_runs``  ``map_runs`` over several columns and the hash of each run, as
                :func:`polyprof.wire.vector.hash_runs` makes it (one pass, no widening)
+``callstack_entries32``  interned Callstack entries of the usual shape decoded with their
+               frame ids written as uint32 at once
 
 Imported only once the wire kernels are compiled (``wire.vector.compiled()``),
 i.e. for large traces; the numpy expressions they replace stay the other
@@ -27,7 +29,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["map_hash_runs", "map_runs", "mark_runs"]
+__all__ = ["callstack_entries32", "map_hash_runs", "map_runs", "mark_runs"]
 
 _OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
 
@@ -100,3 +102,61 @@ def map_hash_runs(runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], total: 
         at += int(lengths.sum())
         h0 += starts.size
     return out, hashes
+
+
+@njit(**_OPTIONS)
+def _uvarint(buf, p, end, most):  # noqa: ANN001, ANN202 - numba
+    """(value, position after) of a varint of at most ``most`` bytes at ``p``; position -1 if longer or cut."""
+    v = np.uint64(0)
+    for k in range(most):
+        if p >= end:
+            return v, -1
+        b = buf[p]
+        p += 1
+        v |= np.uint64(b & 0x7F) << np.uint64(7 * k)
+        if b < 0x80:
+            return v, p
+    return v, -1
+
+
+@njit(**_OPTIONS)
+def _callstacks32(buf, starts, ends, iids, counts, frames):  # noqa: ANN001, ANN202 - numba
+    """Callstack entries of the usual shape only (one-byte tags: iid 08, frame ids 10, unpacked,
+    each under 2**32): iid, count and frames of each; the number of frames, or -1 for anything else."""
+    k = 0
+    for m in range(starts.size):
+        p, end = starts[m], ends[m]
+        first = k
+        while p < end:
+            key = buf[p]
+            p += 1
+            if key == 0x08:
+                v, p = _uvarint(buf, p, end, 9)
+                if p < 0:
+                    return -1
+                iids[m] = v
+            elif key == 0x10:
+                v, p = _uvarint(buf, p, end, 5)
+                if p < 0 or v > np.uint64(0xFFFFFFFF):
+                    return -1
+                frames[k] = np.uint32(v)
+                k += 1
+            else:
+                return -1
+        counts[m] = k - first
+    return k
+
+
+def callstack_entries32(buf: np.ndarray, starts: np.ndarray,
+                        ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``_flat_compiled.callstack_entries`` when every entry has the usual shape and every frame id
+    fits 32 bits, with the frame ids as uint32 written once (no uint64 column, copy and narrowing
+    pass over a heap dump's 26M frame ids); None otherwise (the caller then decodes as before).
+    Every frame id takes two bytes at least (tag and value): the buffer is sized by that."""
+    n = starts.size
+    iids, counts = np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=np.int64)
+    frames = np.empty(int((ends - starts).sum()) // 2 + 1, dtype=np.uint32)  # pages touched only where written
+    used = _callstacks32(buf, starts.astype(np.int64), ends.astype(np.int64), iids, counts, frames)
+    if used <= 0:  # none: the caller's uint64 empty column, as before
+        return None
+    return iids, frames[:used], counts

@@ -357,9 +357,10 @@ def _callstacks(e: "_Spans", part: int) -> tuple[_Level, np.ndarray] | None:
         iids, vals, counts = got
     keep = _first_wins(iids)
     starts = np.cumsum(counts) - counts
-    vals = vals.astype(np.uint64, copy=False)
-    if vals.size and int(vals.max()) <= 0xFFFFFFFF:  # producers' frame ids: half the memory
-        vals = vals.astype(np.uint32)
+    if vals.dtype != np.uint32:  # (uint32 from the compiled decoder: every id fits, checked there)
+        vals = vals.astype(np.uint64, copy=False)
+        if vals.size and int(vals.max()) <= 0xFFFFFFFF:  # producers' frame ids: half the memory
+            vals = vals.astype(np.uint32)
     return _Level(iids[keep], np.full(keep.size, part, dtype=np.int64), starts[keep], counts[keep]), vals
 
 
@@ -367,6 +368,8 @@ def _compiled_callstacks(e: "_Spans") -> tuple[np.ndarray, np.ndarray, np.ndarra
     """(iids, frame ids, counts) by the compiled decoder when the kernels are compiled, else None."""
     if not V.compiled():
         return None
+    from polyprof.formats.perfetto._catalog_compiled import callstack_entries32
     from polyprof.formats.perfetto._flat_compiled import callstack_entries
 
-    return callstack_entries(e.buf, e.start, e.start + e.length)
+    got = callstack_entries32(e.buf, e.start, e.start + e.length)  # the usual shape, frame ids as uint32
+    return got if got is not None else callstack_entries(e.buf, e.start, e.start + e.length)
