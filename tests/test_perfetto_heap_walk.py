@@ -248,11 +248,15 @@ def test_series_keep_the_latest_values_per_series(updates):
 
 @settings(max_examples=200, deadline=None)
 @given(older=st.sets(st.one_of(st.integers(0, 50), U64), max_size=30),
-       newer=st.sets(st.one_of(st.integers(0, 50), U64), max_size=30))
-def test_callstack_levels_merge_as_first_wins(older, newer):
+       newer=st.sets(st.one_of(st.integers(0, 50), U64), max_size=30), after=st.booleans())
+def test_callstack_levels_merge_as_first_wins(older, newer, after):
     """Two index levels (sorted, distinct iids) merge into the sorted union, an iid in both
-    keeping the older entry: what ``np.unique(return_index)`` of both, older first, gives."""
+    keeping the older entry: what ``np.unique(return_index)`` of both, older first, gives
+    (``after``: the newer iids all above the older, as producers count them up)."""
     from polyprof.formats.perfetto._tables import _Level, _first_wins
+
+    if after:
+        newer = {v + 51 for v in newer if v + 51 < 2**64} if all(v <= 50 for v in older) else newer
 
     def level(iids: set[int], part: int) -> _Level:
         iid = np.array(sorted(iids), dtype=np.uint64)

@@ -141,6 +141,8 @@ class _Level:
     def merged(self, newer: "_Level") -> "_Level":
         """Both levels' entries by iid; an iid in both keeps this (older) level's entry. Both
         are sorted and distinct: the newer's new entries are placed by a binary search, no sort."""
+        if not self.iid.size or (newer.iid.size and newer.iid[0] > self.iid[-1]):  # producers count iids up
+            return _Level(*(np.concatenate([getattr(self, c), getattr(newer, c)]) for c in self.COLUMNS))
         at = np.searchsorted(self.iid, newer.iid)
         fresh = ~((at < self.iid.size) & (self.iid[np.minimum(at, max(self.iid.size - 1, 0))] == newer.iid)) \
             if self.iid.size else np.ones(newer.iid.size, dtype=bool)
