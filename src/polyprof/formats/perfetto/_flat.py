@@ -126,7 +126,7 @@ def _maybe_flat(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, fields: i
         other = inside & ((key & 7) != 0) & ~perf
         maybe[walking[other]] = False
         p = p + kw + vw + np.where(perf, val, 0)
-        go = inside & ~other & (p < end)
+        go = inside & ~other & (p < end) & ~(perf & (val < 0))  # a length past 2**63 stops the look
         walking = walking[go]
         pos[walking] = p[go]
     return maybe
