@@ -13,7 +13,9 @@ kernels, from a read of a 1000-sample trace) and with ``ReadOptions.extra["aggre
 stack, thread, cpu and labels, times dropped), whose memory follows the
 distinct samples: the aggregated read of the common trace written twice
 over shows it stays bounded as the trace grows. Targets (issue #16): 50
-MB/s on both, at most 60 bytes per sample.
+MB/s on both, at most 60 bytes per sample. Each read also prints its CPU time
+and the rate per CPU second (on a loaded machine the wall time is not the
+reader's), and the run prints the load average.
 
     .venv/bin/python benchmarks/bench_perfetto.py [--only common|distinct]
 """
@@ -86,10 +88,10 @@ def measure(path: str, aggregate: bool) -> None:
     # fork and exec (a run that generated the traces first reported the generator's peak).
     with open("/proc/self/statm") as statm:
         base = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     profiles = read(Source.of(path), ReadOptions(extra={"aggregate": aggregate}))
-    seconds = time.perf_counter() - t0
-    print(json.dumps({"seconds": seconds, "rows": sum(len(p.samples) for p in profiles),
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "rows": sum(len(p.samples) for p in profiles),
                       "samples": int(sum(p.totals()[0] for p in profiles)),
                       "peak_rss_mb": _vm_hwm_kb() / 1024,
                       "rss_after_imports_mb": base / 1024}))
@@ -143,7 +145,8 @@ def main() -> int:
         return 0
     os.makedirs(args.dir, exist_ok=True)
     base = _baseline(args.dir)
-    print(f"process baseline (python, numpy, polyprof, numba and its kernels loaded): {base:.0f} MB peak RSS")
+    print(f"process baseline (python, numpy, polyprof, numba and its kernels loaded): {base:.0f} MB peak RSS; "
+          f"load average {os.getloadavg()[0]:.1f}")
     for name in args.only or sorted(TRACES):
         n, n_stacks, every = TRACES[name]
         path = os.path.join(args.dir, f"perf_{name}.pftrace")
@@ -157,7 +160,8 @@ def main() -> int:
             per_sample = r["peak_rss_mb"] * 2**20 / samples  # the target's definition: VmHWM / samples
             marginal = (r["peak_rss_mb"] - base) * 2**20 / samples
             print(f"  read ({'every sample' if mode == 'all' else 'aggregated'}): {r['seconds']:.1f} s, "
-                  f"{size / 1e6 / r['seconds']:.1f} MB/s, {r['samples']} samples in {r['rows']} rows, "
+                  f"{size / 1e6 / r['seconds']:.1f} MB/s (CPU {r['cpu_seconds']:.1f} s: "
+                  f"{size / 1e6 / r['cpu_seconds']:.1f} MB/s), {r['samples']} samples in {r['rows']} rows, "
                   f"peak RSS {r['peak_rss_mb']:.0f} MB ({r['rss_after_imports_mb']:.0f} MB after imports"
                   + (f", {per_sample:.0f} bytes/sample; {marginal:.0f} above the baseline)" if mode == "all"
                      else ")")

@@ -58,3 +58,24 @@ def test_small_rows_matches_factorize_rows() -> None:
         assert ids.dtype == np.int32 and ids.tolist() == want_ids.tolist()
         assert uniq.tolist() == np.stack([k[first] for k in keys], axis=1).reshape(-1, 4).tolist()
     assert _small_rows([np.array([0, 2**30]), np.array([0, 2**30])]) is None  # too wide for a table
+
+
+def test_block_wise_passes_match_whole_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory-saving block loops (codes, in-place remaps, the value fill with trims) give what
+    one whole-column pass gives, whatever the block size."""
+    from polyprof.formats.perfetto import _perf
+
+    rng = np.random.default_rng(5)
+    keys = [rng.integers(0, 3, 1000).astype(np.int8), rng.integers(4000, 4010, 1000).astype(np.int32)]
+    whole = _small_rows(keys)
+    assert whole is not None
+    table = rng.integers(-5, 5, 50).astype(np.int32)
+    col = rng.integers(0, 50, 1000).astype(np.int32)
+    parts = [rng.integers(0, 1 << 40, (m, 1)) for m in (3, 0, 10, 7)]
+    monkeypatch.setattr(_perf, "_BLOCK", 7)
+    monkeypatch.setattr(_perf, "_TRIM_EVERY", 16)
+    ids, uniq = _small_rows(keys)  # type: ignore[misc]
+    assert ids.tolist() == whole[0].tolist() and uniq.tolist() == whole[1].tolist()
+    assert _perf.remap_in_place(table, col.copy()).tolist() == table[col].tolist()
+    filled = _perf._fill([{"values": p} for p in parts], "values", np.int64, counted=True)
+    assert filled.tolist() == [[1, int(v)] for p in parts for v in p[:, 0]]

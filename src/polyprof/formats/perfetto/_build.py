@@ -26,7 +26,7 @@ from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._catalog import Emitter
 from polyprof.formats.perfetto._chrome import ALLOC_TYPES
 from polyprof.formats.perfetto._heap import HEAP_TYPES, Dump
-from polyprof.formats.perfetto._perf import PerfConfig
+from polyprof.formats.perfetto._perf import PerfConfig, remap_in_place
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import distinct, factorize_rows
 from polyprof.model.memory import release_free_memory
@@ -183,9 +183,14 @@ def _finish_aggregated(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.n
     return b.finish(check=False)
 
 
-def _labelsets(b: ProfileBuilder, combo: np.ndarray, sets: list[tuple[Label, ...]]) -> np.ndarray:
+def _labelsets(b: ProfileBuilder, combo: np.ndarray, sets: list[tuple[Label, ...]],
+               in_place: bool = False) -> np.ndarray:
+    """The builder's label set of each sample's combination ``combo`` (``in_place``: written over
+    ``combo``, an int32 column nothing else needs)."""
     model = np.array([b.labelset(s) if s else 0 for s in sets], dtype=np.int32)
-    return model[combo] if combo.size else np.zeros(0, dtype=np.int32)
+    if not combo.size:
+        return np.zeros(0, dtype=np.int32)
+    return remap_in_place(model, combo) if in_place and combo.dtype == np.int32 else model[combo]
 
 
 def _heap_profile(r: "TraceReader", d: Dump, end: int, start: int | None) -> Profile:
@@ -210,11 +215,14 @@ def _perf_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple)
     out = []
     present = tuple(k for k in _OPTIONAL if cols[f"has_{'ts' if k == 'time' else k}"].any())
     pids = cols["pid"] if "pid" in present else np.zeros(cols["pid"].size, np.int64)
-    for config in distinct(cols["config"][keep]).tolist():
+    every = bool(keep.all())  # the usual case: no copies of whole columns to select nothing
+    configs = distinct(cols["config"] if every else cols["config"][keep]).tolist()
+    for config in configs:
         cfg = r.perf.configs[config]
-        in_cfg = keep & (cols["config"] == config)
-        for pid in distinct(pids[in_cfg]).tolist():
-            mine = in_cfg & (pids == pid)
+        in_cfg = keep if len(configs) == 1 else keep & (cols["config"] == config)
+        in_pids = distinct(pids if every and len(configs) == 1 else pids[in_cfg]).tolist()
+        for pid in in_pids:
+            mine = in_cfg if len(in_pids) == 1 else in_cfg & (pids == pid)
             whole = bool(mine.all())  # the trace's only profile: its columns are taken, not copied
             rows: np.ndarray | slice = slice(None) if whole else np.flatnonzero(mine)
             del mine
@@ -226,7 +234,7 @@ def _perf_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple)
             types = cfg.sample_types()
             b = _new_builder(types, "samples", labels)
             _perf_meta(r, b, cfg, config, cols, rows)
-            labelsets = _labelsets(b, combo, sets)
+            labelsets = _labelsets(b, combo, sets, in_place=whole)
             if whole:  # what only the selection and the metadata needed goes before the peak
                 del combo, in_cfg, keep, pids
                 for key in [k for k in cols if k not in ("stack", "values", *_OPTIONAL)]:

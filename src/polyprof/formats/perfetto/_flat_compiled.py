@@ -55,7 +55,7 @@ def _packet(buf, p, end, m, top_f, top_p, top_v, in_f, in_p, in_v, fvals, k):  #
             pay_start, pay_end = q, q + np.int64(val)
             j = _slot(top_f, 66)
             if j >= 0:
-                top_p[m, j], top_v[m, j] = True, val
+                top_p[j, m], top_v[j, m] = True, val
             p = q
             continue
         if key & np.uint64(7) != 0:  # a string, a fixed-width field or a second perf_sample
@@ -66,14 +66,14 @@ def _packet(buf, p, end, m, top_f, top_p, top_v, in_f, in_p, in_v, fvals, k):  #
                 return -1  # the payload ends inside this field
             j = _slot(in_f, number)
             if j >= 0:
-                in_p[m, j], in_v[m, j] = True, val
+                in_p[j, m], in_v[j, m] = True, val
             if number == _FOLLOWER:
                 fvals[k] = val
                 k += 1
         else:
             j = _slot(top_f, number)
             if j >= 0:
-                top_p[m, j], top_v[m, j] = True, val
+                top_p[j, m], top_v[j, m] = True, val
         p = q
     return k
 
@@ -87,10 +87,10 @@ def _decode(buf, starts, ends, top_f, top_p, top_v, in_f, in_p, in_v, ok, fvals,
             continue
         k2 = _packet(buf, p, end, m, top_f, top_p, top_v, in_f, in_p, in_v, fvals, k)
         if k2 < 0:
-            top_p[m, :] = False
-            top_v[m, :] = 0
-            in_p[m, :] = False
-            in_v[m, :] = 0
+            top_p[:, m] = False
+            top_v[:, m] = 0
+            in_p[:, m] = False
+            in_v[:, m] = 0
             continue
         ok[m] = True
         fcount[m] = k2 - k
@@ -109,16 +109,17 @@ def decode_flat_compiled(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, 
     """(ok, top, inner, followers) as :class:`._flat.Flat` holds them, for the fields ``top`` and ``inner``."""
     n = starts.size
     top_f, in_f = _slots(top), _slots(inner)
-    top_p, top_v = np.zeros((n, len(top)), dtype=bool), np.zeros((n, len(top)), dtype=np.uint64)
-    in_p, in_v = np.zeros((n, len(inner)), dtype=bool), np.zeros((n, len(inner)), dtype=np.uint64)
+    # One row per field (a contiguous column per field for the numpy passes that follow).
+    top_p, top_v = np.zeros((len(top), n), dtype=bool), np.zeros((len(top), n), dtype=np.uint64)
+    in_p, in_v = np.zeros((len(inner), n), dtype=bool), np.zeros((len(inner), n), dtype=np.uint64)
     ok, fcount = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
     span = ends - starts
     # Written before read, and read only up to what was written: no zero-filled (page-faulted) 16 MB.
     fvals = np.empty(int(span[span <= _MAX_FLAT].sum()) // 2 + 1 if n else 1, dtype=np.uint64)
     used = _decode(buf, starts.astype(np.int64), ends.astype(np.int64), top_f, top_p, top_v, in_f, in_p, in_v,
                    ok, fvals, fcount)
-    return (ok, {f: (top_p[:, j], top_v[:, j]) for j, f in enumerate(top)},
-            {f: (in_p[:, j], in_v[:, j]) for j, f in enumerate(inner)}, (fvals[:used].copy(), fcount))
+    return (ok, {f: (top_p[j], top_v[j]) for j, f in enumerate(top)},
+            {f: (in_p[j], in_v[j]) for j, f in enumerate(inner)}, (fvals[:used].copy(), fcount))
 
 
 @njit(**_OPTIONS)

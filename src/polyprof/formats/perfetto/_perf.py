@@ -313,6 +313,8 @@ class PerfCollector:
                  "skip": _narrow(np.where(c["has_skip"], c["skip"].astype(np.int64), -1)), "values": values}
         if not keep.all():
             batch = {k: v[keep] for k, v in batch.items()}
+        if not self.ctx.options.extra.get("aggregate"):  # full detail reads only whether any has one
+            batch.update({k: np.array([batch[k].any()]) for k in ("has_pid", "has_tid", "has_cpu")})
         if self.ctx.options.extra.get("aggregate"):
             self.batches.append(batch)
             self._pending += int(keep.sum())
@@ -388,7 +390,8 @@ class PerfCollector:
                 dtype = sample_dtype(key, dtype)  # the profile's own type: it takes the column uncopied
             cols[key] = _fill(batches, key, np.int64 if key == "ts" else dtype, counted and key == "values")
             release_free_memory()  # the parts just copied sit in glibc's heap: give them back before the next
-        cols["time"] = self.ctx.times.trace_times(cols.pop("ts"), cols["has_ts"], cols["clock"], in_place=True)
+        cols["time"] = self.ctx.times.trace_times(cols.pop("ts"), cols["has_ts"], cols.pop("clock"), in_place=True)
+        cols["has_ts"] = np.array([cols["has_ts"].any()])  # from here on only whether any sample has one
         return cols
 
     def labels(self, cols: dict[str, np.ndarray],
@@ -420,6 +423,18 @@ class PerfCollector:
         return inverse, sets
 
 
+_BLOCK = 1 << 20
+
+
+def remap_in_place(table: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """``table[col]`` written over ``col`` a block at a time (``np.take(out=)`` would buffer the
+    whole output and widen the indices to intp: two more columns at the peak)."""
+    for at in range(0, col.size, _BLOCK):
+        part = col[at:at + _BLOCK]
+        part[...] = table[part]
+    return col
+
+
 def _small_rows(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
     """``factorize_rows(keys)`` as (int32 id per row, distinct rows in sorted order) for columns of
     small ranges (cpu modes, enums, tids): one mixed-radix code per row and a presence table, no
@@ -431,19 +446,24 @@ def _small_rows(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
     if total > max(n, 1 << 16):
         return None
     code = np.zeros(n, dtype=np.int32)
-    for k, low, span in zip(keys, lows, spans):
-        code *= span
-        code += np.subtract(k, low, dtype=np.int32)  # most significant first: codes sort as the tuples
+    for at in range(0, n, _BLOCK):  # a block at a time: no int32 temporary per row
+        part = code[at:at + _BLOCK]
+        for k, low, span in zip(keys, lows, spans):
+            part *= span
+            part += np.subtract(k[at:at + _BLOCK], low, dtype=np.int32)  # most significant first
     present = np.zeros(total, dtype=bool)
     present[code] = True
     rank = np.cumsum(present, dtype=np.int32) - 1
     uniq_codes = np.flatnonzero(present)
-    ids = rank[code]
+    ids = remap_in_place(rank, code)
     digits = []
     for low, span in zip(reversed(lows), reversed(spans)):
         digits.append(uniq_codes % span + low)
         uniq_codes = uniq_codes // span
     return ids, np.stack(digits[::-1], axis=1).astype(np.int64)
+
+
+_TRIM_EVERY = 32 << 20
 
 
 def _fill(batches: list[dict[str, np.ndarray]], key: str, dtype: Any, counted: bool) -> np.ndarray:
@@ -452,19 +472,24 @@ def _fill(batches: list[dict[str, np.ndarray]], key: str, dtype: Any, counted: b
     n = sum(b[key].shape[0] for b in batches)
     if key == "values":
         width = max(b[key].shape[1] for b in batches) + int(counted)
-        out = np.zeros((n, width), dtype=np.int64)
-        if counted:
-            out[:, 0] = 1
+        out = np.zeros((n, width), dtype=np.int64)  # untouched pages: filled as the parts go
     else:
         out = np.empty(n, dtype=dtype)
-    at = 0
+    at = freed = 0
     for b in batches:
         part = b.pop(key)
         if key == "values":
             out[at:at + part.shape[0], int(counted):int(counted) + part.shape[1]] = part
+            if counted:
+                out[at:at + part.shape[0], 0] = 1
         else:
             out[at:at + part.size] = part
         at += part.shape[0]
+        freed += part.nbytes
+        del part
+        if freed >= _TRIM_EVERY:  # the parts copied sit in glibc's heap: give them back as we go
+            release_free_memory()
+            freed = 0
     return out
 
 
