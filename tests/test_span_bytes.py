@@ -183,3 +183,17 @@ def test_first_sight_by_slots_numbers_as_a_sort_would(pool, picks, crowd):
     rank[by_sight] = np.arange(by_sight.size)
     assert first.tolist() == np.sort(order_first).tolist()
     assert group.tolist() == rank[inverse.reshape(-1)].tolist()
+
+
+@given(data=st.binary(max_size=40), strided=st.booleans())
+def test_words_at_every_position_read_as_byte_by_byte(data, strided):
+    """The word view (unaligned loads) and its byte-by-byte end: every position, the last
+    seven included, and a buffer that is not contiguous (read the slow way)."""
+    from polyprof.formats.span_bytes import _words_at
+
+    raw = np.frombuffer(data * 2 if strided else data, dtype=np.uint8)
+    buf = raw[::2] if strided else raw
+    pos = np.arange(buf.size, dtype=np.int64)
+    want = [int.from_bytes(bytes(buf[p:p + 8].tolist()), "little") for p in pos.tolist()]
+    assert _words_at(buf, pos).tolist() == want
+    assert _words_at(buf, pos[::-1].copy()).tolist() == want[::-1]

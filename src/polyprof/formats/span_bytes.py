@@ -31,27 +31,36 @@ _MASKS = np.array([(1 << (8 * r)) - 1 for r in range(9)], dtype=np.uint64)
 
 def _words_at(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """The little-endian 64-bit word at every ``pos`` (bytes past the buffer's end read as 0):
-    two gathers from the buffer's aligned words, shifted together."""
+    one gather from a view of the buffer as a word at every byte (unaligned loads: 418k
+    callchain entries in 7 ms, where two gathers from the aligned words and their shifts took
+    45), the few words that reach past the end byte by byte."""
     n = buf.size
-    full = n // 8
-    out = np.zeros(pos.size, dtype=np.uint64)
-    if full >= 2:
-        words = buf[:8 * full].view("<u8")
-        q = pos >> 3
-        inside = np.flatnonzero(q + 1 < full)
-        at = q[inside]
-        r = (pos[inside] & 7).astype(np.uint64) << np.uint64(3)
-        high = words[at + 1] << ((np.uint64(64) - r) & np.uint64(63))
-        high[r == 0] = 0
-        out[inside] = (words[at] >> r) | high
-        near_end = np.flatnonzero(q + 1 >= full)
+    if n >= 8 and buf.flags.c_contiguous:
+        every = np.ndarray(shape=(n - 7,), dtype="<u8", buffer=buf, strides=(1,))
+        if not pos.size or int(pos.max()) + 8 <= n:
+            return every[pos]
+        out = np.zeros(pos.size, dtype=np.uint64)
+        inside = pos + 8 <= n
+        out[inside] = every[pos[inside]]
+        near_end = np.flatnonzero(~inside)
     else:
+        out = np.zeros(pos.size, dtype=np.uint64)
         near_end = np.arange(pos.size)
-    for b in range(8):  # the few words that reach the last aligned word: byte by byte
+    for b in range(8):  # the few words that reach past the buffer's end: byte by byte
         at = pos[near_end] + b
         ok = at < n
         out[near_end[ok]] |= buf[at[ok]].astype(np.uint64) << np.uint64(8 * b)
     return out
+
+
+def _span_words(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The bytes of every span ``buf[starts[i]:starts[i]+lengths[i]]`` as words: row ``j`` holds
+    each span's ``j``-th little-endian 64-bit word, zero past the span's end."""
+    nwords = -(-int(lengths.max()) // 8)
+    words = np.empty((nwords, starts.size), dtype=np.uint64)
+    for j in range(nwords):
+        np.bitwise_and(_words_at(buf, starts + 8 * j), _MASKS[np.clip(lengths - 8 * j, 0, 8)], out=words[j])
+    return words
 
 
 #: The hash bits that pick a slot of the first-sight table (512 kB of int64: cached).
@@ -114,20 +123,15 @@ def factorize_span_bytes(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     if apart.any() and not long_apart:
         return None
     lengths = np.minimum(lengths, 8 * MAX_WORDS)
+    words = _span_words(buf, starts, lengths)
     h = lengths.astype(np.uint64) * _MIX[0]
-    words = []
-    for j in range(-(-int(lengths.max()) // 8)):
-        rows = np.flatnonzero(lengths > 8 * j) if j else np.arange(n)  # later words: longer spans only
-        word = np.zeros(n, dtype=np.uint64)
-        word[rows] = _words_at(buf, starts[rows] + 8 * j) & _MASKS[np.minimum(lengths[rows] - 8 * j, 8)]
-        words.append(word)
-        h ^= word
+    for j in range(words.shape[0]):
+        h ^= words[j]
         h *= _MIX[j + 1]  # wraps modulo 2**64
         h ^= h >> np.uint64(31)
     group, first = _first_sight(h)
     lead = first[group]
-    for w in words:
-        apart |= w[lead] != w
+    apart |= (words[:, lead] != words).any(axis=0)
     apart |= lengths[lead] != lengths  # (lengths are in the hash, not a column of their own)
     if not apart.any():
         return group, first
