@@ -275,8 +275,9 @@ def _message_major(n: int, runs: list[tuple[np.ndarray, ...]], other: list[tuple
     slot = np.empty(is_run.size, dtype=np.int64)
     slot[at] = np.arange(at.size)
     slot[offset[o[0]] + o[6]] = np.arange(o[0].size)
-    r = [c[slot[is_run]] for c in r]
-    o = [c[slot[~is_run]] for c in o]
+    take_r, take_o = slot[is_run], slot[~is_run]
+    r = [c[take_r] for c in r[:3]]
+    o = [c[take_o] for c in o[:6]]
     n_r = r[0].size
     runs_f = V.Fields(r[0], np.full(n_r, field, dtype=np.int64), np.full(n_r, V.LEN, dtype=np.int8),
                       np.zeros(n_r, dtype=np.uint64), r[1], r[2])
