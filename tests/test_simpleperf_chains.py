@@ -230,3 +230,13 @@ def test_the_large_walk_splits_and_reads_the_same(compiled, monkeypatch):
     fast, generic = _read_both(data, monkeypatch)
     monkeypatch.setattr(C, "PARALLEL_FROM", 1 << 40)
     assert fast == generic == _read_both(data, monkeypatch)[0]
+
+
+def test_the_warm_up_calls_the_walk_in_two_parts(compiled):
+    """What the warm-up thread runs before a large file is framed: the walk in two parts on two
+    samples of one callchain (so the merge finds it), without an error it would swallow."""
+    from polyprof.formats.simpleperf import _compiled as C
+
+    got = C.warm_calls(3, R._SCALARS, 6)
+    assert got is not None and got.chain_of.tolist() == [0, 0] and got.offsets.tolist() == [0, 1]
+    C.warm_later(3, R._SCALARS, 6).join(timeout=60)

@@ -386,12 +386,13 @@ def _split(n: int) -> int:
 
 
 def sample_chains(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int, numbers: tuple[int, ...],
-                  span: int) -> Chains | None:
+                  span: int, mid: int | None = None) -> Chains | None:
     """Walk the sample payloads ``buf[starts[i]:ends[i]]``: callchain entries (LEN field ``field``)
     numbered by the bytes of each sample's whole callchain, then entries grouped by their bytes
     within the distinct callchains only. None on damage, when a sample's entries are not side
     by side, or when the entries are mostly distinct (the generic walk then takes them).
-    Large inputs are walked in two halves at once; the numbering is the one walk's."""
+    Large inputs are walked in two halves at once (``mid``: where, instead of :func:`_split`'s
+    choice); the numbering is the one walk's."""
     n = starts.size
     slot = np.full(max(numbers, default=0) + 1, -1, dtype=np.int64)
     slot[list(numbers)] = np.arange(len(numbers))
@@ -402,7 +403,7 @@ def sample_chains(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: 
     chain = np.empty(n, dtype=np.int64)
     chain_of = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
     per_sample = (values, present, spans, chain, chain_of)
-    mid = _split(n)
+    mid = _split(n) if mid is None else mid
     sizes = np.maximum(ends - starts, 0)
     bytes_, later = int(sizes.sum()), int(sizes[mid:].sum())
     room = min(bytes_ // 2, _RESERVE_MAX // 4)  # an entry is at least two bytes
@@ -435,3 +436,32 @@ def _finish(groups: int, egroups: int, values: np.ndarray, present: np.ndarray, 
     return Chains(values, present, spans[:, 0], np.where(spans[:, 2] > 0, spans[:, 1], -1), spans[:, 2], chain,
                   chain_of, c_first[:groups].copy(), offsets, ids, e_first[:egroups].copy(),
                   e_start[:egroups].copy(), e_len[:egroups].copy(), sizes)
+
+
+def warm_later(field: int, numbers: tuple[int, ...], span: int) -> threading.Thread:
+    """Load the machine code of the walk's kernels (:func:`warm_calls`) on a daemon thread,
+    started just before a large file is framed: numba loads a kernel on its first call (~0.1 s
+    of the large recording's read), and here that happens while the framing kernel runs
+    without the GIL. A failure there costs only the time it meant to save."""
+    def run() -> None:
+        try:
+            warm_calls(field, numbers, span)
+        except Exception:  # noqa: BLE001, S110 - the read loads them itself when it calls them
+            pass
+
+    thread = threading.Thread(target=run, name="polyprof-simpleperf-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def warm_calls(field: int, numbers: tuple[int, ...], span: int) -> Chains | None:
+    """:func:`sample_chains` in two parts (its merge too) and the entry decoder called once on
+    two tiny samples, with the argument types a read passes (read-only bytes, as a file's
+    mapping or bytes are)."""
+    from polyprof.wire import vector as V
+
+    entry = bytes([(field << 3) | 2, 2, 0x08, 0x01])
+    buf = np.frombuffer(b"\0\0" + entry * 2 + b"\0" * 16, dtype=np.uint8)
+    starts, ends = np.array([2, 6], dtype=np.int64), np.array([6, 10], dtype=np.int64)
+    V.scalar_fields(buf, starts + 2, ends, numbers)
+    return sample_chains(buf, starts, ends, field, numbers, span, mid=1)
