@@ -377,7 +377,8 @@ def _walk_parts(parts: list[_Part], buf: np.ndarray, aligned: np.ndarray, starts
 def _split(n: int) -> int:
     """Where the samples are split between two walking threads (``n``: no split). Only with a
     CPU to spare: on a machine whose other work keeps every CPU busy (the last minute's load
-    average), the second thread would only wait for one and add the merge's work (~0.1 s)."""
+    average, which counts this process too: a benchmark running alone keeps it near 1), the
+    second thread would only wait for one and add the merge's work (~0.1 s)."""
     if n < PARALLEL_FROM:
         return n
     try:
@@ -388,7 +389,7 @@ def _split(n: int) -> int:
         busy = os.getloadavg()[0]
     except OSError:  # no load average here
         busy = 0.0
-    return n // 2 if cpus >= 2 and busy <= cpus - 1 else n
+    return n // 2 if cpus >= 2 and busy <= cpus - 0.5 else n
 
 
 def sample_chains(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int, numbers: tuple[int, ...],
