@@ -183,3 +183,63 @@ def test_large_plain_files_are_mapped_and_read_the_same(compiled, monkeypatch, t
 
     assert simpleperf._mapped(Source.of(str(tmp_path / "plain.trace"))) is not None
     assert simpleperf._mapped(Source.of(str(tmp_path / "gzip.trace"))) is None
+
+
+def _chains_split_at(data: bytes, monkeypatch, mid: int | None):
+    """sample_chains over ``data``'s samples, in one walk (``mid`` None) or split at ``mid``."""
+    from polyprof.formats.simpleperf import _compiled as C
+
+    monkeypatch.setattr(C, "_split", (lambda n: n) if mid is None else (lambda n: min(mid, n)))
+    buf = np.frombuffer(data, dtype=np.uint8)
+    _, kind, start, end, _ = C.frame_payloads(buf, 12, len(data))
+    at = np.flatnonzero(kind == 1)
+    return C.sample_chains(buf, start[at], end[at], 3, (1, 2, 4, 5), 6)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(pool=chains, picks=samples, mid=st.integers(0, 45), split=st.sets(st.integers(0, 39), max_size=1))
+def test_a_walk_in_two_parts_numbers_as_one_walk(compiled, monkeypatch, pool, picks, mid, split):
+    """Large recordings are walked in two halves on two threads, the second half's callchains
+    merged into the first's tables: every column (distinct callchains and entry groups in order
+    of first sight, each group's first entry) is the one walk's, wherever the split falls
+    (also at either end, between two samples of the same callchain, or with a declined half)."""
+    records = [_file(f, 4) for f in range(2)]
+    for i, (chain, tid, event, unwind, repeat) in enumerate(picks):
+        for _ in range(repeat):
+            records.append(_sample(1000 + i, tid, pool[chain % len(pool)], 7, event, unwind, i in split))
+    data = _make(records)
+    one, two = _chains_split_at(data, monkeypatch, None), _chains_split_at(data, monkeypatch, mid)
+    assert (one is None) == (two is None)
+    if one is not None:
+        for name in one._fields:
+            a, b = getattr(one, name), getattr(two, name)
+            assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+def test_the_large_walk_splits_and_reads_the_same(compiled, monkeypatch):
+    """From PARALLEL_FROM samples the walk really runs in two parts, and the profile reads as the
+    one walk's (and the generic walk's) does."""
+    from polyprof.formats.simpleperf import _compiled as C
+
+    pool = [[_entry(0x400000 + 16 * (j * k % 7), j % 2, j % 3, None, 0) for j in range(k)] for k in range(1, 9)]
+    data = _make([_file(0, 3), _file(1, 3)] + [_sample(i, 1 + i % 3, pool[(i * i) % 8], 1, i % 2, False, False)
+                                               for i in range(400)])
+    monkeypatch.setattr(C, "PARALLEL_FROM", 100)
+    monkeypatch.setattr(C.os, "getloadavg", lambda: (64.0, 0.0, 0.0))
+    assert C._split(400) == 400  # every CPU busy: one walk
+    monkeypatch.setattr(C.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert 0 < C._split(400) < 400 or len(C.os.sched_getaffinity(0)) < 2
+    fast, generic = _read_both(data, monkeypatch)
+    monkeypatch.setattr(C, "PARALLEL_FROM", 1 << 40)
+    assert fast == generic == _read_both(data, monkeypatch)[0]
+
+
+def test_the_warm_up_calls_the_walk_in_two_parts(compiled):
+    """What the warm-up thread runs before a large file is framed: the walk in two parts on two
+    samples of one callchain (so the merge finds it), without an error it would swallow."""
+    from polyprof.formats.simpleperf import _compiled as C
+
+    got = C.warm_calls(3, R._SCALARS, 6)
+    assert got is not None and got.chain_of.tolist() == [0, 0] and got.offsets.tolist() == [0, 1]
+    C.warm_later(3, R._SCALARS, 6).join(timeout=60)

@@ -183,3 +183,71 @@ def test_first_sight_by_slots_numbers_as_a_sort_would(pool, picks, crowd):
     rank[by_sight] = np.arange(by_sight.size)
     assert first.tolist() == np.sort(order_first).tolist()
     assert group.tolist() == rank[inverse.reshape(-1)].tolist()
+
+
+@given(data=st.binary(max_size=40), strided=st.booleans())
+def test_words_at_every_position_read_as_byte_by_byte(data, strided):
+    """The word view (unaligned loads) and its byte-by-byte end: every position, the last
+    seven included, and a buffer that is not contiguous (read the slow way)."""
+    from polyprof.formats.span_bytes import _words_at
+
+    raw = np.frombuffer(data * 2 if strided else data, dtype=np.uint8)
+    buf = raw[::2] if strided else raw
+    pos = np.arange(buf.size, dtype=np.int64)
+    want = [int.from_bytes(bytes(buf[p:p + 8].tolist()), "little") for p in pos.tolist()]
+    assert _words_at(buf, pos).tolist() == want
+    assert _words_at(buf, pos[::-1].copy()).tolist() == want[::-1]
+
+
+_RUN_FIELD = st.one_of(_FIELD, st.tuples(st.just(3), st.just(-1)),  # a LEN field 3 of 200 bytes (two-byte length)
+                       st.tuples(st.just(-2), st.integers(0, 2**32)))  # field 3 as a varint, or a fixed32 field 5
+
+
+def _run_message(fields: list[tuple[int, int]]) -> bytes:
+    out = bytearray()
+    for number, value in fields:
+        if number == 3 and value == -1:
+            out += _varint(3 << 3 | 2) + _varint(200) + b"z" * 200
+        elif number == -2:
+            out += (_varint(3 << 3) + _varint(value)) if value % 2 else (_varint(5 << 3 | 5) + b"\x01\x02\x03\x04")
+        else:
+            out += _message([(number, value)])
+    return bytes(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_RUN_FIELD, max_size=90), min_size=1, max_size=6),
+       st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=2))
+def test_walk_runs_is_the_field_walk_split_in_two(messages, flips):
+    """The numpy sample walk that takes one-byte-tag runs of field 3 by gathers gives the field
+    walker's own fields (split: field 3 LEN, the rest), long messages (the walker's tail) and
+    longer lengths included, or the walker's very error on damaged bytes."""
+    from helpers import numpy_only
+
+    from polyprof.errors import MalformedInputError
+    from polyprof.formats.span_bytes import walk_runs
+
+    bodies = [_run_message(m) for m in messages]
+    data = bytearray(b"\x00".join(bodies))
+    for at, value in flips:
+        if data:
+            data[at % len(data)] = value
+    lengths = np.array([len(b) for b in bodies], dtype=np.int64)
+    starts = np.cumsum(lengths + 1) - lengths - 1
+    buf = np.frombuffer(bytes(data), dtype=np.uint8)
+    try:
+        want = numpy_only(V, V.walk_fields, buf, starts, starts + lengths)
+    except MalformedInputError as exc:
+        try:
+            numpy_only(V, walk_runs, buf, starts, starts + lengths, 3)
+        except MalformedInputError as got:
+            assert (str(got), got.offset) == (str(exc), exc.offset)
+            return
+        raise AssertionError("walk_runs read damaged bytes") from None
+    runs, rest = numpy_only(V, walk_runs, buf, starts, starts + lengths, 3)
+    sub = (want.field == 3) & (want.wire == V.LEN)
+    for name in ("msg", "start", "length"):
+        assert np.array_equal(getattr(runs, name), getattr(want, name)[sub]), name
+    for name in ("msg", "field", "wire", "value", "start", "length"):
+        a, b = getattr(rest, name), getattr(want, name)[~sub]
+        assert a.dtype == b.dtype and np.array_equal(a, b), name

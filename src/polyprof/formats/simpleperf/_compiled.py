@@ -18,6 +18,8 @@ walk, which reads or names it as before.
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -195,21 +197,22 @@ def _entries(buf, aligned, cs, ce, etable, ids, k, groups, e_first, e_start, e_l
 
 
 @njit(**_OPTIONS)
-def _chains(buf, aligned, starts, ends, field, slot, values, present, span, spans, chain, chain_of,  # noqa: ANN001, ANN202
-            ctable, c_first, c_start, c_len, c_hash, c_off, etable, ids, e_first, e_start, e_len, e_words, out):
-    """Walk every sample (see :func:`sample_chains`); returns the distinct callchains (``out``:
-    the entry groups), or -1 when ``ids`` or the entry groups are full, -2 on damage, -3 when
-    a callchain is split."""
+def _chains(buf, aligned, lo, hi, starts, ends, field, slot, values, present, span, spans, chain,  # noqa: ANN001, ANN202
+            chain_of, ctable, c_first, c_start, c_len, c_hash, c_off, etable, ids, e_first, e_start, e_len, e_words,
+            out):
+    """Walk samples ``lo:hi`` (see :func:`sample_chains`), their callchains numbered from 0 in
+    these tables; returns the distinct callchains (``out``: the entry groups), or -1 when
+    ``ids`` or the entry groups are full, -2 on damage, -3 when a callchain is split."""
     cmask = np.uint64(ctable.size - 1)
     groups, k, egroups, last, last_n, last_c = 0, 0, 0, 0, 0, 0
     c_off[0] = 0
-    for m in range(starts.size):
+    for m in range(lo, hi):
         cs, ce, c, same = _fields(buf, aligned, m, starts[m], ends[m], field, slot, values, present, span, spans,
                                   last, last_n, last_c)
         if cs < 0:
             return cs
         chain[m] = c
-        if same:
+        if same:  # (never the part's first sample: last_c is 0 there)
             chain_of[m] = chain_of[m - 1]
             continue
         n = ce - cs
@@ -266,12 +269,137 @@ class Chains(NamedTuple):
     sizes: np.ndarray      # per byte group: the callchain entries of all samples in it
 
 
+@njit(**_OPTIONS)
+def _merge(buf, aligned, ctable, c_first, c_start, c_len, c_hash, c_off, ids, etable, e_first, e_start, e_len,  # noqa: ANN001, ANN202
+           e_words, groups, out, b_first, b_start, b_len, b_hash, b_off, b_ids, b_estart, b_elen, b_groups, b_egroups,
+           chain_map, emap):
+    """Append the distinct callchains of a later part (``b_*``) that the first part's tables do
+    not hold, as one walk of all samples would have met them: in their order of first sight,
+    their entries' groups numbered on from the first part's (``out[0]``). ``chain_map``: the
+    callchain of each of the part's; ``emap``: room for its entry groups' ids here (-1 each).
+    Returns the callchains in all, or -1 when full."""
+    cmask = np.uint64(ctable.size - 1)
+    k, egroups = c_off[groups], out[0]
+    for gb in range(b_groups):
+        h, s, n = b_hash[gb], b_start[gb], b_len[gb]
+        at = h & cmask
+        while True:
+            g = ctable[at]
+            if g < 0:
+                if k + b_off[gb + 1] - b_off[gb] > ids.size:
+                    return _FULL
+                for j in range(b_off[gb], b_off[gb + 1]):
+                    lg = b_ids[j]
+                    if emap[lg] < 0:  # equal bytes are one group: any member's bytes stand for it
+                        e = group_of(buf, aligned, etable, b_estart[lg], b_elen[lg], k, egroups, e_first, e_start,
+                                     e_len, e_words)
+                        if e < 0:
+                            return _FULL
+                        if e == egroups:
+                            egroups += 1
+                        emap[lg] = e
+                    ids[k] = emap[lg]
+                    k += 1
+                c_first[groups], c_start[groups], c_len[groups], c_hash[groups], c_off[groups + 1] = \
+                    b_first[gb], s, n, h, k
+                chain_map[gb] = groups
+                groups += 1
+                break
+            if c_hash[g] == h and c_len[g] == n and _same_bytes(buf, aligned, c_start[g], s, n):
+                chain_map[gb] = g
+                break
+            at = (at + np.uint64(1)) & cmask
+    out[0] = egroups
+    return groups
+
+
+class _Part:
+    """The tables of one walk over samples ``lo:hi``: its distinct callchains (room for
+    ``chains``) and their entries (room for ``room``; ``cap`` entry-group slots)."""
+
+    def __init__(self, lo: int, hi: int, chains: int, room: int, cap: int) -> None:
+        self.lo, self.hi = lo, hi
+        self.c_first, self.c_start, self.c_len = (np.empty(chains, dtype=np.int64) for _ in range(3))
+        self.c_off = np.empty(chains + 1, dtype=np.int64)
+        self.c_hash = np.empty(chains, dtype=np.uint64)
+        self.ctable = np.full(1 << max(2 * (hi - lo), 1 << 16).bit_length(), -1,
+                              dtype=np.int32 if chains < 2**30 else np.int64)
+        self.ids = np.empty(room, dtype=np.int32)  # pages touched only as written
+        self.etable = np.full(cap, -1, dtype=np.int64)
+        self.e_first, self.e_start, self.e_len = (np.empty(cap // 2, dtype=np.int64) for _ in range(3))
+        self.e_words = np.empty((cap // 2, 2), dtype=np.uint64)
+        self.out = np.zeros(1, dtype=np.int64)
+        self.groups = _DAMAGED  # until walked
+
+    def walk(self, buf: np.ndarray, aligned: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int,
+             slot: np.ndarray, per_sample: tuple[np.ndarray, ...], span: int) -> None:
+        values, present, spans, chain, chain_of = per_sample
+        self.groups = _chains(buf, aligned, self.lo, self.hi, starts, ends, field, slot, values, present, span, spans,
+                              chain, chain_of, self.ctable, self.c_first, self.c_start, self.c_len, self.c_hash,
+                              self.c_off, self.etable, self.ids, self.e_first, self.e_start, self.e_len,
+                              self.e_words, self.out)
+
+    def merge(self, buf: np.ndarray, aligned: np.ndarray, later: _Part, chain_of: np.ndarray) -> int:
+        """Take ``later``'s callchains new to this part (:func:`_merge`); its samples' callchains
+        renumbered into these tables."""
+        chain_map = np.empty(later.groups, dtype=np.int64)
+        got = _merge(buf, aligned, self.ctable, self.c_first, self.c_start, self.c_len, self.c_hash, self.c_off,
+                     self.ids, self.etable, self.e_first, self.e_start, self.e_len, self.e_words, self.groups,
+                     self.out, later.c_first, later.c_start, later.c_len, later.c_hash, later.c_off, later.ids,
+                     later.e_start, later.e_len, later.groups, int(later.out[0]), chain_map,
+                     np.full(int(later.out[0]), -1, dtype=np.int64))
+        if got >= 0:
+            chain_of[later.lo:later.hi] = chain_map[chain_of[later.lo:later.hi]]
+        self.groups = int(got)
+        return self.groups
+
+
+#: From this many samples the walk runs on two threads when two CPUs are there (halves of the
+#: samples, the second half's callchains merged into the first's tables after): the large
+#: benchmark recording's walk takes ~1.2 s of a ~3.5 s read on one.
+PARALLEL_FROM = 1 << 17
+
+
+def _walk_parts(parts: list[_Part], buf: np.ndarray, aligned: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                field: int, slot: np.ndarray, per_sample: tuple[np.ndarray, ...], span: int) -> None:
+    """Walk every part: the first on this thread, the others each on its own (the kernel
+    releases the GIL); a part whose thread failed keeps ``groups`` -2 (declined)."""
+    args = (buf, aligned, starts, ends, field, slot, per_sample, span)
+    threads = [threading.Thread(target=p.walk, args=args, name="polyprof-simpleperf-walk", daemon=True)
+               for p in parts[1:]]
+    for t in threads:
+        t.start()
+    parts[0].walk(*args)
+    for t in threads:
+        t.join()
+
+
+def _split(n: int) -> int:
+    """Where the samples are split between two walking threads (``n``: no split). Only with a
+    CPU to spare: on a machine whose other work keeps every CPU busy (the last minute's load
+    average, which counts this process too: a benchmark running alone keeps it near 1), the
+    second thread would only wait for one and add the merge's work (~0.1 s)."""
+    if n < PARALLEL_FROM:
+        return n
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # no load average here
+        busy = 0.0
+    return n // 2 if cpus >= 2 and busy <= cpus - 0.5 else n
+
+
 def sample_chains(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int, numbers: tuple[int, ...],
-                  span: int) -> Chains | None:
+                  span: int, mid: int | None = None) -> Chains | None:
     """Walk the sample payloads ``buf[starts[i]:ends[i]]``: callchain entries (LEN field ``field``)
     numbered by the bytes of each sample's whole callchain, then entries grouped by their bytes
     within the distinct callchains only. None on damage, when a sample's entries are not side
-    by side, or when the entries are mostly distinct (the generic walk then takes them)."""
+    by side, or when the entries are mostly distinct (the generic walk then takes them).
+    Large inputs are walked in two halves at once (``mid``: where, instead of :func:`_split`'s
+    choice); the numbering is the one walk's."""
     n = starts.size
     slot = np.full(max(numbers, default=0) + 1, -1, dtype=np.int64)
     slot[list(numbers)] = np.arange(len(numbers))
@@ -279,27 +407,27 @@ def sample_chains(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: 
     present = np.zeros((n, len(numbers)), dtype=bool)
     spans = np.zeros((n, 3), dtype=np.int64)
     aligned = buf[:buf.size // 8 * 8].view("<u8")
-    chain, c_first, c_start, c_len, c_off = (np.empty(size, dtype=np.int64) for size in (n, n, n, n, n + 1))
+    chain = np.empty(n, dtype=np.int64)
     chain_of = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
-    c_hash = np.empty(n, dtype=np.uint64)
-    ctable = np.full(1 << max(2 * n, 1 << 16).bit_length(), -1, dtype=np.int32 if n < 2**30 else np.int64)
-    bytes_ = int(np.maximum(ends - starts, 0).sum())
+    per_sample = (values, present, spans, chain, chain_of)
+    mid = _split(n) if mid is None else mid
+    sizes = np.maximum(ends - starts, 0)
+    bytes_, later = int(sizes.sum()), int(sizes[mid:].sum())
     room = min(bytes_ // 2, _RESERVE_MAX // 4)  # an entry is at least two bytes
-    cap, most, out = 1 << 16, 1 << max(bytes_ // 8, 1 << 16).bit_length(), np.zeros(1, dtype=np.int64)
+    cap, most = 1 << 16, 1 << max(bytes_ // 8, 1 << 16).bit_length()
     while cap <= most:
-        ids = np.empty(room, dtype=np.int32)  # pages touched only as written
-        etable = np.full(cap, -1, dtype=np.int64)
-        e_first, e_start, e_len = (np.empty(cap // 2, dtype=np.int64) for _ in range(3))
-        e_words = np.empty((cap // 2, 2), dtype=np.uint64)
-        groups = _chains(buf, aligned, starts, ends, field, slot, values, present, span, spans, chain, chain_of,
-                         ctable, c_first, c_start, c_len, c_hash, c_off, etable, ids, e_first, e_start, e_len,
-                         e_words, out)
-        if groups >= 0:
-            return _finish(groups, int(out[0]), values, present, spans, chain, chain_of, c_first, c_off, ids,
-                           e_first, e_start, e_len)
-        if groups != _FULL:
+        first = _Part(0, mid, n, room, cap)
+        parts = [first] + ([_Part(mid, n, n - mid, min(room, later // 2 + 1), cap)] if mid < n else [])
+        _walk_parts(parts, buf, aligned, starts, ends, field, slot, per_sample, span)
+        worst = min(p.groups for p in parts)
+        if worst >= 0 and len(parts) > 1:
+            worst = first.merge(buf, aligned, parts[1], chain_of)
+        if worst >= 0:
+            return _finish(first.groups, int(first.out[0]), values, present, spans, chain, chain_of, first.c_first,
+                           first.c_off, first.ids, first.e_first, first.e_start, first.e_len)
+        if worst != _FULL:
             return None
-        values[:], present[:], spans[:], ctable[:] = 0, False, 0, -1
+        values[:], present[:], spans[:] = 0, False, 0
         cap, room = cap * 8, max(room, bytes_ // 2)
     return None
 
@@ -315,3 +443,32 @@ def _finish(groups: int, egroups: int, values: np.ndarray, present: np.ndarray, 
     return Chains(values, present, spans[:, 0], np.where(spans[:, 2] > 0, spans[:, 1], -1), spans[:, 2], chain,
                   chain_of, c_first[:groups].copy(), offsets, ids, e_first[:egroups].copy(),
                   e_start[:egroups].copy(), e_len[:egroups].copy(), sizes)
+
+
+def warm_later(field: int, numbers: tuple[int, ...], span: int) -> threading.Thread:
+    """Load the machine code of the walk's kernels (:func:`warm_calls`) on a daemon thread,
+    started just before a large file is framed: numba loads a kernel on its first call (~0.1 s
+    of the large recording's read), and here that happens while the framing kernel runs
+    without the GIL. A failure there costs only the time it meant to save."""
+    def run() -> None:
+        try:
+            warm_calls(field, numbers, span)
+        except Exception:  # noqa: BLE001, S110 - the read loads them itself when it calls them
+            pass
+
+    thread = threading.Thread(target=run, name="polyprof-simpleperf-warm", daemon=True)
+    thread.start()
+    return thread
+
+
+def warm_calls(field: int, numbers: tuple[int, ...], span: int) -> Chains | None:
+    """:func:`sample_chains` in two parts (its merge too) and the entry decoder called once on
+    two tiny samples, with the argument types a read passes (read-only bytes, as a file's
+    mapping or bytes are)."""
+    from polyprof.wire import vector as V
+
+    entry = bytes([(field << 3) | 2, 2, 0x08, 0x01])
+    buf = np.frombuffer(b"\0\0" + entry * 2 + b"\0" * 16, dtype=np.uint8)
+    starts, ends = np.array([2, 6], dtype=np.int64), np.array([6, 10], dtype=np.int64)
+    V.scalar_fields(buf, starts + 2, ends, numbers)
+    return sample_chains(buf, starts, ends, field, numbers, span, mid=1)

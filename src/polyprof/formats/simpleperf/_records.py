@@ -158,6 +158,10 @@ CHAINS = True
 _compiled: ModuleType | bool | None = None  # simpleperf/_compiled.py once loaded; False: unavailable
 
 
+#: From this size the walk's kernels are loaded on a thread while the file is framed.
+WARM_FROM = 64 << 20
+
+
 def _kernels() -> ModuleType | None:
     """simpleperf's compiled walks when the compiled decode kernels are in use (large inputs)."""
     global _compiled
@@ -192,6 +196,8 @@ def _framed(data: bytes, buf: np.ndarray, warnings: list[str]) -> tuple[np.ndarr
     if fast is None:
         return None
     check_header(data)
+    if len(data) >= WARM_FROM:
+        fast.warm_later(3, _SCALARS, 6)  # (the sample walk's arguments, as _samples passes them)
     got = fast.frame_payloads(buf, HEADER_SIZE, len(data))
     if got is None:
         return None
