@@ -297,16 +297,20 @@ class Session:
             return None  # a store cohort, or a filter remade the stacks: of no use (flame_tree checks all)
         return self._shapes.get((index, o.granularity, o.noinlines), lambda: flame_shape(profile, o))  # None: small (numpy)
 
-    def sandwich(self, index: int, o: Options, name: str,
-                 min_fraction: float) -> tuple[SandwichResult, FlameIndex, FlameIndex]:
-        """Callers and callees of ``name`` in the flame graph of ``o``, each indexed for slicing (cached)."""
+    def sandwich(self, index: int, o: Options, name: str, min_fraction: float,
+                 max_nodes: int = 0) -> tuple[SandwichResult, FlameIndex, FlameIndex]:
+        """Callers and callees of ``name`` in the flame graph of ``o``, each indexed for slicing
+        (cached). At ``min_fraction`` 0 the callers are made as far as a slice of ``max_nodes``
+        reaches (``sandwich(max_nodes=)``: the complete callers of a function called from
+        everywhere can be several times the graph)."""
         graph = self.flame(index, o)
+        cut = max_nodes if min_fraction <= 0 else 0
 
         def make() -> tuple[SandwichResult, FlameIndex, FlameIndex]:
-            found = sandwich(graph, name, min_fraction=min_fraction)
-            return found, FlameIndex(found.callers), FlameIndex(found.callees)
+            found = sandwich(graph, name, min_fraction=min_fraction, max_nodes=cut)
+            return found, FlameIndex(found.callers, found.callers_complete), FlameIndex(found.callees)
 
-        return self._results.get(("sandwich", index, _view_key(o), name, min_fraction), make)
+        return self._results.get(("sandwich", index, _view_key(o), name, min_fraction, cut), make)
 
     def threads(self, index: int, o: Options) -> tuple[Any, list[Any]]:
         """The thread of every sample of input ``index`` filtered by ``o``, and the threads
