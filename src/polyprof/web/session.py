@@ -26,6 +26,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
+
 from polyprof.analysis import filters, label_groups
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.flame import (
@@ -58,6 +60,11 @@ FLAME_BUDGET = 4_000_000
 #: (``flame --inverted``). Finer costs what the data holds: on the benchmark pprof every
 #: sample's own reversed path (16M nodes at 0, 9M at 1e-6, 84k at 1e-5).
 INVERTED_RESOLUTION = DEFAULT_MIN_FRACTION
+
+#: Bytes of numpy arrays kept in the cache of results (tables, sandwiches, timelines), summed:
+#: a full-resolution sandwich of the benchmark pprof holds ~32 MB, and sixteen of them must not
+#: add up to the profile several times over.
+RESULT_BUDGET = 96 * 2**20
 
 
 @dataclass
@@ -92,6 +99,7 @@ class _Cache:
     mutex: threading.Lock = field(default_factory=threading.Lock)
     flights: dict = field(default_factory=dict)
     pinned: set = field(default_factory=set)  # let go last, only for the budget (the landing view)
+    trim_from: float = 1.0  # weights from which the heap is trimmed after a value is made
 
     def get(self, key: Hashable, make: Callable[[], T], *, guess: float | None = None) -> T:
         """The value of ``key``, made by ``make()`` unless cached; ``guess``: its weight, when
@@ -117,7 +125,7 @@ class _Cache:
                     del self.items[victim]
                     self.pinned.discard(victim)
             value = make()
-            if self.weigh(value):  # a big value was built: give its temporaries back to the system
+            if self.weigh(value) >= self.trim_from:  # a big value was built: give its temporaries back
                 memory.give_back()
             with self.mutex:
                 self.last = self.weigh(value)
@@ -133,6 +141,27 @@ class _Cache:
 
     def _held(self) -> float:
         return sum(w for _, w in self.items.values())
+
+
+def _array_bytes(value: Any, seen: set[int] | None = None) -> int:
+    """Bytes of the numpy arrays ``value`` holds (through dataclass fields, attributes, dicts,
+    lists and tuples; an array viewing another counts the other once): a cached result's weight."""
+    seen = set() if seen is None else seen
+    if id(value) in seen or value is None or isinstance(value, (str, bytes, int, float, bool)):
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        base = value.base
+        return _array_bytes(base, seen) if isinstance(base, np.ndarray) else value.nbytes
+    if isinstance(value, dict):
+        parts: Any = value.values()
+    elif isinstance(value, (list, tuple)):
+        parts = value[:64]  # lists of strings or rows: their arrays, if any, come first
+    elif dataclasses.is_dataclass(value):
+        parts = (getattr(value, f.name) for f in dataclasses.fields(value))
+    else:
+        parts = getattr(value, "__dict__", {}).values()
+    return sum(_array_bytes(x, seen) for x in parts)
 
 
 #: The options a filtered profile depends on: the filters, and the label frames pprof adds first.
@@ -167,7 +196,7 @@ class Session:
                                 else len(fr.profile.samples) + len(fr.profile.callsites))
         self._flames = _Cache(cache + 1, budget=FLAME_BUDGET, weigh=len)
         self._shapes = _Cache(2)
-        self._results = _Cache(16)
+        self._results = _Cache(16, budget=RESULT_BUDGET, weigh=_array_bytes, trim_from=16 * 2**20)
 
     @property
     def base(self) -> int | None:
