@@ -18,6 +18,8 @@ from polyprof.web.session import Input, Session
 covered = warmup.KERNELS
 assert warmup.compile_kernels(10)
 after_warmup = {name: set(getattr(k, name).signatures) for name in covered}
+from polyprof.analysis import _sandwich_compiled as v
+view_signatures = set(v._view.signatures)
 p = polyprof.read(sys.argv[1])
 app = App(Session([Input("demo", sys.argv[1], p)]), ("127.0.0.1",))
 def ask(path):
@@ -26,10 +28,11 @@ def ask(path):
     return json.loads(resp.body)
 hot = ask("/api/top?nodecount=1")["rows"][0]["name"]
 for path in ("/api/flame", f"/api/sandwich?fn={hot}", "/api/flame?inverted=1", "/api/flame?focus=main",
-             "/api/top?focus=main", f"/api/sandwich?fn={hot}&focus=main"):
+             "/api/top?focus=main", f"/api/sandwich?fn={hot}&focus=main", f"/api/sandwich?fn={hot}&min_fraction=0&max_nodes=3"):
     ask(path)
 new = {name: sorted(map(str, set(getattr(k, name).signatures) - after_warmup[name])) for name in covered}
-used = [name for name in covered if getattr(k, name).signatures]
+new["_view"] = sorted(map(str, set(v._view.signatures) - view_signatures))
+used = [name for name in covered if getattr(k, name).signatures] + (["_view"] if view_signatures else [])
 print(json.dumps({"new": new, "used": used}))
 """
 
@@ -45,7 +48,7 @@ def test_the_warm_up_compiles_what_the_views_call():
                          env={"POLYPROF_KERNELS": "compiled", "PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["new"] == {name: [] for name in got["new"]}
-    assert {"_reversed_paths", "_path_sums", "_compact"} <= set(got["used"])
+    assert {"_reversed_paths", "_path_sums", "_compact", "_view"} <= set(got["used"])
 
 
 def test_no_warm_up_without_the_compiled_kernels_loaded():

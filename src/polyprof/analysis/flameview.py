@@ -96,8 +96,13 @@ class FlameSlice(Result):
 class FlameIndex:
     """A complete flame graph with the indexes its views need (built once, read by many)."""
 
-    def __init__(self, tree: FlameTree) -> None:
+    def __init__(self, tree: FlameTree, complete: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """``complete``: ``tree`` is the top of a larger tree (closed under ancestors, in its
+        pre-order, as ``sandwich(max_nodes=)`` cuts the callers): every node's id and subtree
+        size in that tree. Ids taken and given, ``len``, ``merged`` and ``leaf`` are then the
+        complete tree's; a node that was not made is refused as a missing one."""
         self.tree = tree
+        self.complete = complete
         n = len(tree)
         if tree.subtree_size is not None:  # flame_tree computed them (and the name ids) on the way
             self.size = tree.subtree_size
@@ -118,17 +123,30 @@ class FlameIndex:
             self.distinct = list(codes)
 
     def __len__(self) -> int:
-        return len(self.tree)
+        return len(self.tree) if self.complete is None else int(self.complete[1][0])
 
     def check(self, node: int) -> int:
-        """``node`` if it is a node id of this graph, else OptionsError."""
-        if not 0 <= node < len(self):
-            raise OptionsError(f"no flame graph node {{root}}={node} (the graph has {len(self)} nodes)",
+        """The position of node id ``node`` in :attr:`tree` (its id, unless the tree is cut),
+        else OptionsError."""
+        at = node
+        if self.complete is not None and 0 <= node < len(self):
+            at = int(np.searchsorted(self.complete[0], node))
+            at = at if at < len(self.tree) and int(self.complete[0][at]) == node else -1
+        if not 0 <= at < len(self.tree):
+            raise OptionsError(f"no flame graph node {{root}}={node} (the graph has {len(self)} nodes"
+                               f"{'' if self.complete is None else f', {len(self.tree)} of them made'})",
                                options=("root",))
-        return node
+        return at
+
+    def node_id(self, at: int | np.ndarray) -> Any:
+        """The node id of position(s) ``at`` of :attr:`tree` (the inverse of :meth:`check`)."""
+        if self.complete is None:
+            return at
+        return self.complete[0][at] if isinstance(at, np.ndarray) else int(self.complete[0][at])
 
     def ancestors(self, node: int) -> list[int]:
-        """Ids from the graph's root down to ``node``'s parent."""
+        """Positions in :attr:`tree` (ids, unless it is cut) from the graph's root down to
+        position ``node``'s parent."""
         out = []
         parent = self.tree.parent
         at = int(parent[node])
@@ -156,7 +174,7 @@ class FlameIndex:
         hidden = t.width[ids] - np.maximum(t.self[ids], 0)
         np.subtract.at(hidden, parent[1:], t.width[ids[1:]])
         names, name_col = np.unique(self.name_id[ids], return_inverse=True)
-        cols = {"id": ids, "parent": parent, "depth": t.depth[ids] - t.depth[r],
+        cols = {"id": self.node_id(ids), "parent": parent, "depth": t.depth[ids] - t.depth[r],
                 "start": t.start[ids] - t.start[r], "width": t.width[ids], "self": t.self[ids],
                 "total": t.total[ids], "hidden": hidden, "name": name_col.reshape(-1)}
         if t.base_self is not None and t.base_total is not None:
@@ -165,8 +183,10 @@ class FlameIndex:
         if search:
             mask, found = self._search(search, r)
             cols["match"] = mask[ids]
-        return FlameSlice(r, [self.distinct[i] for i in names.tolist()], cols, self.ancestors(r), t.root_total,
-                          int(hi - lo - ids.size), threshold, found,
+        inside = hi - lo if self.complete is None else int(self.complete[1][r])
+        return FlameSlice(self.node_id(r), [self.distinct[i] for i in names.tolist()], cols,
+                          [self.node_id(a) for a in self.ancestors(r)], t.root_total,
+                          int(inside - ids.size), threshold, found,
                           t.base_root_total if t.is_diff else None)
 
     # ---------------------------------------------------------------- search
@@ -198,18 +218,20 @@ class FlameIndex:
 
     def children(self, node: int) -> list[int]:
         """Ids of ``node``'s children, by total (largest first), then name."""
-        lo, hi = self.check(node) + 1, node + int(self.size[node])
-        kids = lo + np.flatnonzero(self.tree.parent[lo:hi] == node)
+        at = self.check(node)
+        lo, hi = at + 1, at + int(self.size[at])
+        kids = lo + np.flatnonzero(self.tree.parent[lo:hi] == at)
         order = np.lexsort((self.name_id[kids], -np.abs(self.tree.total[kids])))
-        return kids[order].tolist()
+        return self.node_id(kids[order]).tolist()
 
     def details(self, node: int, *, path: bool = True) -> dict[str, Any]:
         """One node's numbers (raw), whether it is a leaf, its identity fields and (``path``)
         the names from the root down to it."""
         t = self.tree
         i = self.check(node)
-        out: dict[str, Any] = {"id": i, "name": t.names[i], "self": int(t.self[i]), "total": int(t.total[i]),
-                               "depth": int(t.depth[i]), "leaf": bool(self.size[i] == 1),
+        size = self.size if self.complete is None else self.complete[1]
+        out: dict[str, Any] = {"id": node, "name": t.names[i], "self": int(t.self[i]), "total": int(t.total[i]),
+                               "depth": int(t.depth[i]), "leaf": bool(size[i] == 1),
                                "identity": t.identity.get(t.names[i], {})}
         if path:
             out["path"] = [t.names[a] for a in self.ancestors(i)]

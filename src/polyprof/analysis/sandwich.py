@@ -32,6 +32,7 @@ import numpy as np
 from polyprof.analysis.flame import FlameTree, NameColumn, _finish
 from polyprof.analysis.flameview import FlameIndex, _outermost
 from polyprof.analysis.result import Result
+from polyprof.analysis.stacks import CompiledTwin
 from polyprof.errors import OptionsError
 from polyprof.model import tree
 
@@ -51,6 +52,9 @@ class SandwichResult(Result):
     total: int        # the whole graph's total (the 100% of every share)
     callers: FlameTree
     callees: FlameTree
+    # a cut callers tree (``sandwich(max_nodes=)``): every node's id and subtree size in the complete
+    # one (FlameIndex(callers, complete=...) answers with them)
+    callers_complete: tuple[np.ndarray, np.ndarray] | None = None
 
     def _columns(self, table: str) -> dict[str, Any]:
         return (self.callers if table == "callers" else self.callees)._columns("nodes")
@@ -59,7 +63,7 @@ class SandwichResult(Result):
         return f"{self.name!r}, flat={self.flat}, cum={self.cum}, {len(self.callers)}/{len(self.callees)} nodes"
 
 
-def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0) -> SandwichResult:
+def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0, max_nodes: int = 0) -> SandwichResult:
     """Callers and callees of the nodes named ``name`` in the flame graph ``index``.
 
     ``min_fraction`` > 0 merges paths narrower than that fraction of the
@@ -67,6 +71,13 @@ def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0) -> Sand
     in their parent's total, drawn as its hidden width. The inverted paths of
     a function called from millions of places would otherwise outnumber the
     graph's own nodes.
+
+    ``max_nodes`` > 0 with ``min_fraction`` 0 (a view that will draw the widest
+    ``max_nodes`` of the complete callers tree, ``FlameIndex.slice(max_nodes=)``):
+    with the compiled kernels, the callers tree is made only down to a width that
+    still holds those, each cut node's narrower children kept as nodes (so every
+    direct caller is there) and the complete tree's node ids and subtree sizes in
+    ``callers_complete``. Lost: the nodes under the cut ones (counted, not made).
     """
     t = index.tree
     try:
@@ -99,6 +110,9 @@ def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0) -> Sand
     live = per_node != 0
     cur, weight = nodes[live], per_node[live]
     del nodes, outer, per_node, live
+    if threshold is None and max_nodes > 0 and not (weight < 0).any() and \
+            (view := _callers_view(index, cur, weight, max_nodes)) is not None:
+        return SandwichResult(name, flat, cum, t.root_total, view[0], callees, view[1])
     callers = _tree(_callers(index, cur, weight, threshold), index)
     return SandwichResult(name, flat, cum, t.root_total, callers, callees)
 
@@ -265,6 +279,52 @@ def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, threshold
         go = ~done & (ids >= 0)
         cur, w, up = nxt[go], w[go], ids[go]
     return merge.finish(ends)
+
+
+_view_kernel = CompiledTwin("polyprof.analysis._sandwich_compiled")
+
+
+def _callers_view(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray,
+                  max_nodes: int) -> tuple[FlameTree, tuple[np.ndarray, np.ndarray]] | None:
+    """The callers tree cut where it still holds its ``max_nodes`` widest nodes (see
+    :mod:`polyprof.analysis._sandwich_compiled`), with each node's id and subtree size in the
+    complete tree; None without the compiled kernel (then the complete tree is made)."""
+    t = index.tree
+    kernel = _view_kernel(int(t.depth[nodes].sum()))  # the complete tree's items: the work it saves
+    if kernel is None or not nodes.size:
+        return None
+    threshold = max(int(weight.sum()) // (4 * max_nodes), 1)
+    while True:
+        got = kernel.caller_view(t.parent, index.name_id, t.depth, nodes, weight, threshold)
+        if got is None:
+            return None
+        parent, name, own, total, count, levels = got
+        # enough nodes at least ``threshold`` wide: the widest ``max_nodes`` are all made
+        if threshold == 1 or int(np.count_nonzero(total >= threshold)) >= max_nodes:
+            break
+        threshold = max(threshold // 8, 1)
+    size, first = _complete_numbers(parent, count, levels)
+    out = _tree(_Merged(parent, name, own, total, levels), index)
+    order = np.argsort(first, kind="stable")  # the made nodes keep the complete tree's pre-order
+    return out, (first[order], size[order])
+
+
+def _complete_numbers(parent: np.ndarray, count: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Subtree sizes and pre-order ids, in the complete tree, of a cut tree's nodes (level by
+    level, ids in (parent, name) order as the layout orders children; ``count``: the nodes of
+    the complete tree each node stands for, itself included)."""
+    size = count.astype(np.int64)
+    bounds = [int(x) for x in levels]
+    for lo, hi in reversed(list(itertools.pairwise(bounds))[1:]):
+        np.add.at(size, parent[lo:hi], size[lo:hi])
+    first = np.zeros(size.size, dtype=np.int64)
+    for lo, hi in list(itertools.pairwise(bounds))[1:]:
+        p, sz = parent[lo:hi], size[lo:hi]
+        before = np.cumsum(sz) - sz  # subtree sizes of the level's earlier nodes
+        start = np.flatnonzero(np.concatenate(([True], p[1:] != p[:-1])))  # each parent's first child
+        before -= np.repeat(before[start], np.diff(np.append(start, p.size)))
+        first[lo:hi] = first[p] + 1 + before
+    return size, first
 
 
 def _tree(m: _Merged, index: FlameIndex) -> FlameTree:

@@ -226,7 +226,7 @@ def calltree(s: Session, q: Query) -> dict[str, Any]:
 def sandwich(s: Session, q: Query) -> dict[str, Any]:
     if not q.get("fn"):
         raise OptionsError("{fn} is required: the function whose callers and callees to show", options=("fn",))
-    found, callers, callees = s.sandwich(_p(s, q), q.options, q.get("fn"), q.get("min_fraction"))
+    found, callers, callees = s.sandwich(_p(s, q), q.options, q.get("fn"), q.get("min_fraction"), q.get("max_nodes"))
     vt = found.callers.sample_type
     if q.get("side"):
         if q.get("side") not in ("callers", "callees"):
@@ -237,8 +237,9 @@ def sandwich(s: Session, q: Query) -> dict[str, Any]:
     def direct(index: Any) -> list[dict[str, Any]]:  # the function's children in one graph
         t = index.tree
         kids = index.children(1) if len(index) > 1 else []
+        at = [index.check(k) for k in kids]
         return [{"name": t.names[k], "weight": int(t.total[k]), "text": present.value_text(int(t.total[k]), vt.unit),
-                 "percent": present.pct(int(t.total[k]), found.total)} for k in kids]
+                 "percent": present.pct(int(t.total[k]), found.total)} for k in at]
 
     return {"name": found.name, "flat": found.flat, "cum": found.cum, "total": found.total,
             "text": {"flat": present.value_text(found.flat, vt.unit), "flat_percent": present.pct(found.flat, found.total),

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+import numpy as np
 
 from polyprof.analysis import filters, label_groups
 from polyprof.analysis.filters import FilterResult
@@ -59,6 +62,11 @@ FLAME_BUDGET = 4_000_000
 #: sample's own reversed path (16M nodes at 0, 9M at 1e-6, 84k at 1e-5).
 INVERTED_RESOLUTION = DEFAULT_MIN_FRACTION
 
+#: Bytes of numpy arrays kept in the cache of results (tables, sandwiches, timelines), summed:
+#: a full-resolution sandwich of the benchmark pprof holds ~32 MB, and sixteen of them must not
+#: add up to the profile several times over.
+RESULT_BUDGET = 96 * 2**20
+
 
 @dataclass
 class Input:
@@ -92,6 +100,10 @@ class _Cache:
     mutex: threading.Lock = field(default_factory=threading.Lock)
     flights: dict = field(default_factory=dict)
     pinned: set = field(default_factory=set)  # let go last, only for the budget (the landing view)
+    trim_from: float = 1.0  # weights from which the heap is trimmed after a value is made
+    # values too big to keep for later (a filtered copy larger than the input): held by weak
+    # reference, so they are shared while a request uses them and let go when it is answered
+    weak: Callable[[Any], bool] = field(default=lambda value: False)
 
     def get(self, key: Hashable, make: Callable[[], T], *, guess: float | None = None) -> T:
         """The value of ``key``, made by ``make()`` unless cached; ``guess``: its weight, when
@@ -99,8 +111,13 @@ class _Cache:
         while True:
             with self.mutex:
                 if key in self.items:
-                    self.items.move_to_end(key)
-                    return self.items[key][0]
+                    value = self.items[key][0]
+                    if isinstance(value, weakref.ref):
+                        value = value()
+                    if value is not None:
+                        self.items.move_to_end(key)
+                        return value
+                    del self.items[key]  # a big value nobody holds any more: make it again
                 flight = self.flights.get(key)
                 if flight is None:
                     flight = self.flights[key] = threading.Lock()
@@ -117,11 +134,14 @@ class _Cache:
                     del self.items[victim]
                     self.pinned.discard(victim)
             value = make()
-            if self.weigh(value):  # a big value was built: give its temporaries back to the system
+            if self.weigh(value) >= self.trim_from:  # a big value was built: give its temporaries back
                 memory.give_back()
             with self.mutex:
                 self.last = self.weigh(value)
-                self.items[key] = (value, self.last)
+                if self.weak(value):
+                    self.items[key] = (weakref.ref(value), 0)
+                else:
+                    self.items[key] = (value, self.last)
             return value
         finally:
             with self.mutex:
@@ -133,6 +153,27 @@ class _Cache:
 
     def _held(self) -> float:
         return sum(w for _, w in self.items.values())
+
+
+def _array_bytes(value: Any, seen: set[int] | None = None) -> int:
+    """Bytes of the numpy arrays ``value`` holds (through dataclass fields, attributes, dicts,
+    lists and tuples; an array viewing another counts the other once): a cached result's weight."""
+    seen = set() if seen is None else seen
+    if id(value) in seen or value is None or isinstance(value, (str, bytes, int, float, bool)):
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        base = value.base
+        return _array_bytes(base, seen) if isinstance(base, np.ndarray) else value.nbytes
+    if isinstance(value, dict):
+        parts: Any = value.values()
+    elif isinstance(value, (list, tuple)):
+        parts = value[:64]  # lists of strings or rows: their arrays, if any, come first
+    elif dataclasses.is_dataclass(value):
+        parts = (getattr(value, f.name) for f in dataclasses.fields(value))
+    else:
+        parts = getattr(value, "__dict__", {}).values()
+    return sum(_array_bytes(x, seen) for x in parts)
 
 
 #: The options a filtered profile depends on: the filters, and the label frames pprof adds first.
@@ -164,10 +205,22 @@ class Session:
         originals = {id(x.profile) for x in inputs}
         self._filtered = _Cache(cache + 1, budget=1.5 * biggest if biggest else float("inf"),
                                 weigh=lambda fr: 0 if id(fr.profile) in originals
-                                else len(fr.profile.samples) + len(fr.profile.callsites))
+                                else len(fr.profile.samples) + len(fr.profile.callsites),
+                                weak=self._oversized)
+        self._input_arrays: set[int] = set()  # ids of the inputs' arrays and tables (shared by filtered copies)
+        self._input_bytes = sum(_array_bytes(x.profile, self._input_arrays) for x in inputs)
         self._flames = _Cache(cache + 1, budget=FLAME_BUDGET, weigh=len)
         self._shapes = _Cache(2)
-        self._results = _Cache(16)
+        self._results = _Cache(16, budget=RESULT_BUDGET, weigh=_array_bytes, trim_from=16 * 2**20)
+
+    def _oversized(self, fr: FilterResult) -> bool:
+        """A filtered copy that remade the stacks and whose own arrays (not shared with the
+        inputs) weigh more than half the inputs (hide on the large pprof: 100 MB of its own,
+        3.9M callsites, from a 92 MB input). The answers made from it are cached; the copy is
+        kept only while a request holds it."""
+        if not self._input_bytes or fr.profile.callsites is fr.original.callsites:
+            return False  # store cohorts (the store's answers), or filters that only select samples
+        return 2 * _array_bytes(fr.profile, set(self._input_arrays)) > self._input_bytes
 
     @property
     def base(self) -> int | None:
@@ -297,16 +350,20 @@ class Session:
             return None  # a store cohort, or a filter remade the stacks: of no use (flame_tree checks all)
         return self._shapes.get((index, o.granularity, o.noinlines), lambda: flame_shape(profile, o))  # None: small (numpy)
 
-    def sandwich(self, index: int, o: Options, name: str,
-                 min_fraction: float) -> tuple[SandwichResult, FlameIndex, FlameIndex]:
-        """Callers and callees of ``name`` in the flame graph of ``o``, each indexed for slicing (cached)."""
+    def sandwich(self, index: int, o: Options, name: str, min_fraction: float,
+                 max_nodes: int = 0) -> tuple[SandwichResult, FlameIndex, FlameIndex]:
+        """Callers and callees of ``name`` in the flame graph of ``o``, each indexed for slicing
+        (cached). At ``min_fraction`` 0 the callers are made as far as a slice of ``max_nodes``
+        reaches (``sandwich(max_nodes=)``: the complete callers of a function called from
+        everywhere can be several times the graph)."""
         graph = self.flame(index, o)
+        cut = max_nodes if min_fraction <= 0 else 0
 
         def make() -> tuple[SandwichResult, FlameIndex, FlameIndex]:
-            found = sandwich(graph, name, min_fraction=min_fraction)
-            return found, FlameIndex(found.callers), FlameIndex(found.callees)
+            found = sandwich(graph, name, min_fraction=min_fraction, max_nodes=cut)
+            return found, FlameIndex(found.callers, found.callers_complete), FlameIndex(found.callees)
 
-        return self._results.get(("sandwich", index, _view_key(o), name, min_fraction), make)
+        return self._results.get(("sandwich", index, _view_key(o), name, min_fraction, cut), make)
 
     def threads(self, index: int, o: Options) -> tuple[Any, list[Any]]:
         """The thread of every sample of input ``index`` filtered by ``o``, and the threads

@@ -24,6 +24,7 @@ from types import ModuleType
 
 import numpy as np
 
+from polyprof.analysis.sandwich import _view_kernel
 from polyprof.model import tree
 
 __all__ = ["compile_kernels", "start"]
@@ -35,8 +36,10 @@ KERNELS = ("_reversed_paths", "_path_sums", "_preorder_layout", "_keep", "_compa
 def cached(fast: ModuleType) -> bool:
     """numba's cache holds every kernel of :data:`KERNELS` (their index files exist): a run
     after the first. False when it cannot tell (a numba without these internals)."""
+    view = _view_kernel(tree.COMPILED_WHEN_LOADED)
     try:
-        return all(os.path.exists(getattr(fast, name)._cache._cache_file._index_path) for name in KERNELS)
+        return all(os.path.exists(getattr(fast, name)._cache._cache_file._index_path) for name in KERNELS) and \
+            (view is None or os.path.exists(view._view._cache._cache_file._index_path))
     except AttributeError:
         return False
 
@@ -58,6 +61,8 @@ def compile_kernels(size: int = tree.COMPILED_WHEN_LOADED) -> bool:
     fast.preorder_layout(parent, [weight])  # a filtered graph on the cached name tree
     fast.preorder_keep(parent, keep)
     fast.compact(weight.copy(), keep)
+    if (view := _view_kernel(size)) is not None:  # the full-resolution sandwich's callers
+        view.caller_view(parent, name, np.array([0, 1, 2, 1], np.int32), np.array([2, 3], np.int64), weight[2:], 1)
     return True
 
 
