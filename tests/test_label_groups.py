@@ -168,10 +168,13 @@ def test_distinct_samples():
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_group_bits_kernel_is_the_per_group_kernel(seed):
-    """grouped_by_masks (each node's groups as bits, up to 4 words) makes grouped_graph's columns
-    on random name trees, zero weights, empty groups and up to 300 groups."""
+def test_group_bits_kernel_is_the_per_group_kernel(monkeypatch, seed):
+    """grouped_by_masks (each node's groups as bits, up to 4 words, in 1 to 4 threads) makes
+    grouped_graph's columns on random name trees, zero weights, empty groups and up to 300 groups."""
     from polyprof.analysis import _labels_compiled as k
+
+    monkeypatch.setattr(k, "MASK_THREADS", [1 + seed % 4])
+    monkeypatch.setattr(k.os, "cpu_count", lambda: 4)
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 400))

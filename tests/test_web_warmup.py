@@ -64,3 +64,42 @@ def test_the_cache_check_sees_the_compiled_kernels():
             "assert all(hasattr(getattr(k, n), 'signatures') for n in warmup.KERNELS)\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=600,
                    env={"POLYPROF_KERNELS": "compiled", "PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+
+
+_LABELS = """
+import json
+import polyprof
+from polyprof.analysis import _labels_compiled as k
+from polyprof.web.app import App
+from polyprof.web.session import Input, Session
+
+names = ("_marks", "_by_node", "_rows", "_layout")
+p = polyprof.read(sys.argv[1])
+app = App(Session([Input("demo", sys.argv[1], p)]), ("127.0.0.1",))
+def ask(path):
+    resp = app.handle("GET", path, {"Host": "127.0.0.1"})
+    assert resp.status == 200, (path, resp.body[:300])
+    return json.loads(resp.body)
+key = ask("/api/labels")["keys"][0]["key"]
+import threading
+for t in threading.enumerate():
+    if t.name == "polyprof-warm-labels":
+        t.join()
+loaded = {name: set(getattr(k, name).signatures) for name in names}
+ask(f"/api/flame?tagroot={key}")
+print(json.dumps({"loaded": [n for n in names if loaded[n]],
+                  "new": {n: sorted(map(str, set(getattr(k, n).signatures) - loaded[n])) for n in names}}))
+"""
+
+
+def test_the_labels_panel_loads_the_group_by_kernel():
+    """Asking for the labels panel loads the group-by-label kernels in the background with the
+    argument types the group by passes: its first answer then loads nothing more."""
+    import json
+
+    out = subprocess.run([sys.executable, "-c", "import sys\n" + _LABELS, str(REPO / "examples" / "demo.pb.gz")],
+                         capture_output=True, text=True, check=True, timeout=600,
+                         env={"POLYPROF_KERNELS": "compiled", "PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["loaded"] == ["_marks", "_by_node", "_rows", "_layout"]
+    assert got["new"] == {name: [] for name in got["new"]}

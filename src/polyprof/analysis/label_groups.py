@@ -44,7 +44,7 @@ from polyprof.analysis.options import Options
 from polyprof.analysis.stacks import CompiledTwin
 from polyprof.model.profile import Profile, SampleTable
 
-__all__ = ["MAX_GROUPS", "applies", "distinct_samples", "grouped_flame"]
+__all__ = ["MAX_GROUPS", "applies", "distinct_samples", "grouped_flame", "load_kernels"]
 
 #: More distinct values than this take the callsite route (each value's label frame is named
 #: in Python; the graph's cost is its nodes either way).
@@ -120,6 +120,19 @@ def grouped_flame(p: Profile, o: Options, shape: FlameShape | None) -> FlameTree
     labels = wanted & set(frame_names)
     flame.identity = {**_identity(wanted - labels, [(p, shape.nodes)]), **_identity(labels, [framed])}
     return flame
+
+
+def load_kernels(size: int) -> bool:
+    """Load (or compile) the grouped graph's kernel now, as :func:`grouped_flame` calls it on a
+    profile of ``size`` callsites, on a tiny tree with the same argument types: numba loads a
+    cached kernel on its first call (0.4 s), which the web view's labels panel spends before
+    its group by is clicked. False when ``size`` stays on numpy."""
+    fast = _kernels(size)
+    if fast is None:
+        return False
+    fast.grouped_by_masks(np.array([-1, 0], np.int32), np.array([2, 0], np.int32), np.ones(1, np.int64),
+                          np.ones(1, np.int64), np.zeros(1, np.int64), np.array([1], np.int64), 2, 3)
+    return True
 
 
 def distinct_samples(p: Profile) -> Profile | None:
