@@ -7,6 +7,13 @@ import sys
 
 from helpers import REPO
 
+_APP = '''app = App(Session([Input("demo", sys.argv[1], p)]), ("127.0.0.1",))
+def ask(path):
+    resp = app.handle("GET", path, {"Host": "127.0.0.1"})
+    assert resp.status == 200, (path, resp.body[:300])
+    return json.loads(resp.body)
+'''  # a session on argv[1]'s profile p and a GET through the app
+
 _VIEWS = """
 import json
 import polyprof
@@ -19,19 +26,14 @@ covered = warmup.KERNELS
 assert warmup.compile_kernels(10)
 after_warmup = {name: set(getattr(k, name).signatures) for name in covered}
 p = polyprof.read(sys.argv[1])
-app = App(Session([Input("demo", sys.argv[1], p)]), ("127.0.0.1",))
-def ask(path):
-    resp = app.handle("GET", path, {"Host": "127.0.0.1"})
-    assert resp.status == 200, (path, resp.body[:300])
-    return json.loads(resp.body)
-hot = ask("/api/top?nodecount=1")["rows"][0]["name"]
+{app}hot = ask("/api/top?nodecount=1")["rows"][0]["name"]
 for path in ("/api/flame", f"/api/sandwich?fn={hot}", "/api/flame?inverted=1", "/api/flame?focus=main",
              "/api/top?focus=main", f"/api/sandwich?fn={hot}&focus=main"):
     ask(path)
 new = {name: sorted(map(str, set(getattr(k, name).signatures) - after_warmup[name])) for name in covered}
 used = [name for name in covered if getattr(k, name).signatures]
 print(json.dumps({"new": new, "used": used}))
-"""
+""".replace("{app}", _APP)
 
 
 def test_the_warm_up_compiles_what_the_views_call():
@@ -75,12 +77,7 @@ from polyprof.web.session import Input, Session
 
 names = ("_marks", "_by_node", "_rows", "_layout")
 p = polyprof.read(sys.argv[1])
-app = App(Session([Input("demo", sys.argv[1], p)]), ("127.0.0.1",))
-def ask(path):
-    resp = app.handle("GET", path, {"Host": "127.0.0.1"})
-    assert resp.status == 200, (path, resp.body[:300])
-    return json.loads(resp.body)
-key = ask("/api/labels")["keys"][0]["key"]
+{app}key = ask("/api/labels")["keys"][0]["key"]
 import threading
 for t in threading.enumerate():
     if t.name == "polyprof-warm-labels":
@@ -89,7 +86,7 @@ loaded = {name: set(getattr(k, name).signatures) for name in names}
 ask(f"/api/flame?tagroot={key}")
 print(json.dumps({"loaded": [n for n in names if loaded[n]],
                   "new": {n: sorted(map(str, set(getattr(k, n).signatures) - loaded[n])) for n in names}}))
-"""
+""".replace("{app}", _APP)
 
 
 def test_the_labels_panel_loads_the_group_by_kernel():
