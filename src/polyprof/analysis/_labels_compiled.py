@@ -368,7 +368,8 @@ def grouped_by_masks(parent: np.ndarray, name: np.ndarray, node: np.ndarray, wei
     a forward pass over the rows sum the widths and lay them out, the groups in parts of about
     equal rows, one thread each (the kernels let the GIL go). Its cost is the name tree and the
     graph's rows, in sequential passes; besides the graph (made at its exact size) it holds 8
-    bytes per node and group word, 12 per node and 8 per sample with weight."""
+    bytes per node and group word, 20 per node at most (depths, buckets, latest rows) and 8 per
+    sample with weight."""
     groups = group_name.size
     words = max(1, -(-groups // 64))
     if words > MASK_WORDS or not groups:
