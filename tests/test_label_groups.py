@@ -237,3 +237,22 @@ def test_session_takes_the_grouped_route(monkeypatch):
     assert calls and got.name_table is not None
     want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)
     assert list(got.names) == list(want.names) and np.array_equal(got.start, want.start)
+
+
+def test_session_small_tree_takes_the_distinct_samples(monkeypatch):
+    """On numpy kernels (no name tree) the web view's group by labels the distinct samples: the
+    same graph, and no filtered copy of the profile is made or cached."""
+    from helpers import REPO
+
+    from polyprof.web.session import Input, Session
+
+    monkeypatch.setenv("POLYPROF_KERNELS", "numpy")
+    p = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    o = Options(tagroot=_keys(p)[0])
+    s = Session([Input("demo", "demo.pb.gz", p)])
+    monkeypatch.setattr(s, "filtered", lambda *a, **k: pytest.fail("the group by filtered the whole profile"))
+    got = s.flame(0, o).tree
+    want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)
+    assert list(got.names) == list(want.names)
+    for col in COLUMNS:
+        assert np.array_equal(getattr(got, col), getattr(want, col)), col
