@@ -22,9 +22,12 @@ pytest.importorskip("numba", reason="numba is not installed: no name tree (Flame
 COLUMNS = ("parent", "depth", "self", "total", "start", "width", "subtree_size", "name_ids")
 
 
-def _same(p, o):
-    shape = flame_shape(p, o)
-    got = label_groups.grouped_flame(p, o, shape)
+def _same(p, o, *, tree=True):
+    """The grouped graph from the name tree (``tree``), else from the distinct samples."""
+    got = label_groups.grouped_flame(p, o, flame_shape(p, o) if tree else None)
+    if not tree and label_groups.distinct_samples(p) is None:  # more pairs than samples
+        assert got is None
+        return None
     assert got is not None
     want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)
     assert list(got.names) == list(want.names)
@@ -56,6 +59,7 @@ def test_demo_every_key_and_sample_type():
     for key in [*keys, "absent"]:
         for index in range(len(p.sample_types)):
             _same(p, Options(tagroot=key, sample_index=index))
+            _same(p, Options(tagroot=key, sample_index=index), tree=False)
     _same(p, Options(tagroot=keys[0], granularity="files"))
     _same(p, Options(tagroot=keys[0], unit="auto", noinlines=True))
 
@@ -77,6 +81,7 @@ def test_peer_pprof_files_with_labels():
             continue
         for key in _keys(p)[:2]:
             _same(p, Options(tagroot=key))
+            _same(p, Options(tagroot=key), tree=False)
             seen += 1
         if seen >= 12:
             break
@@ -91,10 +96,12 @@ def _random(rng: random.Random) -> polyprof.Profile:
     locs.append(b.location(-1, 0x200, [(fns[2], 1, 0), (fns[3], 2, 0)]))  # an inlined frame
     values = [Label("k", str=f"v{i}") for i in range(rng.randint(1, 5))] + [
         Label("k", num=rng.choice([0, 1, 1024, 5 << 20]), unit="bytes"), Label("other", str="x")]
-    for _ in range(rng.randint(1, 300)):
+    timed = rng.random() < 0.5  # time, pid and tid columns (the distinct samples drop them)
+    for t in range(rng.randint(1, 300)):
         path = [rng.choice(locs) for _ in range(rng.randint(0, 6))]
         chosen = rng.sample(values, rng.randint(0, 2))
-        b.add_sample(b.stack(path), [rng.randint(0, 3), rng.choice([0, 1, 7, 4096])], labels=chosen)
+        b.add_sample(b.stack(path), [rng.randint(0, 3), rng.choice([0, 1, 7, 4096])], labels=chosen,
+                     **({"time": t, "pid": rng.randint(1, 3), "tid": rng.randint(1, 9)} if timed else {}))
     return b.finish()
 
 
@@ -106,6 +113,8 @@ def test_random_labelled_profiles(monkeypatch, seed):
         monkeypatch.setattr(_labels_compiled, "ROOM", [0, 1 + seed % 5])
     # the groups made in 1 to 4 parts (threads), joined after
     monkeypatch.setattr(_labels_compiled, "THREADS", [1 + seed % 4])
+    if seed % 4 < 2:  # each group's nodes in turn (grouped_graph), not the nodes' group bits
+        monkeypatch.setattr(_labels_compiled, "MASK_WORDS", 0)
     monkeypatch.setattr(_labels_compiled.os, "cpu_count", lambda: 4)
     rng = random.Random(seed)
     p = _random(rng)
@@ -117,6 +126,7 @@ def test_random_labelled_profiles(monkeypatch, seed):
             assert "v1" in label_groups._frame_names(p, o, used)[1]
         else:
             _same(p, o)
+            _same(p, o, tree=False)
         _same(p, Options(tagroot="other", sample_index=index))
 
 
@@ -129,7 +139,86 @@ def test_where_it_does_not_apply():
     for o in (Options(tagroot=f"{key},{key}"), Options(tagroot=key, tagleaf=key), Options(tagroot=key, focus="main"),
               Options(tagroot=key, hide="x"), Options()):
         assert not label_groups.applies(o) and label_groups.grouped_flame(p, o, shape) is None
-    assert label_groups.grouped_flame(p, Options(tagroot=key), None) is None
+
+
+def test_distinct_samples():
+    """One sample per (stack, label set) with the summed values, and None when the table of
+    pairs would outgrow the samples (then the callsites' route answers, no graph from here)."""
+    rng = random.Random(7)
+    p = _random(rng)
+    got = label_groups.distinct_samples(p)
+    want: dict[tuple[int, int], np.ndarray] = {}
+    s = p.samples
+    for i in range(len(s)):
+        key = (int(s.stack[i]), int(s.labelset[i]))
+        want[key] = want.get(key, 0) + s.values[i]
+    g = got.samples
+    assert g.time is None and g.pid is None and len(g) == len(want)
+    assert {(int(a), int(b)): list(v) for a, v, b in zip(g.stack, g.values, g.labelset)} == \
+        {k: list(v) for k, v in want.items()}
+    b = ProfileBuilder("test")
+    b.set_sample_types([("samples", "count")])
+    fn = b.function("f")
+    stacks = [b.stack([b.location(-1, 0x10 * (i + 1), [(fn, i, 0)])]) for i in range(300)]
+    for i in range(300):
+        b.add_sample(stacks[i], [1], labels=[Label("k", num=i)])
+    wide = b.finish()  # 300 x 301 pairs, 300 samples
+    assert label_groups.distinct_samples(wide) is None
+    assert label_groups.grouped_flame(wide, Options(tagroot="k"), None) is None
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_group_bits_kernel_is_the_per_group_kernel(monkeypatch, seed):
+    """grouped_by_masks (each node's groups as bits, up to 4 words, in 1 to 4 threads) makes
+    grouped_graph's columns on random name trees, zero weights, empty groups and up to 300 groups."""
+    from polyprof.analysis import _labels_compiled as k
+
+    monkeypatch.setattr(k, "MASK_THREADS", [1 + seed % 4])
+    monkeypatch.setattr(k.os, "cpu_count", lambda: 4)
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    parent = np.full(n, -1, np.int32)
+    for v in range(1, n):  # pre-order: a node's parent comes before it, its subtree after it
+        parent[v] = rng.integers(max(0, v - 8), v) if rng.random() < 0.8 else 0
+    parent = _preorder(parent)
+    groups = int(rng.choice([1, 3, 64, 65, 200, 256, 300]))
+    samples = int(rng.integers(0, 3000))
+    node = rng.integers(0, n, samples).astype(np.int64)
+    weight = rng.choice([0, 0, 1, 5, 1 << 40], samples).astype(np.int64)
+    group = rng.integers(0, groups, samples).astype(np.int64)
+    names = 7 + groups
+    name = rng.integers(0, 5, n).astype(np.int32)
+    name[0] = 6
+    group_name = np.arange(7, 7 + groups, dtype=np.int64)
+    got = k.grouped_by_masks(parent, name, node, weight, group, group_name, 5, names)
+    if groups > 64 * k.MASK_WORDS:
+        assert got is None
+        return
+    order = np.argsort(group, kind="stable")
+    bounds = np.zeros(groups + 1, np.int64)
+    np.cumsum(np.bincount(group, minlength=groups), out=bounds[1:])
+    want = k.grouped_graph(parent, name, node[order], weight[order], bounds, group_name, 5, names)
+    for a, b in zip(got[0], want[0], strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert np.array_equal(got[1], want[1])
+
+
+def _preorder(parent):
+    """The tree of ``parent`` renumbered in pre-order (children in id order)."""
+    children = [[] for _ in parent]
+    for v in range(1, parent.size):
+        children[parent[v]].append(v)
+    order, todo = [], [0]
+    while todo:
+        v = todo.pop()
+        order.append(v)
+        todo.extend(reversed(children[v]))
+    new = np.empty(parent.size, np.int64)
+    new[order] = np.arange(parent.size)
+    out = np.full(parent.size, -1, np.int32)
+    out[new[1:]] = new[parent[1:]]
+    return out
 
 
 def test_session_takes_the_grouped_route(monkeypatch):
@@ -148,3 +237,22 @@ def test_session_takes_the_grouped_route(monkeypatch):
     assert calls and got.name_table is not None
     want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)
     assert list(got.names) == list(want.names) and np.array_equal(got.start, want.start)
+
+
+def test_session_small_tree_takes_the_distinct_samples(monkeypatch):
+    """On numpy kernels (no name tree) the web view's group by labels the distinct samples: the
+    same graph, and no filtered copy of the profile is made or cached."""
+    from helpers import REPO
+
+    from polyprof.web.session import Input, Session
+
+    monkeypatch.setenv("POLYPROF_KERNELS", "numpy")
+    p = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    o = Options(tagroot=_keys(p)[0])
+    s = Session([Input("demo", "demo.pb.gz", p)])
+    monkeypatch.setattr(s, "filtered", lambda *a, **k: pytest.fail("the group by filtered the whole profile"))
+    got = s.flame(0, o).tree
+    want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)
+    assert list(got.names) == list(want.names)
+    for col in COLUMNS:
+        assert np.array_equal(getattr(got, col), getattr(want, col)), col

@@ -12,11 +12,12 @@ from __future__ import annotations
 import itertools
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-__all__ = ["fill_paths", "grouped_graph"]
+__all__ = ["fill_paths", "grouped_by_masks", "grouped_graph"]
 
 
 @njit(cache=True, nogil=True)
@@ -229,3 +230,204 @@ def _grown(x: np.ndarray, made: int, cap: int) -> np.ndarray:
     out = np.empty(cap, x.dtype)
     out[:made] = x[:made]
     return out
+
+
+#: :func:`grouped_by_masks` holds each node's groups as bits of this many 64-bit words at most
+#: (more groups: :func:`grouped_graph`, which costs each group its own nodes).
+MASK_WORDS = 4
+
+_ONE = np.uint64(1)
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_BIT_AT = np.zeros(64, np.int64)  # a lowest set bit's position from its de Bruijn product
+for _b in range(64):
+    _BIT_AT[((1 << _b) * 0x03F79D71B4CB0A89 % (1 << 64)) >> 58] = _b
+
+
+@njit(cache=True, nogil=True)
+def _marks(parent, node, weight, group, words, n_groups):
+    # each node's groups (a bit per group whose samples pass through it with weight), its
+    # depth, and the rows of each group (its nodes)
+    n = parent.size
+    mask = np.zeros((n, words), np.uint64)
+    for s in range(node.size):
+        if weight[s] > 0:
+            g = group[s]
+            mask[node[s], g >> 6] |= _ONE << np.uint64(g & 63)
+    for v in range(n - 1, 0, -1):  # pre-order: a node's parent comes before it
+        for w in range(words):
+            mask[parent[v], w] |= mask[v, w]
+    depth = np.zeros(n, np.int32)
+    count = np.zeros(n_groups, np.int64)
+    for v in range(n):
+        if v:
+            depth[v] = depth[parent[v]] + 1
+        for w in range(words):
+            m = mask[v, w]
+            while m:
+                low = m & (~m + _ONE)
+                count[w * 64 + _BIT_AT[(low * _DEBRUIJN) >> np.uint64(58)]] += 1
+                m ^= low
+    return mask, depth, count
+
+
+@njit(cache=True, nogil=True)
+def _by_node(node, weight, n):
+    # the samples with weight bucketed by node (a counting sort): node v's at first[v]:first[v + 1]
+    first = np.zeros(n + 1, np.int64)
+    for s in range(node.size):
+        if weight[s] > 0:
+            first[node[s] + 1] += 1
+    for v in range(n):
+        first[v + 1] += first[v]
+    fill = first[:-1].copy()
+    order = np.empty(first[n], np.int64)
+    for s in range(node.size):
+        if weight[s] > 0:
+            order[fill[node[s]]] = s
+            fill[node[s]] += 1
+    return first, order
+
+
+@njit(cache=True, nogil=True)
+def _rows(parent, name, weight, group, mask, depth, first, order, nxt, last, group_name, lo, hi, used, cols, wide):
+    # groups lo:hi: each (group, node) row at its place (nodes in pre-order, so each group's rows
+    # are too), then their widths and subtree sizes backwards (children after their parent);
+    # the groups' own rows, whose parent is the root, are summed into it by the caller
+    n, words = mask.shape
+    o_name, o_parent, o_size = cols[0], cols[1], cols[3]
+    o_self, o_total = wide[0], wide[1]
+    acc = np.zeros(hi, np.int64)
+    begin = nxt[lo]
+    for v in range(n):
+        for k in range(first[v], first[v + 1]):
+            g = group[order[k]]
+            if lo <= g < hi:
+                acc[g] += weight[order[k]]
+        d = depth[v]
+        for w in range(lo >> 6, min(words, (hi + 63) >> 6)):
+            m = mask[v, w]
+            while m:
+                low = m & (~m + _ONE)
+                g = w * 64 + _BIT_AT[(low * _DEBRUIJN) >> np.uint64(58)]
+                m ^= low
+                if g < lo or g >= hi:
+                    continue
+                row = nxt[g]
+                nxt[g] += 1
+                if v == 0:  # the name tree's root: the group's label frame, under the graph's root
+                    nm, up = group_name[g], 0
+                else:
+                    nm, up = name[v], last[g, d - 1]
+                # the row of each group's latest node per depth: a node's parent row in its group
+                # (the nodes between a parent and its child in pre-order are all below the parent)
+                last[g, d] = row
+                used[nm] = True
+                o_name[row], o_parent[row], o_self[row] = nm, up, acc[g]
+                acc[g] = 0
+    end = nxt[hi - 1] if hi > lo else begin
+    for i in range(end - 1, begin - 1, -1):
+        o_total[i] += o_self[i]
+        o_size[i] += 1
+        if o_parent[i] > 0:
+            o_total[o_parent[i]] += o_total[i]
+            o_size[o_parent[i]] += o_size[i]
+
+
+@njit(cache=True, nogil=True)
+def _layout(cols, wide, begin, end, deepest):
+    # rows begin:end (whole groups, their own rows placed): depths and left edges forwards, the
+    # next child's edge per depth of the path
+    o_parent, o_depth = cols[1], cols[2]
+    o_total, o_start = wide[1], wide[2]
+    edge = np.zeros(deepest + 3, np.int64)
+    for i in range(begin, end):
+        if o_parent[i] == 0:
+            d = 1
+            at = o_start[i]
+        else:
+            d = o_depth[o_parent[i]] + 1
+            at = edge[d]
+            edge[d] += o_total[i]
+        o_depth[i] = d
+        o_start[i] = at
+        edge[d + 1] = at
+
+
+#: Threads making the rows of :func:`grouped_by_masks` (each its share of the groups).
+MASK_THREADS = [2]
+
+
+def grouped_by_masks(parent: np.ndarray, name: np.ndarray, node: np.ndarray, weight: np.ndarray,
+                     group: np.ndarray, group_name: np.ndarray, root_name: int,
+                     n_names: int) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
+    """:func:`grouped_graph`'s graph (the same columns and used names) from every sample's node,
+    weight and group (``group``: unsorted, ids into ``group_name``); None for more than 64 x
+    :data:`MASK_WORDS` groups or a tree deeper than its nodes per group. Each node holds its
+    groups as bits, set from the samples and passed up to the parents in one backward pass; one
+    forward pass over the nodes then writes each (group, node) row at its place, a backward and
+    a forward pass over the rows sum the widths and lay them out, the groups in parts of about
+    equal rows, one thread each (the kernels let the GIL go). Its cost is the name tree and the
+    graph's rows, in sequential passes; besides the graph (made at its exact size) it holds 8
+    bytes per node and group word, 20 per node at most (depths, buckets, latest rows) and 8 per
+    sample with weight."""
+    groups = group_name.size
+    words = max(1, -(-groups // 64))
+    if words > MASK_WORDS or not groups:
+        return None
+    with ThreadPoolExecutor(2) as pool:  # the marks and the samples' buckets side by side
+        marked = pool.submit(_marks, parent, node, weight, group, words, groups)
+        first, order = _by_node(node, weight, parent.size)
+        mask, depth, count = marked.result()
+    deepest = int(depth.max(initial=0))
+    if groups * (deepest + 1) > max(parent.size, 1 << 16):
+        return None
+    nxt = np.ones(groups, np.int64)
+    np.cumsum(count[:-1], out=nxt[1:])
+    nxt[1:] += 1
+    rows = 1 + int(count.sum())
+    cols = tuple(np.zeros(rows, np.int32) if k == 3 else np.empty(rows, np.int32) for k in range(4))
+    wide = (np.empty(rows, np.int64), np.zeros(rows, np.int64), np.empty(rows, np.int64))
+    parts = max(1, min(MASK_THREADS[0], groups, os.cpu_count() or 1))
+    cuts = np.searchsorted(nxt, np.linspace(1, rows, parts + 1)[1:-1])
+    edges = sorted({0, groups, *(min(max(int(c), 1), groups - 1) for c in cuts)})
+    spans = list(itertools.pairwise(edges))
+    last = np.zeros((groups, deepest + 1), np.int64)
+    labels = group_name.astype(np.int32)
+    starts = nxt.copy()
+    used = [np.zeros(n_names, np.bool_) for _ in spans]
+
+    scratch = [mask, first, order, last]  # dropped once the rows are made
+
+    def rows_of(k: int) -> None:
+        lo, hi = spans[k]
+        bits, at, by, deep = scratch
+        _rows(parent, name, weight, group, bits, depth, at, by, nxt, deep, labels, lo, hi, used[k], cols, wide)
+
+    def layout(k: int) -> None:
+        lo, hi = spans[k]
+        _layout(cols, wide, int(starts[lo]), int(starts[hi]) if hi < groups else rows, deepest)
+
+    del mask, first, order, last
+    _each(rows_of, len(spans))
+    scratch.clear()
+    o_name, o_parent, o_depth, o_size = cols
+    o_self, o_total, o_start = wide
+    o_name[0], o_parent[0], o_depth[0], o_self[0], o_start[0] = root_name, -1, 0, 0, 0
+    own = starts[count > 0]  # the groups' own rows (under the root), in order: their left edges
+    o_total[0] = int(o_total[own].sum())
+    o_size[0] = rows
+    o_start[own[1:]] = np.cumsum(o_total[own[:-1]])
+    o_start[own[:1]] = 0
+    _each(layout, len(spans))
+    seen = np.logical_or.reduce(used)
+    seen[root_name] = True
+    return cols + wide, seen
+
+
+def _each(work: Any, parts: int) -> None:
+    """``work(k)`` for every part ``k``, in threads when there are several."""
+    if parts == 1:
+        work(0)
+        return
+    with ThreadPoolExecutor(parts) as pool:
+        list(pool.map(work, range(parts)))

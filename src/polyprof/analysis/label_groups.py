@@ -7,8 +7,12 @@ Its complete flame graph (what ``polyprof serve`` holds for the labels
 panel's "group by") is the profile's own name tree (:class:`FlameShape`, cached
 by the web view) weighed once per value, each under a node of that value's
 name, the values in name order. :func:`grouped_flame` builds that graph in
-one compiled pass over the samples sorted by value: each value costs the
-nodes on its samples' paths to the root, not a walk over the callsites.
+a few compiled passes: each node of the tree learns which values' samples
+pass through it (a bit per value), then every (value, node) row is written at
+its place; the cost is the tree and the graph's rows, not a walk over new
+callsites. A tree too small for the compiled kernels takes the label frames
+on :func:`distinct_samples` (one sample per stack and label set) instead of
+on a copy of every sample.
 
 Same graph as ``flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)``
 (tests compare every column); None where it does not apply, and the caller
@@ -18,6 +22,7 @@ takes that route.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -30,15 +35,16 @@ from polyprof.analysis.flame import (
     _identity,
     _leaf_hint,
     _weights,
+    flame_tree,
 )
-from polyprof.analysis.graph import node_map
+from polyprof.analysis.graph import node_map, sum_by
 from polyprof.analysis.labels import label_frames
 from polyprof.analysis.nodes import NodeMap
 from polyprof.analysis.options import Options
 from polyprof.analysis.stacks import CompiledTwin
 from polyprof.model.profile import Profile, SampleTable
 
-__all__ = ["MAX_GROUPS", "applies", "grouped_flame"]
+__all__ = ["MAX_GROUPS", "applies", "distinct_samples", "grouped_flame", "load_kernels"]
 
 #: More distinct values than this take the callsite route (each value's label frame is named
 #: in Python; the graph's cost is its nodes either way).
@@ -58,7 +64,12 @@ def grouped_flame(p: Profile, o: Options, shape: FlameShape | None) -> FlameTree
     ``shape`` (``p``'s name tree); None where it does not apply: other filters, several keys,
     no fitting shape, no compiled kernels, negative weights, a label frame named like a node
     of the tree, more than :data:`MAX_GROUPS` values."""
-    if not applies(o) or shape is None or shape.drops or not shape.fits(p, o):
+    if not applies(o):
+        return None
+    if shape is None:  # a small name tree (or no numba): the label frames on the distinct samples
+        fewer = distinct_samples(p)
+        return None if fewer is None else flame_tree(filters.apply(fewer, o), o, min_fraction=0, max_nodes=0)
+    if shape.drops or not shape.fits(p, o):
         return None
     fast = _kernels(len(shape.parent))
     if fast is None:
@@ -83,19 +94,16 @@ def grouped_flame(p: Profile, o: Options, shape: FlameShape | None) -> FlameTree
     of_set = np.zeros(len(p.labelsets), np.int64)
     of_set[used] = [group_of[x] for x in frame_names]
     sample_group = of_set[s.labelset]
-    order = np.argsort(sample_group.astype(np.int16) if len(groups) < 2**15 else sample_group, kind="stable")
-    bounds = np.zeros(len(groups) + 1, np.int64)
-    np.cumsum(np.bincount(sample_group, minlength=len(groups)), out=bounds[1:])
     node = np.zeros(len(s), np.int64)
     node[has] = shape.at[s.stack[has]]
     lookup = np.array([gid[x] for x in shape.names] + [gid[ROOT_NAME]], dtype=np.int64)
     mapped = lookup[shape.name].astype(np.int32)
     group_ids = np.array([gid[x] for x in groups], dtype=np.int64)
-    cols, used_names = fast.grouped_graph(shape.parent, mapped, node[order], values[order], bounds, group_ids,
-                                          gid[ROOT_NAME], len(table))
+    made = _graph(fast, shape, mapped, node, values, sample_group, group_ids, gid[ROOT_NAME], len(table))
+    cols, used_names = made
     # each sample's node name in the graph (the group's own node: samples at the tree's root)
     sample_name = np.where(node > 0, mapped[node], group_ids[sample_group])
-    del node, order, sample_group
+    del node, sample_group
     ids, parent, depth, size, selfs, total, start = cols
     flame = FlameTree(names=NameColumn(table, ids), name_ids=ids, name_table=table, subtree_size=size,
                       parent=parent, depth=depth, self=selfs, total=total, start=start, width=total,
@@ -112,6 +120,67 @@ def grouped_flame(p: Profile, o: Options, shape: FlameShape | None) -> FlameTree
     labels = wanted & set(frame_names)
     flame.identity = {**_identity(wanted - labels, [(p, shape.nodes)]), **_identity(labels, [framed])}
     return flame
+
+
+def load_kernels(size: int) -> bool:
+    """Load (or compile) the grouped graph's kernel now, as :func:`grouped_flame` calls it on a
+    profile of ``size`` callsites, on a tiny tree with the same argument types: numba loads a
+    cached kernel on its first call (0.4 s), which the web view's labels panel spends before
+    its group by is clicked. False when ``size`` stays on numpy."""
+    fast = _kernels(size)
+    if fast is None:
+        return False
+    fast.grouped_by_masks(np.array([-1, 0], np.int32), np.array([2, 0], np.int32), np.ones(1, np.int64),
+                          np.ones(1, np.int64), np.zeros(1, np.int64), np.array([1], np.int64), 2, 3)
+    return True
+
+
+def distinct_samples(p: Profile) -> Profile | None:
+    """``p`` with one sample per distinct (stack, label set), their values summed (exactly),
+    and no time, pid, tid or cpu: every flame graph, top table or label frame of ``p`` that
+    does not select samples by those is the same. Summed in chunks through a table of every
+    (callsite, label set), so it holds no copy of the samples (a filter's label frames copied
+    every column of them: 6.5M samples on the Perfetto benchmark); None when that table would
+    have more rows than ``p`` has samples (then the samples are about as few)."""
+    s = p.samples
+    width = max(len(p.labelsets), 1)
+    span = (len(p.callsites) + 1) * width
+    if span > max(len(s), 1 << 16):
+        return None
+    count = np.zeros(span, np.int64)
+    sums = np.zeros((len(p.sample_types), span), np.int64)
+    for lo in range(0, len(s), _CHUNK):
+        key = s.stack[lo:lo + _CHUNK].astype(np.int64)
+        key += 1
+        key *= width
+        key += s.labelset[lo:lo + _CHUNK]
+        count += np.bincount(key, minlength=span)
+        for j, column in enumerate(sums):
+            column += sum_by(key, s.values[lo:lo + _CHUNK, j], span)
+    pairs = np.flatnonzero(count)
+    table = SampleTable(stack=(pairs // width - 1).astype(np.int32), values=np.ascontiguousarray(sums[:, pairs].T),
+                        labelset=(pairs % width).astype(np.int32))
+    return dataclasses.replace(p, samples=table)
+
+
+#: Samples summed per step by :func:`distinct_samples` (its keys and float sums stay small).
+_CHUNK = 1 << 20
+
+
+def _graph(fast: Any, shape: FlameShape, mapped: np.ndarray, node: np.ndarray, values: np.ndarray,
+           sample_group: np.ndarray, group_ids: np.ndarray, root: int,
+           n_names: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """The grouped graph's columns and used names: each node's groups as bits (a few hundred
+    groups at most), else each group's nodes in turn over the samples sorted by group."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    made = fast.grouped_by_masks(shape.parent, mapped, node, values, sample_group, group_ids, root, n_names)
+    if made is not None:
+        return made
+    groups = group_ids.size
+    order = np.argsort(sample_group.astype(np.int16) if groups < 2**15 else sample_group, kind="stable")
+    bounds = np.zeros(groups + 1, np.int64)
+    np.cumsum(np.bincount(sample_group, minlength=groups), out=bounds[1:])
+    return fast.grouped_graph(shape.parent, mapped, node[order], values[order], bounds, group_ids, root, n_names)
 
 
 def _frame_names(p: Profile, o: Options, used: np.ndarray) -> tuple[tuple[Profile, NodeMap], list[str]]:

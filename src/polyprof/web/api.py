@@ -36,7 +36,7 @@ from polyprof.formats.options import WriteOptions
 from polyprof.render.tags import tags_json
 from polyprof.render.traces import traces_json
 from polyprof.render.tree import tree_json
-from polyprof.web import present
+from polyprof.web import present, warmup
 from polyprof.web.params import OPTION_NAMES, Param, Query
 from polyprof.web.session import Session
 
@@ -300,6 +300,8 @@ def labels(s: Session, q: Query) -> dict[str, Any]:
             v["percent"] = present.pct(v["weight"], key["total"])
             # string values select exactly; numeric ones are shown scaled, so they are not offered
             v["focus"] = None if v.get("numeric") else f"{key['key']}=^{re.escape(v['value'])}$"
+    if out["keys"] and (profile := s.input(p).profile) is not None:  # its group by is the next click
+        warmup.start_labels(len(profile.callsites))
     return {**out, "group_by": "tagroot"}
 
 

@@ -24,10 +24,11 @@ from types import ModuleType
 
 import numpy as np
 
+from polyprof.analysis import label_groups
 from polyprof.analysis.sandwich import _view_kernel
 from polyprof.model import tree
 
-__all__ = ["compile_kernels", "start"]
+__all__ = ["compile_kernels", "start", "start_labels"]
 
 #: The kernels (numba dispatchers of :mod:`polyprof.model._tree_compiled`) called below.
 KERNELS = ("_reversed_paths", "_path_sums", "_preorder_layout", "_keep", "_compact")
@@ -79,5 +80,28 @@ def start(size: int) -> threading.Thread:
             pass
 
     thread = threading.Thread(target=run, name="polyprof-warm-kernels", daemon=True)
+    thread.start()
+    return thread
+
+
+_labels_started = threading.Event()
+
+
+def start_labels(size: int) -> threading.Thread | None:
+    """Load the group-by-label kernel (:func:`~polyprof.analysis.label_groups.load_kernels`) for
+    inputs of ``size`` callsites in a daemon thread, once per process: the labels panel asks for
+    it, and its group by is the next click (0.4 s of its first answer otherwise). None when
+    started before."""
+    if _labels_started.is_set():
+        return None
+    _labels_started.set()
+
+    def run() -> None:
+        try:
+            label_groups.load_kernels(size)
+        except Exception:  # noqa: BLE001, S110 - the group by loads it on its own when called
+            pass
+
+    thread = threading.Thread(target=run, name="polyprof-warm-labels", daemon=True)
     thread.start()
     return thread
