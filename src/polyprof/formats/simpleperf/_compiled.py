@@ -124,6 +124,18 @@ def _same_bytes(buf, aligned, a, b, n):  # noqa: ANN001, ANN202
 
 
 @njit(inline="always", **_OPTIONS)
+def _chain_slot(buf, aligned, ctable, cmask, c_hash, c_len, c_start, h, s, n):  # noqa: ANN001, ANN202
+    """Probe the callchain table for the ``n`` bytes at ``s`` (hash ``h``): (the slot, the
+    group holding equal bytes), or (the empty slot where they go, -1)."""
+    at = h & cmask
+    while True:
+        g = ctable[at]
+        if g < 0 or (c_hash[g] == h and c_len[g] == n and _same_bytes(buf, aligned, c_start[g], s, n)):
+            return at, g
+        at = (at + np.uint64(1)) & cmask
+
+
+@njit(inline="always", **_OPTIONS)
 def _fields(buf, aligned, m, p, end, field, slot, values, present, span, spans, last, last_n,  # noqa: ANN001, ANN202
             last_c):
     """Walk sample ``m``'s fields (scalars and the ``span`` field as ``sub_spans`` does); returns
@@ -218,24 +230,19 @@ def _chains(buf, aligned, lo, hi, starts, ends, field, slot, values, present, sp
         n = ce - cs
         last, last_n, last_c = cs, n, c
         h = _span_hash(buf, aligned, cs, n)
-        at = h & cmask
-        while True:
-            g = ctable[at]
-            if g < 0:
-                if k + c > ids.size:
-                    return _FULL
-                k, egroups = _entries(buf, aligned, cs, ce, etable, ids, k, egroups, e_first, e_start, e_len, e_words)
-                if k < 0:
-                    return _FULL
-                ctable[at] = groups
-                c_first[groups], c_start[groups], c_len[groups], c_hash[groups], c_off[groups + 1] = m, cs, n, h, k
-                chain_of[m] = groups
-                groups += 1
-                break
-            if c_hash[g] == h and c_len[g] == n and _same_bytes(buf, aligned, c_start[g], cs, n):
-                chain_of[m] = g
-                break
-            at = (at + np.uint64(1)) & cmask
+        at, g = _chain_slot(buf, aligned, ctable, cmask, c_hash, c_len, c_start, h, cs, n)
+        if g >= 0:
+            chain_of[m] = g
+            continue
+        if k + c > ids.size:
+            return _FULL
+        k, egroups = _entries(buf, aligned, cs, ce, etable, ids, k, egroups, e_first, e_start, e_len, e_words)
+        if k < 0:
+            return _FULL
+        ctable[at] = groups
+        c_first[groups], c_start[groups], c_len[groups], c_hash[groups], c_off[groups + 1] = m, cs, n, h, k
+        chain_of[m] = groups
+        groups += 1
     out[0] = egroups
     return groups
 
@@ -282,33 +289,29 @@ def _merge(buf, aligned, ctable, c_first, c_start, c_len, c_hash, c_off, ids, et
     k, egroups = c_off[groups], out[0]
     for gb in range(b_groups):
         h, s, n = b_hash[gb], b_start[gb], b_len[gb]
-        at = h & cmask
-        while True:
-            g = ctable[at]
-            if g < 0:
-                if k + b_off[gb + 1] - b_off[gb] > ids.size:
+        g = _chain_slot(buf, aligned, ctable, cmask, c_hash, c_len, c_start, h, s, n)[1]
+        if g >= 0:
+            chain_map[gb] = g
+            continue
+        if k + b_off[gb + 1] - b_off[gb] > ids.size:
+            return _FULL
+        for j in range(b_off[gb], b_off[gb + 1]):
+            lg = b_ids[j]
+            if emap[lg] < 0:  # equal bytes are one group: any member's bytes stand for it
+                e = group_of(buf, aligned, etable, b_estart[lg], b_elen[lg], k, egroups, e_first, e_start,
+                             e_len, e_words)
+                if e < 0:
                     return _FULL
-                for j in range(b_off[gb], b_off[gb + 1]):
-                    lg = b_ids[j]
-                    if emap[lg] < 0:  # equal bytes are one group: any member's bytes stand for it
-                        e = group_of(buf, aligned, etable, b_estart[lg], b_elen[lg], k, egroups, e_first, e_start,
-                                     e_len, e_words)
-                        if e < 0:
-                            return _FULL
-                        if e == egroups:
-                            egroups += 1
-                        emap[lg] = e
-                    ids[k] = emap[lg]
-                    k += 1
-                c_first[groups], c_start[groups], c_len[groups], c_hash[groups], c_off[groups + 1] = \
-                    b_first[gb], s, n, h, k
-                chain_map[gb] = groups
-                groups += 1
-                break
-            if c_hash[g] == h and c_len[g] == n and _same_bytes(buf, aligned, c_start[g], s, n):
-                chain_map[gb] = g
-                break
-            at = (at + np.uint64(1)) & cmask
+                if e == egroups:
+                    egroups += 1
+                emap[lg] = e
+            ids[k] = emap[lg]
+            k += 1
+        # not added to the table: the part's callchains are distinct, none can meet this one again
+        c_first[groups], c_start[groups], c_len[groups], c_hash[groups], c_off[groups + 1] = \
+            b_first[gb], s, n, h, k
+        chain_map[gb] = groups
+        groups += 1
     out[0] = egroups
     return groups
 
