@@ -330,16 +330,19 @@ def test_streaming_allocations_and_frees():
     assert [label(prof, i, "address") for i in range(3)] == [0x1000, 0x2000, 0x1000]
 
 
+def _libc_symbols(t):  # noqa: ANN001, ANN202
+    """libc's frame at 0x20 symbolized as an inlined leaf in ``work_impl``."""
+    ms = t.packet(seq=1).module_symbols
+    ms.path, ms.build_id = "/system/lib64/libc.so", b"\x01\x02\x03\x04"
+    a = ms.address_symbols.add()
+    a.address = 0x20
+    for fn, file, line in (("inlined_leaf", "leaf.h", 3), ("work_impl", "work.cc", 42)):
+        ln = a.lines.add()
+        ln.function_name, ln.source_file_name, ln.line_number = fn, file, line
+
+
 def test_module_symbols_name_frames():
-    def extra(t):  # noqa: ANN001, ANN202
-        ms = t.packet(seq=1).module_symbols
-        ms.path, ms.build_id = "/system/lib64/libc.so", b"\x01\x02\x03\x04"
-        a = ms.address_symbols.add()
-        a.address = 0x20
-        for fn, file, line in (("inlined_leaf", "leaf.h", 3), ("work_impl", "work.cc", 42)):
-            ln = a.lines.add()
-            ln.function_name, ln.source_file_name, ln.line_number = fn, file, line
-    p = by_pid(read(perf_trace(extra)), 10)
+    p = by_pid(read(perf_trace(_libc_symbols)), 10)
     leaf = p.stack_locations(0)[0]
     rows = list(p.locations.lines_of(leaf))
     f = p.functions
@@ -351,14 +354,6 @@ def test_module_symbols_name_frames():
 def test_module_symbols_leave_the_other_locations_lines_in_place():
     # One symbolized frame among plain ones: each location's lines land at its own rows (the
     # plain ones are placed in bulk, the symbolized ones one by one).
-    def extra(t):  # noqa: ANN001, ANN202
-        ms = t.packet(seq=1).module_symbols
-        ms.path, ms.build_id = "/system/lib64/libc.so", b"\x01\x02\x03\x04"
-        a = ms.address_symbols.add()
-        a.address = 0x20
-        for fn, file, line in (("inlined_leaf", "leaf.h", 3), ("work_impl", "work.cc", 42)):
-            ln = a.lines.add()
-            ln.function_name, ln.source_file_name, ln.line_number = fn, file, line
 
     def lines(p):  # noqa: ANN001, ANN202
         f, out = p.functions, {}
@@ -367,7 +362,7 @@ def test_module_symbols_leave_the_other_locations_lines_in_place():
                                                   for r in p.locations.lines_of(loc)]
         return out
 
-    plain, symbolized = lines(by_pid(read(perf_trace()), 10)), lines(by_pid(read(perf_trace(extra)), 10))
+    plain, symbolized = lines(by_pid(read(perf_trace()), 10)), lines(by_pid(read(perf_trace(_libc_symbols)), 10))
     changed = {a for a in plain if plain[a] != symbolized[a]}
     assert len(changed) == 1 and symbolized[changed.pop()] == [("inlined_leaf", 3), ("work_impl", 42)]
     assert symbolized.keys() == plain.keys() and len(plain) > 2
