@@ -67,23 +67,27 @@ def reshape_view(selected: FilterResult, o: Options) -> ReshapeView | None:
     """The view of ``o``'s hide or prune_from filter, from ``selected``: the input filtered by
     every other filter of ``o`` (``filters.apply(p, filters.without(o, kind))``). None where the
     view does not apply: another filter remakes the stacks
-    (:func:`~polyprof.analysis.filters.name_tree_filter`), or relative percentages of negative
-    values (their total nets equal stacks out first, and the view's equal paths are not one stack)."""
+    (:func:`~polyprof.analysis.filters.name_tree_filter`), relative percentages of negative
+    values (their total nets equal stacks out first, and the view's equal paths are not one
+    stack), or a hide with a tagignore (``apply`` says whether the label filters matched among
+    the samples the hide left, and ``selected`` lacks the ones tagignore took)."""
     kind = filters.name_tree_filter(o)
     p = selected.profile
-    if kind is None or (o.relative_percentages and bool((p.samples.values < 0).any())):
+    if kind is None or (o.relative_percentages and bool((p.samples.values < 0).any())) or (
+            kind == "hide" and o.tagignore):
         return None
     cs = p.callsites
     vanished = np.zeros(len(p.locations), dtype=bool)
     stack, kept = p.samples.stack, np.ones(len(p.samples), dtype=bool)
     if kind == "hide":
         line_keep, vanished, hit = filters.hide_plan(p, o)
-        # each sample ends at its callsite's nearest ancestor-or-self that stays (stacks.rebuild's new_of)
-        stay = stacks.nearest(cs, ~vanished[cs.location]) if vanished.any() else np.arange(len(cs))
-        stack = np.append(stay.astype(np.int32), -1)[stack]
+        if vanished.any():  # each sample ends at its callsite's nearest ancestor-or-self that stays
+            stack = np.append(stacks.nearest(cs, ~vanished[cs.location]).astype(np.int32), -1)[stack]
         kept = stack >= 0  # samples left without frames, and without a stack, are dropped
         matched = {k: v for k, v in selected.matched.items() if k in _BEFORE_HIDE}
         matched = {**matched, "hide": hit, **selected.matched}
+        if "tagfocus" in matched:  # apply's tagfocus looks at the samples the hide left: these
+            matched["tagfocus"] = bool(kept.any())
     else:
         plan = filters.prune_plan(p, o)
         line_keep = np.ones(len(p.lines), dtype=bool)
