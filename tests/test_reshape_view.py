@@ -178,3 +178,19 @@ def test_the_view_passes_over_vanished_frames_and_keeps_the_input_s_callsites() 
     rows = {r["name"]: r for r in got[0]["rows"]}
     assert (rows["f"]["flat"], rows["f"]["cum"], rows["main"]["cum"]) == (12, 15, 15)
     assert "g" not in rows and rows["h"]["inline"] == "(inline)"
+
+
+def test_the_web_top_of_a_hide_makes_no_filtered_copy() -> None:
+    """``/api/top`` of a hide or prune_from takes the view: the session's filtered copies hold
+    the other filters' samples only; a filter the view declines (hide with show) makes one."""
+    from helpers import REPO
+    from polyprof.web.session import FILTER_FIELDS
+
+    a = app(REPO / "examples" / "demo.pb.gz")
+    for query in ("hide=runtime", "prune_from=main&focus=json", "hide=sha256&tagfocus=worker%3Dhasher"):
+        get(a, f"/api/top?{query}")
+    remade = [k for k in a.session._filtered.items
+              if any(k[1][FILTER_FIELDS.index(name)] != "None" for name in ("hide", "prune_from", "show"))]
+    assert remade == []
+    get(a, "/api/top?hide=runtime&show=main")
+    assert len([k for k in a.session._filtered.items if k[1][FILTER_FIELDS.index("show")] != "None"]) == 1
