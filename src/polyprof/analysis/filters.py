@@ -68,7 +68,8 @@ from polyprof.model.profile import Profile, ValueType
 from polyprof.model.threads import sample_threads
 from polyprof.model.tree import segment_owner, segment_positions
 
-__all__ = ["FILTERS", "REMAKE_STACKS", "FilterResult", "apply", "name_tree_filter", "prepare", "time_origin", "without"]
+__all__ = ["FILTERS", "REMAKE_STACKS", "FilterResult", "apply", "hide_plan", "name_tree_filter", "prepare", "prune_plan",
+           "time_origin", "without"]
 
 #: Filter option names in the order pprof lists active filters.
 FILTERS = ("focus", "ignore", "hide", "show", "show_from", "tagfocus", "tagignore", "tagshow", "taghide",
@@ -252,13 +253,30 @@ def _by_name(p: Profile, rx: dict, matched: dict[str, bool]) -> tuple[Profile, n
     kept = np.nonzero(keep_sample)[0]
     if not touched.any():
         return p, kept
-    left = np.bincount(line_loc[line_keep], minlength=len(p.locations))
-    hidden = touched & (left == 0)
+    hidden = _emptied(p, line_keep, touched, line_loc)
     if rx["show"] is not None:
         matched["show"] = bool((~hidden).any())
     cs = p.callsites
     p, still = _reshape(p, line_keep, ~hidden[cs.location])
     return p, kept[still]
+
+
+def _emptied(p: Profile, line_keep: np.ndarray, touched: np.ndarray, line_loc: np.ndarray) -> np.ndarray:
+    """Per location: a hide or show touched it and left it without lines (it vanishes from stacks)."""
+    return touched & (np.bincount(line_loc[line_keep], minlength=len(p.locations)) == 0)
+
+
+def hide_plan(p: Profile, options: Options) -> tuple[np.ndarray, np.ndarray, bool]:
+    """What ``options.hide`` alone does to ``p``'s frames (as :func:`apply`), before the stacks
+    are remade: per line row whether it stays, per location whether it vanishes from every
+    stack (left without lines), and whether the filter matched anything."""
+    rx = option_regex("hide", options.hide)
+    if rx is None:
+        return np.ones(len(p.lines), dtype=bool), np.zeros(len(p.locations), dtype=bool), False
+    h = _match(p, rx)
+    line_loc, _ = _line_positions(p)
+    line_keep = ~_hidden(h, line_loc)
+    return line_keep, _emptied(p, line_keep, h.location, line_loc), bool(h.location.any())
 
 
 def _on_stack(p: Profile, loc_flag: np.ndarray, stack: np.ndarray) -> np.ndarray:
@@ -310,20 +328,36 @@ def _lines_up_to_last_match(p: Profile, m: _Names) -> np.ndarray:
 
 def _prune_from(p: Profile, rx: re.Pattern[str], matched: dict[str, bool]) -> tuple[Profile, None]:
     """Cut stacks below their innermost frame whose function name matches."""
+    plan = _prune_plan(p, rx)
+    matched["prune_from"] = plan is not None
+    if plan is None:
+        return p, None
+    line_keep, stack = plan
+    p, _ = _reshape(p, line_keep, np.ones(len(p.callsites), dtype=bool), stack=stack, keep_empty=True)
+    return p, None
+
+
+def prune_plan(p: Profile, options: Options) -> tuple[np.ndarray, np.ndarray] | None:
+    """What ``options.prune_from`` does to ``p`` (as :func:`apply`), before the stacks are
+    remade: per line row whether it stays (a matching location loses its lines inside the
+    match), and per sample the callsite its stack now ends at (its innermost callsite with a
+    match; -1: no stack). None when it matches nothing (the profile stays as it is)."""
+    rx = option_regex("prune_from", options.prune_from)
+    return None if rx is None else _prune_plan(p, rx)
+
+
+def _prune_plan(p: Profile, rx: re.Pattern[str]) -> tuple[np.ndarray, np.ndarray] | None:
     line_hit = _prune_hits(p, rx)
     line_loc, pos = _line_positions(p)
     first = np.full(len(p.locations), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, line_loc[line_hit], pos[line_hit])
     prune = first < np.iinfo(np.int64).max
-    matched["prune_from"] = bool(prune.any())
     if not prune.any():
-        return p, None
+        return None
     cs = p.callsites
     old = p.samples.stack
     deepest = np.append(stacks.nearest(cs, prune[cs.location]), -1)[old]
-    p, _ = _reshape(p, pos >= np.where(prune, first, 0)[line_loc], np.ones(len(cs), dtype=bool),
-                    stack=np.where(deepest >= 0, deepest, old), keep_empty=True)
-    return p, None
+    return pos >= np.where(prune, first, 0)[line_loc], np.where(deepest >= 0, deepest, old)
 
 
 def _prune_hits(p: Profile, rx: re.Pattern[str]) -> np.ndarray:

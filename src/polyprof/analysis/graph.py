@@ -184,10 +184,12 @@ def pairs(nodes: NodeMap, callsites: np.ndarray, loc_of: np.ndarray) -> tuple[np
     """(callsite, node) for every line of ``callsites``, in that order; a node
     repeated inside one location (inlined recursion) is listed once."""
     start, uniq = nodes.distinct_lines()
+    more = (np.diff(start) - 1)[loc_of[callsites]]  # every callsite's further (outer, inlined-into) lines
+    if more.size and int(more.min()) < 0:  # callsites whose location lists no node: none
+        callsites, more = callsites[more >= 0], more[more >= 0]
     locs = loc_of[callsites]
     first = start[locs]
     pn = uniq[first]  # every callsite's innermost line
-    more = (np.diff(start) - 1)[locs]  # its further (outer, inlined-into) lines
     if not more.any():
         return callsites, pn
     multi = np.flatnonzero(more)
@@ -239,9 +241,9 @@ def calls(p: Profile, nodes: NodeMap, w: Weights, kept: np.ndarray | None = None
     if not len(cs) or not wanted.any():
         return empty, empty, empty, empty.astype(bool), empty.astype(bool)
     # occurrences of wanted nodes on live callsites
-    entry_ok = wanted[nodes.loc_nodes]
-    loc_has = np.add.reduceat(entry_ok, nodes.loc_start[:-1]) if entry_ok.size else entry_ok
-    loc_has = loc_has.astype(bool) & (np.diff(nodes.loc_start) > 0)
+    ok_before = np.zeros(nodes.loc_nodes.size + 1, dtype=np.int64)  # (locations may list no entry)
+    np.cumsum(wanted[nodes.loc_nodes], out=ok_before[1:])
+    loc_has = ok_before[nodes.loc_start[1:]] > ok_before[nodes.loc_start[:-1]]
     sites = np.flatnonzero(loc_has[cs.location] & (w.nonzero > 0))
     loc_of = cs.location.astype(np.int64)
     locs = loc_of[sites]

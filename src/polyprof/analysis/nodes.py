@@ -86,11 +86,9 @@ class NodeMap:
         cached = self.__dict__.get("_distinct")
         if cached is None:
             keep = ~self.entry_dup
-            start = np.zeros(len(self.loc_start), dtype=np.int64)
-            if len(self.loc_start) > 1:
-                np.cumsum(np.add.reduceat(keep, self.loc_start[:-1]) * (np.diff(self.loc_start) > 0),
-                          out=start[1:])
-            cached = self._distinct = (start, self.loc_nodes[keep].astype(np.int32))
+            kept_before = np.zeros(keep.size + 1, dtype=np.int64)  # (locations may list no entry)
+            np.cumsum(keep, out=kept_before[1:])
+            cached = self._distinct = (kept_before[self.loc_start], self.loc_nodes[keep].astype(np.int32))
         return cached
 
 

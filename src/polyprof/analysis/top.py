@@ -19,6 +19,7 @@ from polyprof.analysis import filters
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import node_map
 from polyprof.analysis.options import Options, resolve
+from polyprof.analysis.reshape_view import ReshapeView
 from polyprof.analysis.result import NodeFields, ProfileSummary, Result, node_fields, percent
 from polyprof.analysis.trim import report_column, report_graph
 from polyprof.model.profile import Profile, ValueType
@@ -63,19 +64,25 @@ class TopResult(Result):
         return f"{self.sample_type}, total={self.total}, {len(self.rows)} of {self.node_count} nodes"
 
 
-def top(src: Profile | FilterResult, options: Options | None = None, **overrides: Any) -> TopResult:
+def top(src: Profile | FilterResult | ReshapeView, options: Options | None = None, **overrides: Any) -> TopResult:
     """The top table of ``src`` for ``options.sample_index`` (pprof's default type if unset).
 
     The filters of ``options`` are applied first (unless ``src`` is already a
-    FilterResult); percentages stay relative to the total before filtering
-    (after, with ``relative_percentages``). Keywords override fields of
-    ``options``: ``top(p, nodecount=10, focus="sha256")``.
+    FilterResult, or the :class:`~polyprof.analysis.reshape_view.ReshapeView` of
+    a hide or prune_from filter: the same table without the stacks remade);
+    percentages stay relative to the total before filtering (after, with
+    ``relative_percentages``). Keywords override fields of ``options``:
+    ``top(p, nodecount=10, focus="sha256")``.
     """
     o = resolve(options, **overrides)
-    fr = filters.prepare(src, o)
+    inlines, names = not o.noinlines, o.symbolize != "none"
+    if isinstance(src, ReshapeView):
+        fr, nodes = src.result, src.nodes(o.granularity, inlines=inlines, names=names)
+    else:
+        fr = filters.prepare(src, o)
+        nodes = node_map(fr.profile, o.granularity, inlines=inlines, names=names)
     p = fr.profile
     col = report_column(fr, o)
-    nodes = node_map(p, o.granularity, inlines=not o.noinlines, names=o.symbolize != "none")
     inlined = np.zeros(len(nodes), dtype=bool)
     inlined[nodes.loc_nodes[nodes.loc_inlined]] = True  # only these can be marked
     g = report_graph(p, nodes, col.values, nodecount=o.count_for("top"), nodefraction=o.nodefraction,

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from polyprof import __version__
-from polyprof.analysis import diff as diff_mod
+from polyprof.analysis import diff as diff_mod, filters
 from polyprof.analysis.info import info as info_analysis
 from polyprof.analysis.tags_report import tag_report
 from polyprof.analysis.nodes import GRANULARITIES
+from polyprof.analysis.reshape_view import reshape_view
 from polyprof.analysis.timeline import GROUPS, timeline as timeline_analysis
 from polyprof.analysis.top import top as top_analysis
 from polyprof.analysis.traces import traces as traces_analysis
@@ -166,8 +167,13 @@ def top(s: Session, q: Query) -> dict[str, Any]:
     p = _p(s, q)
 
     def make() -> dict[str, Any]:
-        fr = s.filtered(p, q.options)
-        return {**present.top_payload(top_analysis(fr, q.options)), "unmatched": fr.unmatched()}
+        o = q.options
+        kind = filters.name_tree_filter(o)
+        # a hide or prune_from: from the (cached) samples of the other filters, stacks not remade
+        view = (reshape_view(s.filtered(p, filters.without(o, kind)), o)
+                if kind is not None and s.input(p).profile is not None else None)
+        fr = view.result if view is not None else s.filtered(p, o)
+        return {**present.top_payload(top_analysis(view or fr, o)), "unmatched": fr.unmatched()}
 
     return s.result("top", p, q.options, make)
 
