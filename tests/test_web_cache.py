@@ -204,3 +204,18 @@ def test_answers_are_the_same_when_the_budget_lets_everything_go():
         assert get(starved, url) == get(kept, url), url
     held = [w for c in starved.session._pool.caches if not c.keep for _, w, _ in c.items.values() if w > 0]
     assert len(held) <= 1  # at most the value just made
+
+
+def test_the_diff_table_is_computed_once_per_options(monkeypatch):
+    from helpers import REPO
+    from web_support import app, get
+
+    from polyprof.analysis import diff as diff_mod
+
+    calls = []
+    real = diff_mod.diff
+    monkeypatch.setattr(diff_mod, "diff", lambda *a, **k: calls.append(1) or real(*a, **k))
+    a = app(REPO / "examples" / "demo.pb.gz")
+    first = get(a, "/api/diff?b=0")
+    assert get(a, "/api/diff?b=0") == first and len(calls) == 1
+    assert get(a, "/api/diff?b=0&by=stack") != first and len(calls) == 2  # another table: computed
