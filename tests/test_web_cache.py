@@ -219,3 +219,32 @@ def test_the_diff_table_is_computed_once_per_options(monkeypatch):
     first = get(a, "/api/diff?b=0")
     assert get(a, "/api/diff?b=0") == first and len(calls) == 1
     assert get(a, "/api/diff?b=0&by=stack") != first and len(calls) == 2  # another table: computed
+
+
+def test_the_budget_is_a_share_of_what_the_process_holds_once_the_inputs_are_read(monkeypatch):
+    from helpers import REPO
+    from web_support import session
+
+    from polyprof.web import memory, session as session_mod
+
+    monkeypatch.setattr(memory, "resident", lambda: 2**30)
+    assert session(REPO / "examples" / "demo.pb.gz")._pool.budget == session_mod.CACHE_BUDGET * 2**30
+    monkeypatch.setattr(memory, "resident", lambda: None)  # no /proc: a multiple of the inputs' arrays
+    s = session(REPO / "examples" / "demo.pb.gz")
+    assert s._pool.budget == max(session_mod.MIN_CACHE_BUDGET, session_mod.CACHE_BUDGET_OF_ARRAYS * s._input_bytes)
+
+
+def test_resident_grows_with_what_the_process_touches():
+    import sys
+
+    import pytest
+
+    from polyprof.web import memory
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("/proc/self/statm is Linux's")
+    before = memory.resident()
+    block = np.ones(64 * 2**20, np.uint8)  # touched: resident
+    after = memory.resident()
+    assert before and after and after - before >= 48 * 2**20
+    del block
