@@ -109,14 +109,23 @@ class _Pool:
         self.mutex = threading.Lock()
         self.caches: list[_Cache] = []
         self.tick = 0
+        self.spare = 0.0  # room one view needs beside its graph and the name trees (a filtered copy)
 
     def held(self) -> float:
         return sum(w for c in self.caches for _, w, _ in c.items.values())
 
+    def limit(self) -> float:
+        """The budget, but never less than one view needs at once: the name trees, a graph as
+        big as the pinned one, and :attr:`spare` (where the landing graph alone outweighs the
+        budget, each click would let it go and make it again)."""
+        kept = sum(w for c in self.caches if c.keep for _, w, _ in c.items.values())
+        return max(self.budget, kept + max((c.floor for c in self.caches), default=0) + self.spare)
+
     def make_room(self, need: float, spare: tuple[_Cache, Hashable] | None = None) -> None:
-        """Let values go until ``need`` more bytes fit in the budget, all but ``spare`` (a
+        """Let values go until ``need`` more bytes fit in the :meth:`limit`, all but ``spare`` (a
         cache and key: the value just made) (under :attr:`mutex`)."""
-        while self.held() + need > self.budget:
+        limit = self.limit()
+        while self.held() + need > limit:
             victims = [(k in c.pinned, tick, c, k) for c in self.caches if not c.keep
                        for k, (_, w, tick) in c.items.items() if w > 0 and not (spare and c is spare[0] and k == spare[1])]
             if not victims:
@@ -285,6 +294,7 @@ class Session:
                       else CACHE_BUDGET_OF_ARRAYS * self._input_bytes)
             budget = max(MIN_CACHE_BUDGET, budget)
         self._pool = _Pool(budget)
+        self._pool.spare = max(self._sample_bytes, default=0)
         # every value weighs the bytes of its own arrays: a filtered copy shares the input's
         # columns, and the unfiltered profile is the input itself (free)
         self._filtered = _Cache(cache + 1, pool=self._pool, weigh=lambda fr: self._own_bytes(fr.profile),
