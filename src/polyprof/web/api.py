@@ -265,10 +265,14 @@ def diff(s: Session, q: Query) -> dict[str, Any]:
                            options=("b",))
     if q.get("by") not in ("function", "stack", "both"):
         raise OptionsError(f"{{by}}={q.get('by')!r}: choose function, stack or both", options=("by",))
-    base, new = s.filtered(b, q.options), s.filtered(p, q.options)
-    result = diff_mod.diff(base, new, q.options, normalize=q.get("normalize"), stacks=q.get("by") != "function")
-    rows = 25 if q.options.nodecount is None else q.options.nodecount  # polyprof diff's default
-    return present.diff_payload(result, nodecount=rows, by=q.get("by"))
+
+    def make() -> dict[str, Any]:
+        base, new = s.filtered(b, q.options), s.filtered(p, q.options)
+        result = diff_mod.diff(base, new, q.options, normalize=q.get("normalize"), stacks=q.get("by") != "function")
+        rows = 25 if q.options.nodecount is None else q.options.nodecount  # polyprof diff's default
+        return present.diff_payload(result, nodecount=rows, by=q.get("by"))
+
+    return s.result("diff", p, q.options, make, b, q.get("normalize"), q.get("by"))  # the table: plain data
 
 
 @endpoint("timeline", "weight over time per thread or process (the whole axis: time_range is drawn, not applied)",

@@ -10,14 +10,17 @@ grew by the size of every build's temporaries (the large benchmark pprof:
 fixes the threshold (large arrays are mapped and unmapped, so freeing them
 returns them at once) and :func:`give_back` trims what the heap holds free
 after a big computation. Both are :mod:`polyprof.model.memory`'s; neither
-changes any result.
+changes any result. :func:`resident` measures what the process holds (the web
+session's cache budget is a share of it, taken once the inputs are read).
 """
 
 from __future__ import annotations
 
+import os
+
 from polyprof.model.memory import map_large_blocks, release_free_memory
 
-__all__ = ["give_back", "tune"]
+__all__ = ["give_back", "resident", "tune"]
 
 THRESHOLD = 256 * 1024  # blocks this big and bigger are mapped: numpy arrays of more than 32k numbers
 
@@ -29,3 +32,14 @@ def tune() -> None:
 
 #: Return the heap's free pages to the system (after reading, after a big computation).
 give_back = release_free_memory
+
+
+def resident() -> int | None:
+    """The process's resident size in bytes (``/proc/self/statm``), after giving the heap's free
+    pages back; None where it cannot be read."""
+    give_back()
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None

@@ -53,19 +53,36 @@ __all__ = ["Input", "Session"]
 
 T = TypeVar("T")
 
-#: Flame-graph nodes kept in the cache, summed over graphs (about 40 bytes each: three int64
-#: weight columns, the width being the totals unless a weight is negative; four int32 id columns).
-FLAME_BUDGET = 4_000_000
+#: Bytes of arrays the caches of a session hold together (filtered profiles, flame graphs, name
+#: trees, results; arrays shared with the inputs not counted), as a share of what the process
+#: holds once the inputs are read (its resident size: the inputs' arrays, names and tables).
+#: The large benchmark pprof: 309 MB resident, so 231 MB; its landing graph is 126 MB (3.0M
+#: nodes, 42 bytes each) and its name tree 37 MB, so the next complete graph lets the landing
+#: graph go before it is built (it is remade from the name tree in 0.2 s on "back"). The
+#: Perfetto trace: 452 MB resident, 340 MB. The peak is the process's own, the cached values,
+#: and the next value with its temporaries: 1.5x `polyprof top` leaves about this much.
+CACHE_BUDGET = 0.75
+
+#: Where the resident size cannot be read: the budget as a multiple of the inputs' arrays
+#: (the large pprof: 92 MB of arrays, 309 MB resident; the Perfetto trace 262 MB, 452 MB).
+CACHE_BUDGET_OF_ARRAYS = 2.5
+
+#: Room made before a filter that remakes the stacks (hide, show, prune_from, label frames) is
+#: applied, as a multiple of the inputs' arrays: its copy may remake every callsite (hide on the
+#: large benchmark pprof: 100 MB of its own and +250 MB at the peak, from 92 MB of arrays).
+REMAKE_GUESS = 2.0
+
+#: The budget's floor (small inputs: every view of a session stays).
+MIN_CACHE_BUDGET = 64 * 2**20
+
+#: The budget with ``--store`` (no inputs to measure: cohorts are loaded on request; a cohort
+#: with its graph and tables should fit, or each view would load it again).
+STORE_CACHE_BUDGET = 2**30
 
 #: Resolution of the inverted graph made from the complete one: the CLI's own default
 #: (``flame --inverted``). Finer costs what the data holds: on the benchmark pprof every
 #: sample's own reversed path (16M nodes at 0, 9M at 1e-6, 84k at 1e-5).
 INVERTED_RESOLUTION = DEFAULT_MIN_FRACTION
-
-#: Bytes of numpy arrays kept in the cache of results (tables, sandwiches, timelines), summed:
-#: a full-resolution sandwich of the benchmark pprof holds ~32 MB, and sixteen of them must not
-#: add up to the profile several times over.
-RESULT_BUDGET = 96 * 2**20
 
 
 @dataclass
@@ -79,13 +96,59 @@ class Input:
     cohort: Any = None       # a polyprof.store.cohort.Cohort with --store
 
 
+class _Pool:
+    """The memory budget one session's caches share: ``budget`` bytes, summed over every
+    value they hold (each weighed by its cache, measured: the bytes of its own arrays). Room
+    for a new value is made across the caches, least recently used first (the last use of
+    any value of any cache), pinned values last, and values of caches marked ``keep`` never
+    (the name trees every build starts from): a flame graph of a filter lets go of a derived
+    table or a sandwich before the landing graph. One lock serves every cache of the pool."""
+
+    def __init__(self, budget: float = float("inf")) -> None:
+        self.budget = budget
+        self.mutex = threading.Lock()
+        self.caches: list[_Cache] = []
+        self.tick = 0
+        self.spare = 0.0  # room one view needs beside its graph and the name trees (a filtered copy)
+
+    def held(self) -> float:
+        return sum(w for c in self.caches for _, w, _ in c.items.values())
+
+    def limit(self) -> float:
+        """The budget, but never less than one view needs at once: the name trees, a graph as
+        big as the pinned one, and :attr:`spare` (where the landing graph alone outweighs the
+        budget, each click would let it go and make it again)."""
+        kept = sum(w for c in self.caches if c.keep for _, w, _ in c.items.values())
+        return max(self.budget, kept + max((c.floor for c in self.caches), default=0) + self.spare)
+
+    def make_room(self, need: float, spare: tuple[_Cache, Hashable] | None = None) -> None:
+        """Let values go until ``need`` more bytes fit in the :meth:`limit`, all but ``spare`` (a
+        cache and key: the value just made) (under :attr:`mutex`)."""
+        limit = self.limit()
+        while self.held() + need > limit:
+            victims = [(k in c.pinned, tick, c, k) for c in self.caches if not c.keep
+                       for k, (_, w, tick) in c.items.items() if w > 0 and not (spare and c is spare[0] and k == spare[1])]
+            if not victims:
+                return
+            _, _, cache, key = min(victims, key=lambda v: (v[0], v[1]))
+            cache.drop(key)
+
+    def touch(self) -> int:
+        self.tick += 1
+        return self.tick
+
+
 @dataclass
 class _Cache:
-    """Least-recently-used values, at most ``size`` of them and (roughly) ``budget`` in
-    summed ``weigh(value)``. Room is made *before* a new value is computed, guessing its
-    weight as the last one's: on a huge profile the previous graph is let go before the
-    next is built, so memory holds one, not two. Pinned values (the landing view) stay
-    while others come and go, and are let go only when the budget needs their room.
+    """Least-recently-used values, at most ``size`` of them, in a :class:`_Pool` whose byte
+    budget (``budget``: a pool of its own) they share with other caches, weighed by
+    ``weigh(value)``. Room is made *before* a new value is computed, guessing its weight as
+    the last one's (the last made without a ``guess`` of its own): on a huge profile the
+    previous graph is let go before the next is built, so memory holds one, not two. Pinned
+    values (the landing view) stay while others come and go, and are let go only when the
+    budget needs their room, and no guess is below the last pinned value's weight (a
+    graph of a filter after a small inverted one weighs about as much as the landing graph);
+    ``keep``: the pool never lets this cache's values go (only ``size`` does).
 
     Thread-safe and single-flight: requests for a value being computed wait for it
     instead of computing it again; different values compute at the same time (a cached
@@ -95,26 +158,38 @@ class _Cache:
     size: int
     budget: float = float("inf")
     weigh: Callable[[Any], float] = field(default=lambda value: 0.0)
-    items: OrderedDict = field(default_factory=OrderedDict)
+    pool: _Pool | None = None
+    keep: bool = False
+    items: OrderedDict = field(default_factory=OrderedDict)  # key -> (value, weight, last use)
     last: float = 0.0
-    mutex: threading.Lock = field(default_factory=threading.Lock)
+    floor: float = 0.0  # guesses are at least the last pinned value's weight
     flights: dict = field(default_factory=dict)
     pinned: set = field(default_factory=set)  # let go last, only for the budget (the landing view)
     trim_from: float = 1.0  # weights from which the heap is trimmed after a value is made
     # values too big to keep for later (a filtered copy larger than the input): held by weak
     # reference, so they are shared while a request uses them and let go when it is answered
     weak: Callable[[Any], bool] = field(default=lambda value: False)
+    mutex: threading.Lock = field(init=False)  # the pool's
+
+    def __post_init__(self) -> None:
+        if self.pool is None:
+            self.pool = _Pool(self.budget)
+        self.pool.caches.append(self)
+        self.mutex = self.pool.mutex
 
     def get(self, key: Hashable, make: Callable[[], T], *, guess: float | None = None) -> T:
         """The value of ``key``, made by ``make()`` unless cached; ``guess``: its weight, when
         the last value's is no guide (a small graph made from a cached big one)."""
+        pool = self.pool
+        assert pool is not None
         while True:
             with self.mutex:
                 if key in self.items:
-                    value = self.items[key][0]
+                    value, weight, _ = self.items[key]
                     if isinstance(value, weakref.ref):
                         value = value()
                     if value is not None:
+                        self.items[key] = (self.items[key][0], weight, pool.touch())
                         self.items.move_to_end(key)
                         return value
                     del self.items[key]  # a big value nobody holds any more: make it again
@@ -127,32 +202,37 @@ class _Cache:
                 pass
         try:
             with self.mutex:
-                while self.items and (len(self.items) >= self.size + len(self.pinned)
-                                      or self._held() + (self.last if guess is None else guess) > self.budget):
+                while self.items and len(self.items) >= self.size + len(self.pinned & self.items.keys()):
                     # the least recently used first; a pinned value only when memory needs it
-                    victim = (self._evictable() or list(self.items))[0]
-                    del self.items[victim]
-                    self.pinned.discard(victim)
+                    self.drop((self._evictable() or list(self.items))[0])
+                pool.make_room(max(self.last, self.floor) if guess is None else guess)
             value = make()
-            if self.weigh(value) >= self.trim_from:  # a big value was built: give its temporaries back
+            weight = self.weigh(value)
+            if weight >= self.trim_from:  # a big value was built: give its temporaries back
                 memory.give_back()
             with self.mutex:
-                self.last = self.weigh(value)
+                if guess is None:
+                    self.last = weight
+                if key in self.pinned:  # the landing graph: the next complete graph weighs about as much
+                    self.floor = weight
                 if self.weak(value):
-                    self.items[key] = (weakref.ref(value), 0)
+                    self.items[key] = (weakref.ref(value), 0, pool.touch())
                 else:
-                    self.items[key] = (value, self.last)
+                    self.items[key] = (value, weight, pool.touch())
+                    pool.make_room(0, (self, key))  # bigger than guessed: the others make room
             return value
         finally:
             with self.mutex:
                 del self.flights[key]
             flight.release()
 
+    def drop(self, key: Hashable) -> None:
+        """Let ``key``'s value go (under :attr:`mutex`; a pinned key stays pinned: made again,
+        it is kept as before)."""
+        del self.items[key]
+
     def _evictable(self) -> list[Hashable]:
         return [k for k in self.items if k not in self.pinned]
-
-    def _held(self) -> float:
-        return sum(w for _, w in self.items.values())
 
 
 def _array_bytes(value: Any, seen: set[int] | None = None) -> int:
@@ -192,7 +272,11 @@ class Session:
     """The read inputs and the cached filtered profiles and flame graphs."""
 
     def __init__(self, inputs: list[Input], *, defaults: dict[str, str] | None = None, cache: int = 2,
-                 store: Any = None) -> None:
+                 store: Any = None, budget: float | None = None) -> None:
+        """``cache``: filtered profiles and flame graphs kept (each, and the pinned landing
+        graph); ``budget``: bytes every cached value may hold together (default:
+        :data:`CACHE_BUDGET` of the process's resident size, measured now: made once the
+        inputs are read)."""
         if not inputs and store is None:
             raise OptionsError("nothing to serve: no profiles were read")
         self.inputs = inputs
@@ -200,18 +284,24 @@ class Session:
         self._cohorts: dict[tuple, int] = {}
         self._store_lock = threading.Lock()  # one engine connection: one query at a time
         self.defaults = defaults or {}  # the page's starting state (the command line's analysis flags)
-        biggest = max((len(x.profile.samples) + len(x.profile.callsites) for x in inputs if x.profile is not None), default=0)
-        # a filtered copy weighs its rows; the unfiltered profile is the input itself (free)
-        originals = {id(x.profile) for x in inputs}
-        self._filtered = _Cache(cache + 1, budget=1.5 * biggest if biggest else float("inf"),
-                                weigh=lambda fr: 0 if id(fr.profile) in originals
-                                else len(fr.profile.samples) + len(fr.profile.callsites),
-                                weak=self._oversized)
         self._input_arrays: set[int] = set()  # ids of the inputs' arrays and tables (shared by filtered copies)
         self._input_bytes = sum(_array_bytes(x.profile, self._input_arrays) for x in inputs)
-        self._flames = _Cache(cache + 1, budget=FLAME_BUDGET, weigh=len)
-        self._shapes = _Cache(2)
-        self._results = _Cache(16, budget=RESULT_BUDGET, weigh=_array_bytes, trim_from=16 * 2**20)
+        # a filtered copy that selects samples holds at most the input's sample columns
+        self._sample_bytes = [_array_bytes(x.profile.samples) if x.profile is not None else 0 for x in inputs]
+        if budget is None:
+            held = memory.resident() if inputs else None
+            budget = (STORE_CACHE_BUDGET if not inputs else CACHE_BUDGET * held if held
+                      else CACHE_BUDGET_OF_ARRAYS * self._input_bytes)
+            budget = max(MIN_CACHE_BUDGET, budget)
+        self._pool = _Pool(budget)
+        self._pool.spare = max(self._sample_bytes, default=0)
+        # every value weighs the bytes of its own arrays: a filtered copy shares the input's
+        # columns, and the unfiltered profile is the input itself (free)
+        self._filtered = _Cache(cache + 1, pool=self._pool, weigh=lambda fr: self._own_bytes(fr.profile),
+                                weak=self._oversized)
+        self._flames = _Cache(cache + 1, pool=self._pool, weigh=self._own_bytes)
+        self._shapes = _Cache(2, pool=self._pool, weigh=self._own_bytes, keep=True)
+        self._results = _Cache(16, pool=self._pool, weigh=self._own_bytes, trim_from=16 * 2**20)
 
     def _oversized(self, fr: FilterResult) -> bool:
         """A filtered copy that remade the stacks and whose own arrays (not shared with the
@@ -220,7 +310,11 @@ class Session:
         kept only while a request holds it."""
         if not self._input_bytes or fr.profile.callsites is fr.original.callsites:
             return False  # store cohorts (the store's answers), or filters that only select samples
-        return 2 * _array_bytes(fr.profile, set(self._input_arrays)) > self._input_bytes
+        return 2 * self._own_bytes(fr.profile) > self._input_bytes
+
+    def _own_bytes(self, value: Any) -> int:
+        """Bytes of the arrays of ``value`` that are not the inputs' own: what caching it holds."""
+        return _array_bytes(value, set(self._input_arrays))
 
     @property
     def base(self) -> int | None:
@@ -268,7 +362,11 @@ class Session:
             return self._filtered.get(key, lambda: self._load(x.cohort, o, labels))
         profile = x.profile
         assert profile is not None
-        return self._filtered.get((index, _filter_key(o)), lambda: filters.apply(profile, o))
+        # room for the copy: what a copy of the stacks costs, or at most every sample (none: the input)
+        remakes = any(getattr(o, name) for name in ("hide", *filters.REMAKE_STACKS))
+        selects = any(getattr(o, name) for name in filters.FILTERS)
+        guess = REMAKE_GUESS * self._input_bytes if remakes else self._sample_bytes[index] if selects else 0
+        return self._filtered.get((index, _filter_key(o)), lambda: filters.apply(profile, o), guess=guess)
 
     def _load(self, cohort: Any, o: Options, labels: bool) -> FilterResult:
         from polyprof.store.query import load
