@@ -273,14 +273,15 @@ def _marks(parent, node, weight, group, words, n_groups):
 @njit(cache=True, nogil=True)
 def _by_node(node, weight, n):
     # the samples with weight bucketed by node (a counting sort): node v's at first[v]:first[v + 1]
-    first = np.zeros(n + 1, np.int64)
+    # (positions below 2**31: the caller checks)
+    first = np.zeros(n + 1, np.int32)
     for s in range(node.size):
         if weight[s] > 0:
             first[node[s] + 1] += 1
     for v in range(n):
         first[v + 1] += first[v]
     fill = first[:-1].copy()
-    order = np.empty(first[n], np.int64)
+    order = np.empty(first[n], np.int32)
     for s in range(node.size):
         if weight[s] > 0:
             order[fill[node[s]]] = s
@@ -289,10 +290,12 @@ def _by_node(node, weight, n):
 
 
 @njit(cache=True, nogil=True)
-def _rows(parent, name, weight, group, mask, depth, first, order, nxt, last, group_name, lo, hi, used, cols, wide):
+def _rows(parent, name, lookup, weight, group, mask, depth, first, order, nxt, last, group_name, lo, hi, used,
+          cols, wide):
     # groups lo:hi: each (group, node) row at its place (nodes in pre-order, so each group's rows
     # are too), then their widths and subtree sizes backwards (children after their parent);
-    # the groups' own rows, whose parent is the root, are summed into it by the caller
+    # the groups' own rows, whose parent is the root, are summed into it by the caller. A node's
+    # name in the graph: lookup[name[v]]
     n, words = mask.shape
     o_name, o_parent, o_size = cols[0], cols[1], cols[3]
     o_self, o_total = wide[0], wide[1]
@@ -317,7 +320,7 @@ def _rows(parent, name, weight, group, mask, depth, first, order, nxt, last, gro
                 if v == 0:  # the name tree's root: the group's label frame, under the graph's root
                     nm, up = group_name[g], 0
                 else:
-                    nm, up = name[v], last[g, d - 1]
+                    nm, up = lookup[name[v]], last[g, d - 1]
                 # the row of each group's latest node per depth: a node's parent row in its group
                 # (the nodes between a parent and its child in pre-order are all below the parent)
                 last[g, d] = row
@@ -357,22 +360,24 @@ def _layout(cols, wide, begin, end, deepest):
 MASK_THREADS = [2]
 
 
-def grouped_by_masks(parent: np.ndarray, name: np.ndarray, node: np.ndarray, weight: np.ndarray,
+def grouped_by_masks(parent: np.ndarray, name: np.ndarray, lookup: np.ndarray, node: np.ndarray, weight: np.ndarray,
                      group: np.ndarray, group_name: np.ndarray, root_name: int,
                      n_names: int) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
     """:func:`grouped_graph`'s graph (the same columns and used names) from every sample's node,
-    weight and group (``group``: unsorted, ids into ``group_name``); None for more than 64 x
-    :data:`MASK_WORDS` groups or a tree deeper than its nodes per group. Each node holds its
+    weight and group (``group``: unsorted, ids into ``group_name``), node ``v`` named
+    ``lookup[name[v]]`` (the name tree's own ids, not a mapped copy of them); None for more than
+    64 x :data:`MASK_WORDS` groups, a tree deeper than its nodes per group, or 2**31 samples. Each
+    node holds its
     groups as bits, set from the samples and passed up to the parents in one backward pass; one
     forward pass over the nodes then writes each (group, node) row at its place, a backward and
     a forward pass over the rows sum the widths and lay them out, the groups in parts of about
     equal rows, one thread each (the kernels let the GIL go). Its cost is the name tree and the
     graph's rows, in sequential passes; besides the graph (made at its exact size) it holds 8
-    bytes per node and group word, 20 per node at most (depths, buckets, latest rows) and 8 per
+    bytes per node and group word, 16 per node at most (depths, buckets, latest rows) and 4 per
     sample with weight."""
     groups = group_name.size
     words = max(1, -(-groups // 64))
-    if words > MASK_WORDS or not groups:
+    if words > MASK_WORDS or not groups or node.size >= 2**31:
         return None
     with ThreadPoolExecutor(2) as pool:  # the marks and the samples' buckets side by side
         marked = pool.submit(_marks, parent, node, weight, group, words, groups)
@@ -401,7 +406,8 @@ def grouped_by_masks(parent: np.ndarray, name: np.ndarray, node: np.ndarray, wei
     def rows_of(k: int) -> None:
         lo, hi = spans[k]
         bits, at, by, deep = scratch
-        _rows(parent, name, weight, group, bits, depth, at, by, nxt, deep, labels, lo, hi, used[k], cols, wide)
+        _rows(parent, name, lookup, weight, group, bits, depth, at, by, nxt, deep, labels, lo, hi, used[k], cols,
+              wide)
 
     def layout(k: int) -> None:
         lo, hi = spans[k]
