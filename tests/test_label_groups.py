@@ -6,6 +6,7 @@ peer pprof files with labels and random labelled profiles; and where it does not
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import polyprof
 from polyprof.analysis import filters, label_groups
 from polyprof.analysis.flame import flame_shape, flame_tree
 from polyprof.analysis.flameview import FlameIndex
-from polyprof.analysis.options import Options
+from polyprof.analysis.options import Options, parse_time_range
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.profile import Label
 
@@ -269,3 +270,54 @@ def test_session_small_tree_takes_the_distinct_samples(monkeypatch):
     assert list(got.names) == list(want.names)
     for col in COLUMNS:
         assert np.array_equal(getattr(got, col), getattr(want, col)), col
+
+
+def test_formats_with_labels(tmp_path):
+    """Every label key of real files of several formats (a pprof, a simpleperf trace with thread
+    names, a Perfetto trace with string labels), each sample type: the grouped graph from the
+    name tree is the callsite route's."""
+    from web_support import input_path
+
+    seen = 0
+    for kind in ("pprof", "simpleperf", "perfetto"):
+        p = polyprof.read(input_path(kind, tmp_path))
+        if flame_shape(p, Options()) is None:  # POLYPROF_KERNELS=compiled: every tree has one
+            continue
+        for key in _keys(p):
+            for index in range(len(p.sample_types)):
+                o = Options(tagroot=key, sample_index=index)
+                if label_groups.grouped_flame(p, o, flame_shape(p, o)) is not None:
+                    _same(p, o)
+                    seen += 1
+    assert seen >= 3
+
+
+def _web_and_cli(p, o):
+    """The web view's flame graph of ``o`` (a Session: the name tree's route where it applies)
+    and the command line's (the label frames on the callsites), compared column by column."""
+    from polyprof.web.session import Input, Session
+
+    got = Session([Input("p", "p", p)]).flame(0, o).tree
+    want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)
+    assert list(got.names) == list(want.names), o
+    for col in COLUMNS[:-1]:
+        assert np.array_equal(getattr(got, col), getattr(want, col)), (col, o)
+    assert got.hint == want.hint and got.active_filters == want.active_filters
+    return got
+
+
+def test_web_group_by_with_other_filters_is_the_command_lines():
+    """Group by with focus, hide, a time range, a tag focus, a thread, or another key's leaf
+    frames (the callsites' route), and alone (the name tree's): the command line's graph."""
+    from helpers import REPO
+    from web_support import input_path
+
+    p = polyprof.read(input_path("simpleperf", None))
+    key = _keys(p)[0]
+    name = flame_tree(p, Options(), max_nodes=2).names[-1]
+    for extra in ({}, {"focus": re.escape(name)}, {"hide": "^lib"}, {"time_range": parse_time_range("200ms:1.2s")},
+                  {"tagfocus": f"{key}=."}, {"thread": "."}, {"tagleaf": key}, {"sample_index": 0}):
+        _web_and_cli(p, Options(tagroot=key, **extra))
+    demo = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    for extra in ({}, {"focus": "main"}, {"hide": "runtime"}, {"ignore": "sha"}, {"granularity": "lines"}):
+        _web_and_cli(demo, Options(tagroot="worker", **extra))
