@@ -321,3 +321,78 @@ def test_web_group_by_with_other_filters_is_the_command_lines():
     demo = polyprof.read(REPO / "examples" / "demo.pb.gz")
     for extra in ({}, {"focus": "main"}, {"hide": "runtime"}, {"ignore": "sha"}, {"granularity": "lines"}):
         _web_and_cli(demo, Options(tagroot="worker", **extra))
+
+
+def _framed_both(p, key, monkeypatch):
+    """``label_frames(p, key)`` with the framed callsites made from ``p``'s (``_framed_tree``),
+    and with the paths interned (the route it replaces): the same profile, array for array.
+    Returns whether the fast route applied."""
+    from polyprof.analysis import labels
+
+    taken = []
+    real = labels._framed_tree
+    monkeypatch.setattr(labels, "_framed_tree", lambda *a: taken.append(real(*a)) or taken[-1])
+    fast, _ = labels.label_frames(p, key, None)
+    monkeypatch.setattr(labels, "_framed_tree", lambda *a: None)
+    slow, _ = labels.label_frames(p, key, None)
+    monkeypatch.setattr(labels, "_framed_tree", real)
+    a, b = fast.callsites, slow.callsites
+    for x, y in ((a.parent, b.parent), (a.location, b.location), (a.depth(), b.depth())):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+    for col in ("stack", "values", "labelset", *fast.samples.OPTIONAL_COLUMNS):
+        x, y = getattr(fast.samples, col), getattr(slow.samples, col)
+        assert (x is None) == (y is None) and (x is None or (x.dtype == y.dtype and np.array_equal(x, y))), col
+    assert fast.labelsets == slow.labelsets and fast.strings == slow.strings
+    assert np.array_equal(fast.locations.line_start, slow.locations.line_start)
+    assert np.array_equal(fast.functions.name, slow.functions.name)
+    return taken[-1] is not None if taken else False
+
+
+def test_framed_callsites_are_the_interners(monkeypatch, tmp_path):
+    """tagroot's label frames made from the input's callsites (numbered as the interner numbers
+    them: read files) are the interned paths' profile on real files of several formats, every
+    key, and on random labelled profiles written and read back (string and numeric values,
+    samples without the key, two values of the key on one sample); a profile numbered otherwise
+    (made stack by stack) takes the paths."""
+    from web_support import input_path
+
+    applied = 0
+    for kind in ("pprof", "simpleperf", "perfetto"):
+        p = polyprof.read(input_path(kind, tmp_path))
+        for key in _keys(p):
+            applied += _framed_both(p, key, monkeypatch)
+    for seed in range(12):
+        made = _random(random.Random(seed))
+        _framed_both(made, "k", monkeypatch)
+        path = tmp_path / f"r{seed}.pb.gz"
+        polyprof.write(made, path)
+        for key in ("k", "other", "absent"):
+            applied += _framed_both(polyprof.read(path), key, monkeypatch)
+    for values in (100, 300):  # frames in two words of bits; more than four words: the paths
+        b = ProfileBuilder("test")
+        b.set_sample_types([("samples", "count")])
+        locs = [b.location(-1, 0x10 * (i + 1), [(b.function(f"f{i}"), i, 0)]) for i in range(5)]
+        rng = random.Random(values)
+        for i in range(3 * values):
+            b.add_sample(b.stack([rng.choice(locs) for _ in range(rng.randint(0, 4))]), [1],
+                         labels=[Label("n", num=i % values)])
+        path = tmp_path / f"n{values}.pb.gz"
+        polyprof.write(b.finish(), path)
+        assert _framed_both(polyprof.read(path), "n", monkeypatch) == (values <= 256)
+    assert applied >= 20
+
+
+def test_loaded_kernels_serve_the_label_frames():
+    """After load_kernels (the labels panel's warm-up) the label frames of a group by's top table
+    call the framed-tree kernels with the types already loaded: nothing more to load."""
+    from helpers import REPO
+
+    from polyprof.analysis import _labels_compiled as k
+    from polyprof.analysis.labels import label_frames
+
+    assert label_groups.load_kernels(10**7)
+    names = ("_framed_marks", "_framed_fill")
+    loaded = {name: set(getattr(k, name).signatures) for name in names}
+    assert all(loaded.values())
+    label_frames(polyprof.read(REPO / "examples" / "demo.pb.gz"), "worker", None)
+    assert {name: set(getattr(k, name).signatures) for name in names} == loaded

@@ -126,8 +126,9 @@ def grouped_flame(p: Profile, o: Options, shape: FlameShape | None) -> FlameTree
 
 
 def load_kernels(size: int) -> bool:
-    """Load (or compile) the grouped graph's kernel now, as :func:`grouped_flame` calls it on a
-    profile of ``size`` callsites, on a tiny tree with the same argument types: numba loads a
+    """Load (or compile) the grouped graph's kernels now, as :func:`grouped_flame` calls them on
+    a profile of ``size`` callsites, on a tiny tree with the same argument types, and the label
+    frames' (``labels.label_frames``: the page's top table under a group by): numba loads a
     cached kernel on its first call (0.4 s), which the web view's labels panel spends before
     its group by is clicked. False when ``size`` stays on numpy."""
     fast = _kernels(size)
@@ -136,6 +137,8 @@ def load_kernels(size: int) -> bool:
     fast.grouped_by_masks(np.array([-1, 0], np.int32), np.array([-1, 0], np.int32), np.array([0, 2], np.int32),
                           np.ones(1, np.int32), np.ones(1, np.int64), np.zeros(1, np.int32), np.array([1], np.int64),
                           2, 3)
+    one = np.zeros(1, np.int64)
+    fast.framed_tree(np.array([-1], np.int32), np.zeros(1, np.int32), one, one, one, one)
     return True
 
 
