@@ -261,13 +261,19 @@ def _marks(parent, node, weight, group, words, n_groups):
     for v in range(n):
         if v:
             depth[v] = depth[parent[v]] + 1
-        for w in range(words):
-            m = mask[v, w]
-            while m:
-                low = m & (~m + _ONE)
-                count[w * 64 + _BIT_AT[(low * _DEBRUIJN) >> np.uint64(58)]] += 1
-                m ^= low
+        _count_bits(mask, v, count)
     return mask, depth, count
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _count_bits(mask, v, count):
+    # count[g] += 1 for each group bit g set in row v of ``mask``
+    for w in range(mask.shape[1]):
+        m = mask[v, w]
+        while m:
+            low = m & (~m + _ONE)
+            count[w * 64 + _BIT_AT[(low * _DEBRUIJN) >> np.uint64(58)]] += 1
+            m ^= low
 
 
 @njit(cache=True, nogil=True)
@@ -476,12 +482,7 @@ def _framed_marks(parent, location, lmap, stack, frame, words, n_frames):
             for w in range(words):
                 mask[parent[v], w] |= mask[v, w]
     for v in range(n):
-        for w in range(words):
-            m = mask[v, w]
-            while m:
-                low = m & (~m + _ONE)
-                count[w * 64 + _BIT_AT[(low * _DEBRUIJN) >> np.uint64(58)]] += 1
-                m ^= low
+        _count_bits(mask, v, count)
     return mask, depth, count, deepest, 1
 
 
