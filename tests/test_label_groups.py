@@ -353,7 +353,7 @@ def test_framed_callsites_are_the_interners(monkeypatch, tmp_path):
     them: read files) are the interned paths' profile on real files of several formats, every
     key, and on random labelled profiles written and read back (string and numeric values,
     samples without the key, two values of the key on one sample); a profile numbered otherwise
-    (made stack by stack) takes the paths."""
+    (made stack by stack) gives the same profile by either route."""
     from web_support import input_path
 
     applied = 0
