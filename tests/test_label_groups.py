@@ -6,6 +6,7 @@ peer pprof files with labels and random labelled profiles; and where it does not
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ import pytest
 import polyprof
 from polyprof.analysis import filters, label_groups
 from polyprof.analysis.flame import flame_shape, flame_tree
-from polyprof.analysis.options import Options
+from polyprof.analysis.flameview import FlameIndex
+from polyprof.analysis.options import Options, parse_time_range
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.profile import Label
 
@@ -31,10 +33,21 @@ def _same(p, o, *, tree=True):
     assert got is not None
     want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)
     assert list(got.names) == list(want.names)
-    assert got.name_table == want.name_table
+    # the names the graph holds, in the table's order (the callsite route's table also has the
+    # names of nodes without weight, the name tree's route not): the same ids in a view
+    # (FlameIndex) of either graph
+    held = np.bincount(want.name_ids, minlength=len(want.name_table)) > 0
+    if tree:
+        assert got.name_table == [x for x, h in zip(want.name_table, held) if h]
+        assert FlameIndex(got).name_id is got.name_ids  # no second column of ids
+    assert np.array_equal(FlameIndex(got).name_id, FlameIndex(want).name_id)
+    assert FlameIndex(got).distinct == FlameIndex(want).distinct
     for col in COLUMNS:
         a, b = getattr(got, col), getattr(want, col)
-        assert a.dtype == b.dtype and np.array_equal(a, b), col
+        assert a.dtype == b.dtype, col
+        if col == "name_ids":  # the same name on every node
+            a, b = np.asarray(got.name_table, dtype=object)[a], np.asarray(want.name_table, dtype=object)[b]
+        assert np.array_equal(a, b), col
     assert (got.dropped, got.min_width, got.hint, got.active_filters, got.sample_type, got.base_self) == \
         (want.dropped, want.min_width, want.hint, want.active_filters, want.sample_type, want.base_self)
     assert got.identity == want.identity
@@ -184,21 +197,22 @@ def test_group_bits_kernel_is_the_per_group_kernel(monkeypatch, seed):
     parent = _preorder(parent)
     groups = int(rng.choice([1, 3, 64, 65, 200, 256, 300]))
     samples = int(rng.integers(0, 3000))
-    node = rng.integers(0, n, samples).astype(np.int64)
+    node = rng.integers(0, n, samples).astype(np.int32)
     weight = rng.choice([0, 0, 1, 5, 1 << 40], samples).astype(np.int64)
-    group = rng.integers(0, groups, samples).astype(np.int64)
+    group = rng.integers(0, groups, samples).astype(np.int32)
     names = 7 + groups
-    name = rng.integers(0, 5, n).astype(np.int32)
-    name[0] = 6
+    name = rng.integers(0, 5, n).astype(np.int32)  # the tree's name ids, through lookup (the root's -1: 6)
+    name[0] = -1
+    lookup = np.array([*rng.permutation(5), 6], np.int32)
     group_name = np.arange(7, 7 + groups, dtype=np.int64)
-    got = k.grouped_by_masks(parent, name, node, weight, group, group_name, 5, names)
+    got = k.grouped_by_masks(parent, name, lookup, node, weight, group, group_name, 5, names)
     if groups > 64 * k.MASK_WORDS:
         assert got is None
         return
     order = np.argsort(group, kind="stable")
     bounds = np.zeros(groups + 1, np.int64)
     np.cumsum(np.bincount(group, minlength=groups), out=bounds[1:])
-    want = k.grouped_graph(parent, name, node[order], weight[order], bounds, group_name, 5, names)
+    want = k.grouped_graph(parent, lookup[name], node[order], weight[order], bounds, group_name, 5, names)
     for a, b in zip(got[0], want[0], strict=True):
         assert a.dtype == b.dtype and np.array_equal(a, b)
     assert np.array_equal(got[1], want[1])
@@ -256,3 +270,129 @@ def test_session_small_tree_takes_the_distinct_samples(monkeypatch):
     assert list(got.names) == list(want.names)
     for col in COLUMNS:
         assert np.array_equal(getattr(got, col), getattr(want, col)), col
+
+
+def test_formats_with_labels(tmp_path):
+    """Every label key of real files of several formats (a pprof, a simpleperf trace with thread
+    names, a Perfetto trace with string labels), each sample type: the grouped graph from the
+    name tree is the callsite route's."""
+    from web_support import input_path
+
+    seen = 0
+    for kind in ("pprof", "simpleperf", "perfetto"):
+        p = polyprof.read(input_path(kind, tmp_path))
+        if flame_shape(p, Options()) is None:  # POLYPROF_KERNELS=compiled: every tree has one
+            continue
+        for key in _keys(p):
+            for index in range(len(p.sample_types)):
+                o = Options(tagroot=key, sample_index=index)
+                if label_groups.grouped_flame(p, o, flame_shape(p, o)) is not None:
+                    _same(p, o)
+                    seen += 1
+    assert seen >= 3
+
+
+def _web_and_cli(p, o):
+    """The web view's flame graph of ``o`` (a Session: the name tree's route where it applies)
+    and the command line's (the label frames on the callsites), compared column by column."""
+    from polyprof.web.session import Input, Session
+
+    got = Session([Input("p", "p", p)]).flame(0, o).tree
+    want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)
+    assert list(got.names) == list(want.names), o
+    for col in COLUMNS[:-1]:
+        assert np.array_equal(getattr(got, col), getattr(want, col)), (col, o)
+    assert got.hint == want.hint and got.active_filters == want.active_filters
+    return got
+
+
+def test_web_group_by_with_other_filters_is_the_command_lines():
+    """Group by with focus, hide, a time range, a tag focus, a thread, or another key's leaf
+    frames (the callsites' route), and alone (the name tree's): the command line's graph."""
+    from helpers import REPO
+    from web_support import input_path
+
+    p = polyprof.read(input_path("simpleperf", None))
+    key = _keys(p)[0]
+    name = flame_tree(p, Options(), max_nodes=2).names[-1]
+    for extra in ({}, {"focus": re.escape(name)}, {"hide": "^lib"}, {"time_range": parse_time_range("200ms:1.2s")},
+                  {"tagfocus": f"{key}=."}, {"thread": "."}, {"tagleaf": key}, {"sample_index": 0}):
+        _web_and_cli(p, Options(tagroot=key, **extra))
+    demo = polyprof.read(REPO / "examples" / "demo.pb.gz")
+    for extra in ({}, {"focus": "main"}, {"hide": "runtime"}, {"ignore": "sha"}, {"granularity": "lines"}):
+        _web_and_cli(demo, Options(tagroot="worker", **extra))
+
+
+def _framed_both(p, key, monkeypatch):
+    """``label_frames(p, key)`` with the framed callsites made from ``p``'s (``_framed_tree``),
+    and with the paths interned (the route it replaces): the same profile, array for array.
+    Returns whether the fast route applied."""
+    from polyprof.analysis import labels
+
+    taken = []
+    real = labels._framed_tree
+    monkeypatch.setattr(labels, "_framed_tree", lambda *a: taken.append(real(*a)) or taken[-1])
+    fast, _ = labels.label_frames(p, key, None)
+    monkeypatch.setattr(labels, "_framed_tree", lambda *a: None)
+    slow, _ = labels.label_frames(p, key, None)
+    monkeypatch.setattr(labels, "_framed_tree", real)
+    a, b = fast.callsites, slow.callsites
+    for x, y in ((a.parent, b.parent), (a.location, b.location), (a.depth(), b.depth())):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+    for col in ("stack", "values", "labelset", *fast.samples.OPTIONAL_COLUMNS):
+        x, y = getattr(fast.samples, col), getattr(slow.samples, col)
+        assert (x is None) == (y is None) and (x is None or (x.dtype == y.dtype and np.array_equal(x, y))), col
+    assert fast.labelsets == slow.labelsets and fast.strings == slow.strings
+    assert np.array_equal(fast.locations.line_start, slow.locations.line_start)
+    assert np.array_equal(fast.functions.name, slow.functions.name)
+    return taken[-1] is not None if taken else False
+
+
+def test_framed_callsites_are_the_interners(monkeypatch, tmp_path):
+    """tagroot's label frames made from the input's callsites (numbered as the interner numbers
+    them: read files) are the interned paths' profile on real files of several formats, every
+    key, and on random labelled profiles written and read back (string and numeric values,
+    samples without the key, two values of the key on one sample); a profile numbered otherwise
+    (made stack by stack) gives the same profile by either route."""
+    from web_support import input_path
+
+    applied = 0
+    for kind in ("pprof", "simpleperf", "perfetto"):
+        p = polyprof.read(input_path(kind, tmp_path))
+        for key in _keys(p):
+            applied += _framed_both(p, key, monkeypatch)
+    for seed in range(12):
+        made = _random(random.Random(seed))
+        _framed_both(made, "k", monkeypatch)
+        path = tmp_path / f"r{seed}.pb.gz"
+        polyprof.write(made, path)
+        for key in ("k", "other", "absent"):
+            applied += _framed_both(polyprof.read(path), key, monkeypatch)
+    for values in (100, 300):  # frames in two words of bits; more than four words: the paths
+        b = ProfileBuilder("test")
+        b.set_sample_types([("samples", "count")])
+        locs = [b.location(-1, 0x10 * (i + 1), [(b.function(f"f{i}"), i, 0)]) for i in range(5)]
+        rng = random.Random(values)
+        for i in range(3 * values):
+            b.add_sample(b.stack([rng.choice(locs) for _ in range(rng.randint(0, 4))]), [1],
+                         labels=[Label("n", num=i % values)])
+        path = tmp_path / f"n{values}.pb.gz"
+        polyprof.write(b.finish(), path)
+        assert _framed_both(polyprof.read(path), "n", monkeypatch) == (values <= 256)
+    assert applied >= 20
+
+
+def test_loaded_kernels_serve_the_label_frames():
+    """After load_kernels (the labels panel's warm-up) the label frames of a group by's top table
+    call the framed-tree kernels with the types already loaded: nothing more to load."""
+    from helpers import REPO
+
+    from polyprof.analysis import _labels_compiled as k
+    from polyprof.analysis.labels import label_frames
+
+    assert label_groups.load_kernels(10**7)
+    names = ("_framed_marks", "_framed_fill")
+    loaded = {name: set(getattr(k, name).signatures) for name in names}
+    assert all(loaded.values())
+    label_frames(polyprof.read(REPO / "examples" / "demo.pb.gz"), "worker", None)
+    assert {name: set(getattr(k, name).signatures) for name in names} == loaded

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["fill_paths", "grouped_by_masks", "grouped_graph"]
+__all__ = ["fill_paths", "framed_tree", "grouped_by_masks", "grouped_graph"]
 
 
 @njit(cache=True, nogil=True)
@@ -261,26 +261,33 @@ def _marks(parent, node, weight, group, words, n_groups):
     for v in range(n):
         if v:
             depth[v] = depth[parent[v]] + 1
-        for w in range(words):
-            m = mask[v, w]
-            while m:
-                low = m & (~m + _ONE)
-                count[w * 64 + _BIT_AT[(low * _DEBRUIJN) >> np.uint64(58)]] += 1
-                m ^= low
+        _count_bits(mask, v, count)
     return mask, depth, count
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _count_bits(mask, v, count):
+    # count[g] += 1 for each group bit g set in row v of ``mask``
+    for w in range(mask.shape[1]):
+        m = mask[v, w]
+        while m:
+            low = m & (~m + _ONE)
+            count[w * 64 + _BIT_AT[(low * _DEBRUIJN) >> np.uint64(58)]] += 1
+            m ^= low
 
 
 @njit(cache=True, nogil=True)
 def _by_node(node, weight, n):
     # the samples with weight bucketed by node (a counting sort): node v's at first[v]:first[v + 1]
-    first = np.zeros(n + 1, np.int64)
+    # (positions below 2**31: the caller checks)
+    first = np.zeros(n + 1, np.int32)
     for s in range(node.size):
         if weight[s] > 0:
             first[node[s] + 1] += 1
     for v in range(n):
         first[v + 1] += first[v]
     fill = first[:-1].copy()
-    order = np.empty(first[n], np.int64)
+    order = np.empty(first[n], np.int32)
     for s in range(node.size):
         if weight[s] > 0:
             order[fill[node[s]]] = s
@@ -289,10 +296,12 @@ def _by_node(node, weight, n):
 
 
 @njit(cache=True, nogil=True)
-def _rows(parent, name, weight, group, mask, depth, first, order, nxt, last, group_name, lo, hi, used, cols, wide):
+def _rows(parent, name, lookup, weight, group, mask, depth, first, order, nxt, last, group_name, lo, hi, used,
+          cols, wide):
     # groups lo:hi: each (group, node) row at its place (nodes in pre-order, so each group's rows
     # are too), then their widths and subtree sizes backwards (children after their parent);
-    # the groups' own rows, whose parent is the root, are summed into it by the caller
+    # the groups' own rows, whose parent is the root, are summed into it by the caller. A node's
+    # name in the graph: lookup[name[v]]
     n, words = mask.shape
     o_name, o_parent, o_size = cols[0], cols[1], cols[3]
     o_self, o_total = wide[0], wide[1]
@@ -317,7 +326,7 @@ def _rows(parent, name, weight, group, mask, depth, first, order, nxt, last, gro
                 if v == 0:  # the name tree's root: the group's label frame, under the graph's root
                     nm, up = group_name[g], 0
                 else:
-                    nm, up = name[v], last[g, d - 1]
+                    nm, up = lookup[name[v]], last[g, d - 1]
                 # the row of each group's latest node per depth: a node's parent row in its group
                 # (the nodes between a parent and its child in pre-order are all below the parent)
                 last[g, d] = row
@@ -357,22 +366,24 @@ def _layout(cols, wide, begin, end, deepest):
 MASK_THREADS = [2]
 
 
-def grouped_by_masks(parent: np.ndarray, name: np.ndarray, node: np.ndarray, weight: np.ndarray,
+def grouped_by_masks(parent: np.ndarray, name: np.ndarray, lookup: np.ndarray, node: np.ndarray, weight: np.ndarray,
                      group: np.ndarray, group_name: np.ndarray, root_name: int,
                      n_names: int) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
     """:func:`grouped_graph`'s graph (the same columns and used names) from every sample's node,
-    weight and group (``group``: unsorted, ids into ``group_name``); None for more than 64 x
-    :data:`MASK_WORDS` groups or a tree deeper than its nodes per group. Each node holds its
+    weight and group (``group``: unsorted, ids into ``group_name``), node ``v`` named
+    ``lookup[name[v]]`` (the name tree's own ids, not a mapped copy of them); None for more than
+    64 x :data:`MASK_WORDS` groups, a tree deeper than its nodes per group, or 2**31 samples. Each
+    node holds its
     groups as bits, set from the samples and passed up to the parents in one backward pass; one
     forward pass over the nodes then writes each (group, node) row at its place, a backward and
     a forward pass over the rows sum the widths and lay them out, the groups in parts of about
     equal rows, one thread each (the kernels let the GIL go). Its cost is the name tree and the
     graph's rows, in sequential passes; besides the graph (made at its exact size) it holds 8
-    bytes per node and group word, 20 per node at most (depths, buckets, latest rows) and 8 per
+    bytes per node and group word, 16 per node at most (depths, buckets, latest rows) and 4 per
     sample with weight."""
     groups = group_name.size
     words = max(1, -(-groups // 64))
-    if words > MASK_WORDS or not groups:
+    if words > MASK_WORDS or not groups or node.size >= 2**31:
         return None
     with ThreadPoolExecutor(2) as pool:  # the marks and the samples' buckets side by side
         marked = pool.submit(_marks, parent, node, weight, group, words, groups)
@@ -401,7 +412,8 @@ def grouped_by_masks(parent: np.ndarray, name: np.ndarray, node: np.ndarray, wei
     def rows_of(k: int) -> None:
         lo, hi = spans[k]
         bits, at, by, deep = scratch
-        _rows(parent, name, weight, group, bits, depth, at, by, nxt, deep, labels, lo, hi, used[k], cols, wide)
+        _rows(parent, name, lookup, weight, group, bits, depth, at, by, nxt, deep, labels, lo, hi, used[k], cols,
+              wide)
 
     def layout(k: int) -> None:
         lo, hi = spans[k]
@@ -431,3 +443,114 @@ def _each(work: Any, parts: int) -> None:
         return
     with ThreadPoolExecutor(parts) as pool:
         list(pool.map(work, range(parts)))
+
+
+@njit(cache=True, nogil=True)
+def _framed_marks(parent, location, lmap, stack, frame, words, n_frames):
+    # each callsite's depth and frames (a bit per frame whose groups pass through it); ok 0 when
+    # the callsites are not in pre-order with siblings by increasing mapped location (as the
+    # interner numbers them), or the groups' stacks are not sorted
+    n = parent.size
+    depth = np.zeros(n, np.int32)
+    mask = np.zeros((n, words), np.uint64)
+    count = np.zeros(n_frames, np.int64)
+    path = np.empty(n + 1, np.int32)
+    youngest = np.full(n + 1, -1, np.int32)  # each callsite's latest child so far (n: the roots')
+    top = -1
+    for v in range(n):
+        up = parent[v]
+        while top >= 0 and path[top] != up:
+            top -= 1
+        if up >= 0 and top < 0:
+            return mask, depth, count, 0, 0
+        top += 1
+        path[top] = v
+        depth[v] = top
+        k = up if up >= 0 else n
+        if youngest[k] >= 0 and lmap[location[youngest[k]]] >= lmap[location[v]]:
+            return mask, depth, count, 0, 0
+        youngest[k] = v
+    deepest = int(depth.max()) if n else 0
+    for i in range(stack.size):
+        if i and stack[i] < stack[i - 1]:
+            return mask, depth, count, 0, 0
+        if stack[i] >= 0:
+            f = frame[i]
+            mask[stack[i], f >> 6] |= _ONE << np.uint64(f & 63)
+    for v in range(n - 1, -1, -1):
+        if parent[v] >= 0:
+            for w in range(words):
+                mask[parent[v], w] |= mask[v, w]
+    for v in range(n):
+        _count_bits(mask, v, count)
+    return mask, depth, count, deepest, 1
+
+
+@njit(cache=True, nogil=True)
+def _framed_fill(parent, location, lmap, stack, frame, frame_loc, mask, depth, start, deepest, out_parent,
+                 out_location, out_depth, out_size, leaf):
+    # each (frame, callsite) row at its place: a frame's root, then its callsites in the input's
+    # order (pre-order, parents first); each group's leaf row; subtree sizes backwards
+    n, words = mask.shape
+    frames = frame_loc.size
+    nxt = start + 1
+    last = np.zeros((frames, deepest + 1), np.int64)
+    cur = np.zeros(frames, np.int64)
+    for f in range(frames):
+        out_parent[start[f]], out_location[start[f]], out_depth[start[f]] = -1, frame_loc[f], 0
+    g = 0
+    while g < stack.size and stack[g] < 0:  # groups without a stack: their frame's root
+        leaf[g] = start[frame[g]]
+        g += 1
+    for v in range(n):
+        d = depth[v]
+        loc = lmap[location[v]]
+        for w in range(words):
+            m = mask[v, w]
+            while m:
+                low = m & (~m + _ONE)
+                f = w * 64 + _BIT_AT[(low * _DEBRUIJN) >> np.uint64(58)]
+                m ^= low
+                row = nxt[f]
+                nxt[f] += 1
+                out_parent[row] = last[f, d - 1] if d else start[f]
+                out_location[row], out_depth[row] = loc, d + 1
+                last[f, d] = row
+                cur[f] = row
+        while g < stack.size and stack[g] == v:
+            leaf[g] = cur[frame[g]]
+            g += 1
+    for i in range(out_parent.size - 1, -1, -1):
+        out_size[i] += 1
+        if out_parent[i] >= 0:
+            out_size[out_parent[i]] += out_size[i]
+
+
+def framed_tree(parent: np.ndarray, location: np.ndarray, lmap: np.ndarray, stack: np.ndarray,
+                frame: np.ndarray, frame_loc: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """The callsite tree the interner (:func:`~polyprof.model.bulk_stacks.intern_stacks`) makes of
+    the paths of ``groups`` under one root label frame each, made without the paths: a group is
+    a stack (``stack``, -1 for none, sorted) and a frame (``frame``: an index into ``frame_loc``,
+    the frames' locations, increasing); its path is its frame, then the stack's locations from
+    the root through ``lmap``. Where the input's callsites (``parent``, ``location``) are numbered
+    as the interner numbers them (pre-order, siblings by increasing mapped location; ``lmap``
+    keeps that order), the interned tree is each frame followed by the callsites its groups
+    pass through, in the input's order: the same ids. Returns (leaf of each group, parent,
+    location, depth, subtree size) as the interner's columns, or None where the input is not so
+    numbered, for more than 64 x :data:`MASK_WORDS` frames, or 2**31 callsites."""
+    frames = frame_loc.size
+    words = max(1, -(-frames // 64))
+    if words > MASK_WORDS or not frames:
+        return None
+    lmap = np.ascontiguousarray(lmap, dtype=np.int64)
+    mask, depth, count, deepest, ok = _framed_marks(parent, location, lmap, stack, frame, words, frames)
+    rows = int(count.sum()) + frames
+    if not ok or rows >= 2**31:
+        return None
+    start = np.zeros(frames, np.int64)
+    np.cumsum(count[:-1] + 1, out=start[1:])
+    out = (np.empty(rows, np.int32), np.empty(rows, np.int32), np.empty(rows, np.int32), np.zeros(rows, np.int32))
+    leaf = np.empty(stack.size, np.int32)
+    _framed_fill(parent, location, lmap, stack, frame, np.ascontiguousarray(frame_loc, dtype=np.int64), mask, depth,
+                 start, deepest, *out, leaf)
+    return (leaf, *out)

@@ -93,45 +93,52 @@ def grouped_flame(p: Profile, o: Options, shape: FlameShape | None) -> FlameTree
     group_of = {x: g for g, x in enumerate(groups)}
     of_set = np.zeros(len(p.labelsets), np.int64)
     of_set[used] = [group_of[x] for x in frame_names]
-    sample_group = of_set[s.labelset]
-    node = np.zeros(len(s), np.int64)
+    sample_group = of_set[s.labelset].astype(np.int32)
+    node = np.zeros(len(s), np.int32)
     node[has] = shape.at[s.stack[has]]
-    lookup = np.array([gid[x] for x in shape.names] + [gid[ROOT_NAME]], dtype=np.int64)
-    mapped = lookup[shape.name].astype(np.int32)
+    # each node's name in the graph: lookup[shape.name[v]] (the root's -1: the last)
+    lookup = np.array([gid[x] for x in shape.names] + [gid[ROOT_NAME]], dtype=np.int32)
     group_ids = np.array([gid[x] for x in groups], dtype=np.int64)
-    made = _graph(fast, shape, mapped, node, values, sample_group, group_ids, gid[ROOT_NAME], len(table))
+    made = _graph(fast, shape, lookup, node, values, sample_group, group_ids, gid[ROOT_NAME], len(table))
     cols, used_names = made
     # each sample's node name in the graph (the group's own node: samples at the tree's root)
-    sample_name = np.where(node > 0, mapped[node], group_ids[sample_group])
+    sample_name = np.where(node > 0, lookup[shape.name[node]], group_ids[sample_group])
     del node, sample_group
+    # the leaf hint needs the graph only when one name holds most self weight (by the samples)
+    by_name = np.bincount(sample_name, weights=values, minlength=len(table))
+    top = int(np.argmax(by_name)) if by_name.size else 0
+    hinted = bool(cols[5][0] > 0 and by_name[top] / int(cols[5][0]) >= 0.5)
+    del sample_name, by_name
+    wanted = {table[k] for k in np.flatnonzero(used_names).tolist()}
+    table, top = _held_names(table, used_names, cols[0], top)
     ids, parent, depth, size, selfs, total, start = cols
     flame = FlameTree(names=NameColumn(table, ids), name_ids=ids, name_table=table, subtree_size=size,
                       parent=parent, depth=depth, self=selfs, total=total, start=start, width=total,
                       sample_type=vt, dropped=0, min_width=1)
     flame.active_filters = tuple(filters.legend(o))
-    # the leaf hint needs the graph only when one name holds most self weight (by the samples)
-    by_name = np.bincount(sample_name, weights=values, minlength=len(table))
-    top = int(np.argmax(by_name)) if by_name.size else 0
-    if total[0] > 0 and by_name[top] / int(total[0]) >= 0.5:
+    if hinted:
         mine = np.flatnonzero(ids == top)  # the nodes of that name: all the hint reads
         mine = mine[mine > 0]
         flame.hint = _leaf_hint(table, ids[mine].astype(np.int64), selfs[mine], int(total[0]))
-    wanted = {table[k] for k in np.flatnonzero(used_names).tolist()}
     labels = wanted & set(frame_names)
     flame.identity = {**_identity(wanted - labels, [(p, shape.nodes)]), **_identity(labels, [framed])}
     return flame
 
 
 def load_kernels(size: int) -> bool:
-    """Load (or compile) the grouped graph's kernel now, as :func:`grouped_flame` calls it on a
-    profile of ``size`` callsites, on a tiny tree with the same argument types: numba loads a
+    """Load (or compile) the grouped graph's kernels now, as :func:`grouped_flame` calls them on
+    a profile of ``size`` callsites, on a tiny tree with the same argument types, and the label
+    frames' (``labels.label_frames``: the page's top table under a group by): numba loads a
     cached kernel on its first call (0.4 s), which the web view's labels panel spends before
     its group by is clicked. False when ``size`` stays on numpy."""
     fast = _kernels(size)
     if fast is None:
         return False
-    fast.grouped_by_masks(np.array([-1, 0], np.int32), np.array([2, 0], np.int32), np.ones(1, np.int64),
-                          np.ones(1, np.int64), np.zeros(1, np.int64), np.array([1], np.int64), 2, 3)
+    fast.grouped_by_masks(np.array([-1, 0], np.int32), np.array([-1, 0], np.int32), np.array([0, 2], np.int32),
+                          np.ones(1, np.int32), np.ones(1, np.int64), np.zeros(1, np.int32), np.array([1], np.int64),
+                          2, 3)
+    one = np.zeros(1, np.int64)
+    fast.framed_tree(np.array([-1], np.int32), np.zeros(1, np.int32), one, one, one, one)
     return True
 
 
@@ -167,20 +174,37 @@ def distinct_samples(p: Profile) -> Profile | None:
 _CHUNK = 1 << 20
 
 
-def _graph(fast: Any, shape: FlameShape, mapped: np.ndarray, node: np.ndarray, values: np.ndarray,
+def _graph(fast: Any, shape: FlameShape, lookup: np.ndarray, node: np.ndarray, values: np.ndarray,
            sample_group: np.ndarray, group_ids: np.ndarray, root: int,
            n_names: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
     """The grouped graph's columns and used names: each node's groups as bits (a few hundred
     groups at most), else each group's nodes in turn over the samples sorted by group."""
     values = np.ascontiguousarray(values, dtype=np.int64)
-    made = fast.grouped_by_masks(shape.parent, mapped, node, values, sample_group, group_ids, root, n_names)
+    made = fast.grouped_by_masks(shape.parent, shape.name, lookup, node, values, sample_group, group_ids, root,
+                                 n_names)
     if made is not None:
         return made
     groups = group_ids.size
     order = np.argsort(sample_group.astype(np.int16) if groups < 2**15 else sample_group, kind="stable")
     bounds = np.zeros(groups + 1, np.int64)
     np.cumsum(np.bincount(sample_group, minlength=groups), out=bounds[1:])
+    mapped = lookup[shape.name]
     return fast.grouped_graph(shape.parent, mapped, node[order], values[order], bounds, group_ids, root, n_names)
+
+
+def _held_names(table: list[str], used: np.ndarray, ids: np.ndarray, top: int) -> tuple[list[str], int]:
+    """Only the names of ``table`` the graph holds (``used``), ``ids`` renumbered into them in
+    place (in steps of :data:`_CHUNK`), and name ``top``'s new id: the name tree's names without
+    weight left out, so a view indexes the graph by its own name ids (:class:`FlameIndex` made a
+    second column of them, 4 bytes per node, when the table held names of no node)."""
+    kept = np.flatnonzero(used)
+    if kept.size == len(table):
+        return table, top
+    renumber = np.zeros(len(table), ids.dtype)
+    renumber[kept] = np.arange(kept.size)
+    for lo in range(0, ids.size, _CHUNK):
+        ids[lo:lo + _CHUNK] = renumber[ids[lo:lo + _CHUNK]]
+    return [table[k] for k in kept.tolist()], int(renumber[top])
 
 
 def _frame_names(p: Profile, o: Options, used: np.ndarray) -> tuple[tuple[Profile, NodeMap], list[str]]:

@@ -107,8 +107,12 @@ def label_frames(p: Profile, roots: str | None, leaves: str | None, unit: str = 
     for ls in used[np.argsort(first, kind="stable")].tolist():
         leaf_of[ls] = frames(p.labelsets[ls], leaf_keys)
         root_of[ls] = frames(p.labelsets[ls], root_keys)
-    flat, offsets = _framed_paths(p, lmap, groups, leaf_of, root_of)
-    stacks = b.stacks_from_csr(flat, offsets, leaf_first=True)
+    framed = _framed_tree(p, lmap, groups, root_of) if len(root_keys) == 1 and not leaf_keys else None
+    if framed is not None:  # the interner's tree, made from the callsites (no paths)
+        stacks = b.take_callsites(*framed)
+    else:
+        flat, offsets = _framed_paths(p, lmap, groups, leaf_of, root_of)
+        stacks = b.stacks_from_csr(flat, offsets, leaf_first=True)
     sets = np.array([b.labelset(ls) for ls in p.labelsets], dtype=np.int64)
     b.add_samples_bulk(stacks[inverse.reshape(-1)], s.values, sets[s.labelset],
                        **{n: getattr(s, n) for n in s.OPTIONAL_COLUMNS})
@@ -162,6 +166,26 @@ def _framed_paths(p: Profile, lmap: np.ndarray, groups: np.ndarray, leaf_of: dic
         pos = tree.segment_positions(per)
         flat[offsets[at] + (n_leaf[ls[at]] + depth[at] if after else 0) + pos] = frames[own[ls[at]] + pos]
     return flat, offsets
+
+
+def _framed_tree(p: Profile, lmap: np.ndarray, groups: np.ndarray,
+                 root_of: dict[int, list[int]]) -> tuple[np.ndarray, ...] | None:
+    """The callsites :func:`_framed_paths`' paths intern to, under one root frame per group,
+    made from ``p``'s callsites where they are numbered as the interner numbers them
+    (:func:`polyprof.analysis._labels_compiled.framed_tree`: the same ids, in one pass over the
+    callsites and one over the new ones); None elsewhere, or without the compiled kernels."""
+    stack, ls = groups[0], groups[1]
+    cs = p.callsites
+    fast = _kernels(stack.size + len(cs))
+    if fast is None or not stack.size:
+        return None
+    per_set = np.full(int(ls.max(initial=-1)) + 1, -1, np.int64)
+    for k, v in root_of.items():
+        per_set[k] = v[0]
+    frame_loc = np.unique(per_set[ls])
+    made: tuple[np.ndarray, ...] | None = fast.framed_tree(cs.parent, cs.location, lmap, stack,
+                                                           np.searchsorted(frame_loc, per_set[ls]), frame_loc)
+    return made
 
 
 def _frames_csr(table: dict[int, list[int]], sets: int) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:

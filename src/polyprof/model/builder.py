@@ -231,11 +231,19 @@ class ProfileBuilder:
         if len(self._flush_callsites_to_arrays()[0]):
             return self._stacks_into_existing(flat, offsets, leaf_first)
         built = intern_stacks(flat, offsets, leaf_first, distinct)
-        self._cs_arrays = (built.parent, built.location)
-        self._cs_depth = built.depth
-        self._cs_size = built.size
+        return self.take_callsites(built.leaf, built.parent, built.location, built.depth, built.size)
+
+    def take_callsites(self, leaf: np.ndarray, parent: np.ndarray, location: np.ndarray, depth: np.ndarray,
+                       size: np.ndarray) -> np.ndarray:
+        """Callsites made elsewhere in :meth:`stacks_from_csr`'s numbering (pre-order, with their
+        depths and subtree sizes), for a builder without callsites yet; returns ``leaf``."""
+        if len(self._flush_callsites_to_arrays()[0]):
+            raise ValueError("take_callsites needs a builder without callsites")
+        self._cs_arrays = (parent, location)
+        self._cs_depth = depth
+        self._cs_size = size
         self._callsites = None  # rebuilt lazily if per-item calls follow
-        return built.leaf
+        return leaf
 
     def _stacks_into_existing(self, flat: np.ndarray, offsets: np.ndarray, leaf_first: bool) -> np.ndarray:
         """Slow path when callsites already exist: intern stack by stack."""
