@@ -39,6 +39,7 @@ from polyprof.formats.perfetto._sequence import Generation, Sequence
 from polyprof.formats.perfetto._tables import PROFILE_PACKET, _Spans
 from polyprof.formats.perfetto._varint_entries import walk_varint_entries
 from polyprof.model.columns import factorize_rows
+from polyprof.wire import background
 from polyprof.wire import vector as V
 
 if TYPE_CHECKING:
@@ -181,10 +182,22 @@ class HeapCollector:
         self.ctx = ctx
         self.dumps: list[Dump] = []
         self._series: dict[tuple[int, str], _Series] = {}
+        self._warm = False
+
+    def _warm_later(self) -> None:
+        """From the first dump of a large trace (compiled kernels) on, the kernels the rest of the
+        read calls are loaded on a thread while it decodes (``_catalog_compiled.warm_calls``)."""
+        self._warm = True
+        if V.compiled():
+            from polyprof.formats.perfetto._catalog_compiled import warm_calls
+
+            background.warm_later(warm_calls, "polyprof-perfetto-warm")
 
     def packet(self, data: bytes, s: Sequence) -> None:
         """Take the ProfilePacket ``data`` of sequence ``s``."""
         st = s.heap = s.heap or _SeqHeap()
+        if not self._warm:
+            self._warm_later()
         try:  # the samples of every dump walked together in the packet's bytes
             pp, heaps, dump_samples = self._walked(data)
         except (MalformedInputError, DecodeError, _Decline):  # named by the per-dump path, as it always was
