@@ -99,12 +99,12 @@ class _Series:
         seq, source = cols[0], cols[1]
         if source[0] >= 0 and (seq == seq[0]).all() and (source == source[0]).all():
             cols = [cols[2]]  # one generation's interned callstacks: the iid decides the stack (cached)
-        group, first = factorize_rows(cols, in_order=True)
+        group, first = _groups(cols)
         at = group[n_old:]
         if not n_old and first.size == at.size:  # the first samples, each its own series: as they are
             self.keys = keys
             self.values = values.copy()
-            _, node_first = factorize_rows([keys[3]], in_order=True)
+            _, node_first = _groups([keys[3]])
             self.node_order = keys[3][node_first]
             return 0
         if first.size > n_old:  # new series, in order of first sight
@@ -112,8 +112,7 @@ class _Series:
             self.keys = [np.concatenate([a, b[firsts]]) for a, b in zip(self.keys, keys)]
             self.values = np.concatenate([self.values, np.full((firsts.size, 4), -1, dtype=np.int64)])
             n_nodes = self.node_order.size
-            _, node_first = factorize_rows([np.concatenate([self.node_order, keys[3][firsts]])],
-                                                    in_order=True)
+            _, node_first = _groups([np.concatenate([self.node_order, keys[3][firsts]])])
             self.node_order = np.concatenate([self.node_order, keys[3][firsts[node_first[n_nodes:] - n_nodes]]])
         if not at.size:
             return 0
@@ -151,6 +150,16 @@ class _Series:
                 np.add.at(total, where, self.values[seen])
         keep = total.any(axis=1)
         return self.node_order[keep], total[keep]
+
+
+def _groups(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``factorize_rows(cols, in_order=True)``; one strictly increasing column (a dump's callstack
+    iids and their stacks as producers number them: every row its own group, in order) at once,
+    where the factorization would try a hash table and then sort the rows."""
+    if len(cols) == 1 and cols[0].size and bool((cols[0][1:] > cols[0][:-1]).all()):
+        rows = np.arange(cols[0].size, dtype=np.int64)
+        return rows, rows
+    return factorize_rows(cols, in_order=True)
 
 
 def _positions(order: np.ndarray, values: np.ndarray) -> np.ndarray:
