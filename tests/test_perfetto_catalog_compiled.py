@@ -187,3 +187,59 @@ def test_uint32_callstack_decoder_is_the_general_one(entries, cut, overlong):
     assert got[1].dtype == np.uint32
     for a, b in zip(got, want):
         assert a.tolist() == b.tolist()
+
+
+_WARM_CHECK = """
+import io, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+import polyprof
+from polyprof.formats.perfetto import _catalog_compiled as K, _sequence
+from polyprof.model import _stacks_compiled as S
+from polyprof.wire import _compiled as W, background
+from test_perfetto_reader import heap_trace
+
+kernels = [K._callstacks32, K._mark, K._map_hash, K._map, W._factorize, S._first_words, S._radix,
+           S._lcp_keys, S._number_keys, S._subtree_sums, S._outermost]
+K.warm_calls()
+warmed = {{k: set(k.signatures) for k in kernels}}
+background.warm_later = lambda calls, name: None  # the read's own warm-up: already done above
+_sequence.KERNELS_FROM = 0
+S._RADIX_FROM = 1  # the radix sort on this small trace's stacks too
+polyprof.read_all(io.BytesIO(heap_trace()))
+assert all(warmed.values()), warmed
+new = {{k.py_func.__name__: set(k.signatures) - warmed[k] for k in kernels if set(k.signatures) - warmed[k]}}
+assert not new, new
+print("ok")
+"""
+
+
+def test_the_warm_up_loads_the_kernels_with_the_types_a_read_passes(tmp_path):
+    """``warm_calls`` (run on a thread from a large trace's first heap dump) calls every kernel
+    with the argument types the read then passes: a heap-dump read (compiled kernels, in a fresh
+    process) adds no signature to the kernels it warmed, so none is loaded twice or compiled."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "warm.py"
+    script.write_text(_WARM_CHECK.format(tests=str(Path(__file__).parent)))
+    env = dict(os.environ, POLYPROF_KERNELS="compiled")
+    run = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+
+
+def test_a_heap_dump_read_warms_the_kernels_once_and_only_compiled(monkeypatch):
+    """A read with the compiled kernels starts the warm-up at its first heap dump, once; a numpy
+    read (small traces) loads nothing."""
+    from test_perfetto_reader import heap_trace
+
+    from polyprof.wire import background
+
+    for mode, expected in (("numpy", []), ("compiled", [K.warm_calls])):
+        _kernels(monkeypatch, mode)
+        calls: list[object] = []
+        monkeypatch.setattr(background, "warm_later", lambda c, name: calls.append(c))
+        polyprof.read_all(io.BytesIO(heap_trace() + heap_trace()))
+        assert calls == expected, mode

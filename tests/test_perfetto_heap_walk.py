@@ -270,3 +270,21 @@ def test_callstack_levels_merge_as_first_wins(older, newer, after):
     keep = _first_wins(both[0])
     for c, want in zip(_Level.COLUMNS, both):
         assert getattr(got, c).dtype == want.dtype and getattr(got, c).tolist() == want[keep].tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(-3, 40), st.integers(0, 2)), min_size=1, max_size=60),
+       shape=st.sampled_from(["increasing", "one column", "two columns"]))
+def test_series_groups_are_the_in_order_factorization(rows, shape):
+    """``_heap._groups`` (a strictly increasing column: every row its own group, without the
+    factorization) numbers rows as ``factorize_rows(..., in_order=True)`` does, whatever the
+    columns."""
+    from polyprof.model.columns import factorize_rows
+
+    first = np.array([r for r, _ in rows], dtype=np.int64)
+    if shape == "increasing":
+        first = np.cumsum(np.abs(first) + 1) - 5  # strictly increasing, negative ones too
+    cols = [first] if shape != "two columns" else [first, np.array([c for _, c in rows], dtype=np.int64)]
+    got, want = _heap._groups(cols), factorize_rows(cols, in_order=True)
+    assert [a.tolist() for a in got] == [b.tolist() for b in want]
+    assert all(a.dtype == b.dtype for a, b in zip(got, want))

@@ -20,6 +20,7 @@ from helpers import PEER
 from polyprof.errors import PolyprofError
 from polyprof.formats.simpleperf import _records as R
 from polyprof.model.dump import dump
+from polyprof.wire import background
 from polyprof.wire import vector as V
 
 pytest.importorskip("polyprof.formats.simpleperf._compiled", reason="numba is not installed: no compiled kernels")
@@ -226,10 +227,10 @@ def test_the_large_walk_splits_and_reads_the_same(compiled, monkeypatch):
     data = _make([_file(0, 3), _file(1, 3)] + [_sample(i, 1 + i % 3, pool[(i * i) % 8], 1, i % 2, False, False)
                                                for i in range(400)])
     monkeypatch.setattr(C, "PARALLEL_FROM", 100)
-    monkeypatch.setattr(C.os, "getloadavg", lambda: (64.0, 0.0, 0.0))
+    monkeypatch.setattr(background.os, "getloadavg", lambda: (64.0, 0.0, 0.0))
     assert C._split(400) == 400  # every CPU busy: one walk
-    monkeypatch.setattr(C.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    assert 0 < C._split(400) < 400 or len(C.os.sched_getaffinity(0)) < 2
+    monkeypatch.setattr(background.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert 0 < C._split(400) < 400 or len(background.os.sched_getaffinity(0)) < 2
     fast, generic = _read_both(data, monkeypatch)
     monkeypatch.setattr(C, "PARALLEL_FROM", 1 << 40)
     assert fast == generic == _read_both(data, monkeypatch)[0]

@@ -15,6 +15,11 @@ runs where they lie:
 ``callstack_entries32``  interned Callstack entries of the usual shape decoded with their
                frame ids written as uint32 at once
 
+:func:`warm_calls` calls these (and the shared stack-interning kernels a heap dump's
+profile is built with) once on tiny inputs with a read's argument types: a heap-dump read
+runs it on a thread from its first dump on (``_heap.HeapCollector``), so that numba loads
+their machine code while the read's first kernels run.
+
 Imported only once the wire kernels are compiled (``wire.vector.compiled()``),
 i.e. for large traces; the numpy expressions they replace stay the other
 path, and ``tests/test_perfetto_catalog_compiled.py`` compares the two.
@@ -29,7 +34,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["callstack_entries32", "map_hash_runs", "map_runs", "mark_runs"]
+__all__ = ["callstack_entries32", "map_hash_runs", "map_runs", "mark_runs", "warm_calls"]
 
 _OPTIONS: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": False}
 
@@ -160,3 +165,34 @@ def callstack_entries32(buf: np.ndarray, starts: np.ndarray,
     if used <= 0:  # none: the caller's uint64 empty column, as before
         return None
     return iids, frames[:used], counts
+
+
+def warm_calls() -> None:
+    """The kernels a heap-dump read calls after its first dump, each called once on a tiny
+    input with the argument types the read passes (a chunk's read-only bytes, uint32 interned
+    frame ids, int32 catalog frames, uint8 or uint16 model locations), in the order it calls
+    them; the builder's stack interning of that many stacks (its radix sort from 16k), and the
+    first kernels of an analysis of the profile."""
+    from polyprof.model import _stacks_compiled
+    from polyprof.wire import _compiled
+    from polyprof.wire.vector import HASH_BASE, HASH_MIX
+
+    buf = np.frombuffer(bytes([0x08, 0x01, 0x10, 0x02]), dtype=np.uint8)  # read-only, as a chunk's bytes
+    one = np.zeros(1, dtype=np.int64)
+    callstack_entries32(buf, one, np.full(1, buf.size, dtype=np.int64))
+    iids = np.zeros(2, dtype=np.uint64)  # callstack iids (a dump's samples, from 1M of them)
+    mark_runs(iids, one, np.full(1, 2, dtype=np.int64), np.zeros(1, dtype=bool))
+    map_runs(iids, one, np.full(1, 2, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    frames, length = np.zeros(2, dtype=np.uint32), np.full(1, 2, dtype=np.int64)  # one stack of two frames
+    mark_runs(frames, one, length, np.zeros(1, dtype=bool))
+    cat, _ = map_hash_runs([(frames, one, length)], 2, np.zeros(1, dtype=np.int32), HASH_MIX, HASH_BASE)
+    _compiled.factorize([np.zeros(4, dtype=np.int64)])
+    mark_runs(cat, one, length, np.zeros(1, dtype=bool))
+    n = _stacks_compiled._RADIX_FROM
+    for dtype in (np.uint8, np.uint16):
+        locs = map_runs(cat, one, length, np.zeros(1, dtype=dtype))
+        _stacks_compiled.intern_stacks(np.resize(locs, n), np.arange(n + 1, dtype=np.int64), False)
+    # and the first kernels of an analysis of the profile (subtree sums, outermost-occurrence sums)
+    _stacks_compiled.subtree_sums(np.zeros(1, dtype=np.int64), np.full(1, -1, dtype=np.int32))
+    _stacks_compiled.outermost_sums(np.zeros(1, dtype=np.int32), np.ones(1, dtype=np.int32), np.ones(1, dtype=bool),
+                                    np.array([0, 1]), np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int64), 1)

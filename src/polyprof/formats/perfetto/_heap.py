@@ -39,6 +39,7 @@ from polyprof.formats.perfetto._sequence import Generation, Sequence
 from polyprof.formats.perfetto._tables import PROFILE_PACKET, _Spans
 from polyprof.formats.perfetto._varint_entries import walk_varint_entries
 from polyprof.model.columns import factorize_rows
+from polyprof.wire import background
 from polyprof.wire import vector as V
 
 if TYPE_CHECKING:
@@ -98,12 +99,12 @@ class _Series:
         seq, source = cols[0], cols[1]
         if source[0] >= 0 and (seq == seq[0]).all() and (source == source[0]).all():
             cols = [cols[2]]  # one generation's interned callstacks: the iid decides the stack (cached)
-        group, first = factorize_rows(cols, in_order=True)
+        group, first = _groups(cols)
         at = group[n_old:]
         if not n_old and first.size == at.size:  # the first samples, each its own series: as they are
             self.keys = keys
             self.values = values.copy()
-            _, node_first = factorize_rows([keys[3]], in_order=True)
+            _, node_first = _groups([keys[3]])
             self.node_order = keys[3][node_first]
             return 0
         if first.size > n_old:  # new series, in order of first sight
@@ -111,8 +112,7 @@ class _Series:
             self.keys = [np.concatenate([a, b[firsts]]) for a, b in zip(self.keys, keys)]
             self.values = np.concatenate([self.values, np.full((firsts.size, 4), -1, dtype=np.int64)])
             n_nodes = self.node_order.size
-            _, node_first = factorize_rows([np.concatenate([self.node_order, keys[3][firsts]])],
-                                                    in_order=True)
+            _, node_first = _groups([np.concatenate([self.node_order, keys[3][firsts]])])
             self.node_order = np.concatenate([self.node_order, keys[3][firsts[node_first[n_nodes:] - n_nodes]]])
         if not at.size:
             return 0
@@ -152,6 +152,16 @@ class _Series:
         return self.node_order[keep], total[keep]
 
 
+def _groups(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``factorize_rows(cols, in_order=True)``; one strictly increasing column (a dump's callstack
+    iids and their stacks as producers number them: every row its own group, in order) at once,
+    where the factorization would try a hash table and then sort the rows."""
+    if len(cols) == 1 and cols[0].size and bool((cols[0][1:] > cols[0][:-1]).all()):
+        rows = np.arange(cols[0].size, dtype=np.int64)
+        return rows, rows
+    return factorize_rows(cols, in_order=True)
+
+
 def _positions(order: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Where each of ``values`` is in ``order`` (distinct, holding every value): catalog stacks
     from -1 are dense, so a table by value (no sort of ``order``) when it is no wider than them."""
@@ -181,10 +191,22 @@ class HeapCollector:
         self.ctx = ctx
         self.dumps: list[Dump] = []
         self._series: dict[tuple[int, str], _Series] = {}
+        self._warm = False
+
+    def _warm_later(self) -> None:
+        """From the first dump of a large trace (compiled kernels) on, the kernels the rest of the
+        read calls are loaded on a thread while it decodes (``_catalog_compiled.warm_calls``)."""
+        self._warm = True
+        if V.compiled():
+            from polyprof.formats.perfetto._catalog_compiled import warm_calls
+
+            background.warm_later(warm_calls, "polyprof-perfetto-warm")
 
     def packet(self, data: bytes, s: Sequence) -> None:
         """Take the ProfilePacket ``data`` of sequence ``s``."""
         st = s.heap = s.heap or _SeqHeap()
+        if not self._warm:
+            self._warm_later()
         try:  # the samples of every dump walked together in the packet's bytes
             pp, heaps, dump_samples = self._walked(data)
         except (MalformedInputError, DecodeError, _Decline):  # named by the per-dump path, as it always was

@@ -18,7 +18,6 @@ walk, which reads or names it as before.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, NamedTuple
 
@@ -26,6 +25,7 @@ import numpy as np
 from numba import njit
 
 from polyprof.formats._span_compiled import _skip, group_of
+from polyprof.wire import background
 from polyprof.wire._compiled import _varint
 
 __all__ = ["Chains", "frame_payloads", "sample_chains"]
@@ -378,21 +378,10 @@ def _walk_parts(parts: list[_Part], buf: np.ndarray, aligned: np.ndarray, starts
 
 
 def _split(n: int) -> int:
-    """Where the samples are split between two walking threads (``n``: no split). Only with a
-    CPU to spare: on a machine whose other work keeps every CPU busy (the last minute's load
-    average, which counts this process too: a benchmark running alone keeps it near 1), the
-    second thread would only wait for one and add the merge's work (~0.1 s)."""
-    if n < PARALLEL_FROM:
-        return n
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:  # no load average here
-        busy = 0.0
-    return n // 2 if cpus >= 2 and busy <= cpus - 0.5 else n
+    """Where the samples are split between two walking threads (``n``: no split): only with a
+    CPU to spare (:func:`polyprof.wire.background.spare_cpu`; on a busy machine the second thread
+    would only wait for one and add the merge's work, ~0.1 s)."""
+    return n // 2 if n >= PARALLEL_FROM and background.spare_cpu() else n
 
 
 def sample_chains(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int, numbers: tuple[int, ...],
@@ -452,16 +441,8 @@ def warm_later(field: int, numbers: tuple[int, ...], span: int) -> threading.Thr
     """Load the machine code of the walk's kernels (:func:`warm_calls`) on a daemon thread,
     started just before a large file is framed: numba loads a kernel on its first call (~0.1 s
     of the large recording's read), and here that happens while the framing kernel runs
-    without the GIL. A failure there costs only the time it meant to save."""
-    def run() -> None:
-        try:
-            warm_calls(field, numbers, span)
-        except Exception:  # noqa: BLE001, S110 - the read loads them itself when it calls them
-            pass
-
-    thread = threading.Thread(target=run, name="polyprof-simpleperf-warm", daemon=True)
-    thread.start()
-    return thread
+    without the GIL."""
+    return background.warm_later(lambda: warm_calls(field, numbers, span), "polyprof-simpleperf-warm")
 
 
 def warm_calls(field: int, numbers: tuple[int, ...], span: int) -> Chains | None:
