@@ -189,6 +189,16 @@ def test_pruning_keeps_ancestors_and_caps(data, cap, fraction):
         assert path[:-1] in kept or not path
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=200), st.integers(1, 7))
+def test_names_present_marked_in_chunks_equal_a_count(ids, chunk):
+    """FlameIndex marks the names a graph holds a chunk at a time (no int64 copy of the ids)."""
+    from polyprof.analysis.flameview import _present
+
+    name_ids = np.array(ids, dtype=np.int32)
+    assert _present(name_ids, 41, chunk).tolist() == (np.bincount(name_ids, minlength=41) > 0).tolist()
+
+
 def test_inlined_functions_are_frames_unless_noinlines():
     b = ProfileBuilder("test")
     b.set_sample_types([("samples", "count")])
