@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_pprof import best, build  # noqa: E402
+from bench_pprof import best, build, byte_compile  # noqa: E402
 
 FORMATS = ("perfetto", "simpleperf", "chromium")
 
@@ -57,6 +57,7 @@ def main() -> int:
     ap.add_argument("--only", choices=("cpu", "small", "large", "worst"), action="append")
     args = ap.parse_args()
     polyprof = [sys.executable, "-m", "polyprof", "top"]
+    byte_compile()
     print(f"{'profile':<8} {'format':<11} {'MB':>7} {'top s':>7} {'vs pprof':>8} {'MB/s':>7} {'peak MB':>8}")
     for name in args.only or ["cpu", "small", "large", "worst"]:
         src = source(name)

@@ -144,6 +144,10 @@ def main() -> int:
         measure(args.trace, args.measure == "aggregate")
         return 0
     os.makedirs(args.dir, exist_ok=True)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_pprof import byte_compile
+
+    byte_compile()
     base = _baseline(args.dir)
     print(f"process baseline (python, numpy, polyprof, numba and its kernels loaded): {base:.0f} MB peak RSS; "
           f"load average {os.getloadavg()[0]:.1f}")

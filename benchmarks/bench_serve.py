@@ -255,6 +255,9 @@ def main() -> int:
     ap.add_argument("--trace", help="Perfetto trace (default: bench_perfetto.py's, generated when missing)")
     args = ap.parse_args()
     which = args.only or ["stack", "pprof", "perfetto"]
+    from bench_pprof import byte_compile
+
+    byte_compile()
     if "stack" in which:
         print("HTTP stack (standard library ThreadingHTTPServer), demo profile:")
         http_stack()
