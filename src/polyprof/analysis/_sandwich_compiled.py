@@ -32,24 +32,23 @@ from polyprof.model._tree_compiled import _group_level, _merged_root, _radix, ta
 
 __all__ = ["caller_view"]
 
-_ALONE = np.iinfo(np.int64).min  # a group's items walk on alone: counted at once
-
 
 @njit(cache=True, nogil=True)
 def _view(parent, name_of, depth, cur, w, threshold, width, m_parent, m_name, m_total, m_self, m_count,
-          bounds, up, root, slot):
+          bounds, up, root, slot, alone):
     """Merge the reversed paths from ``cur`` level by level as ``_reversed_paths`` does (its
     grouping, :func:`~polyprof.model._tree_compiled._group_level`), making the children of
     the made nodes at least ``threshold`` wide (those narrower are made too, as cut nodes) and
     counting in ``m_count`` every node of the complete tree under a cut node. ``up`` (zeros)
-    and ``root`` (-1): the items' columns, of ``cur``'s dtype or wider. Returns (nodes made,
+    and ``root`` (-1): the items' columns, of the dtype of the node and group ids (``cur``'s
+    or wider), whose least value ``alone`` marks paths counted at once. Returns (nodes made,
     levels), or (-1, 0) when the output arrays are full."""
     n = cur.size
     # up >= 0: a made parent; < 0: -(the last level's group + 1). root: the cut node above a counted path
     nxt = np.empty_like(cur)
-    key, kt, top = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    key, kt = np.empty(n, np.int64), np.empty(n, np.int64)
     items, prov = np.empty(n, np.int32), np.empty(n, np.int32)
-    final, act = np.empty(n, np.int64), np.empty(2 * n, np.int64)
+    top, final, act = np.empty_like(up), np.empty_like(up), np.empty(2 * n, up.dtype)
     cap = m_parent.size
     _merged_root(w, m_parent, m_name, m_total, bounds)
     m_count[0] = 1
@@ -97,7 +96,7 @@ def _view(parent, name_of, depth, cur, w, threshold, width, m_parent, m_name, m_
             if final[g] >= 0 and abs(kt[g]) >= threshold:  # a kept node: its paths go on under it
                 act[2 * g], act[2 * g + 1] = final[g], -1
             elif items[g] == 1:  # alone from here: one node of the complete tree per frame above
-                act[2 * g], act[2 * g + 1] = _ALONE, top[g]
+                act[2 * g], act[2 * g + 1] = alone, top[g]
             else:  # counted under the cut node top[g], as one group of this level
                 act[2 * g], act[2 * g + 1] = -(g + 1), top[g]
         k = 0
@@ -108,7 +107,7 @@ def _view(parent, name_of, depth, cur, w, threshold, width, m_parent, m_name, m_
                     m_self[final[g]] += w[i]
                 continue
             u, r = act[2 * g], act[2 * g + 1]
-            if u == _ALONE:
+            if u == alone:
                 m_count[r] += depth[cur[i]] - 1
             else:
                 cur[k], w[k], up[k], root[k] = nxt[i], w[i], u, r
@@ -138,7 +137,7 @@ def caller_view(parent: np.ndarray, name_of: np.ndarray, depth: np.ndarray, node
         m_self, m_count, bounds = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
         made, levels = _view(parent, name_of, depth, np.array(nodes, dtype=ids), w.copy(), max(threshold, 1), width,
                              m_parent, m_name, m_total, m_self, m_count, bounds, np.zeros(nodes.size, ids),
-                             np.full(nodes.size, -1, ids), slot)
+                             np.full(nodes.size, -1, ids), slot, np.iinfo(ids).min)
         if made >= 0:
             return (m_parent[:made].copy(), m_name[:made].copy(), m_self[:made].copy(), m_total[:made].copy(),
                     m_count[:made].copy(), bounds[:levels + 1].copy())
