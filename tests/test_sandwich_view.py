@@ -10,17 +10,22 @@ import random
 
 import numpy as np
 import pytest
-from helpers import peer_files
+from helpers import numpy_only, peer_files
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from polyprof import api
 from polyprof.analysis.flame import flame_tree
 from polyprof.analysis.flameview import FlameIndex
 from polyprof.analysis.options import Options
+from polyprof.analysis import sandwich as sandwich_module
 from polyprof.analysis.sandwich import sandwich
+from polyprof.model import tree
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.profile import Profile
 
-pytest.importorskip("polyprof.analysis._sandwich_compiled", reason="numba is not installed: no compiled view")
+view_kernel = pytest.importorskip("polyprof.analysis._sandwich_compiled", reason="numba is not installed: no compiled view")
+tree_kernels = pytest.importorskip("polyprof.model._tree_compiled", reason="numba is not installed")
 
 
 def _profile(seed: int) -> Profile:
@@ -102,3 +107,96 @@ def test_a_node_the_cut_did_not_make_is_refused(monkeypatch):
     from polyprof.errors import OptionsError
     with pytest.raises(OptionsError, match="of them made"):
         view.details(missing)
+
+
+@st.composite
+def _paths(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A tree (parent before child, node 0 the root) with few names (recursion, paths that part
+    and merge again), and some of its nodes with weights: (parent, name, depth, nodes, weight).
+    One name is on many nodes (a function called from everywhere)."""
+    n = draw(st.integers(2, 90))
+    parent = np.array([-1] + [draw(st.integers(0, i - 1)) for i in range(1, n)], dtype=np.int64)
+    n_names = draw(st.integers(1, 7))
+    name = np.array([0] + draw(st.lists(st.integers(1, n_names), min_size=n - 1, max_size=n - 1)), dtype=np.int64)
+    everywhere = draw(st.sets(st.integers(1, n - 1), max_size=n - 1))
+    name[sorted(everywhere)] = 1
+    depth = np.zeros(n, dtype=np.int64)
+    for i in range(1, n):
+        depth[i] = depth[parent[i]] + 1
+    nodes = np.array(sorted(draw(st.sets(st.integers(1, n - 1), min_size=1))), dtype=np.int64)
+    weight = np.array(draw(st.lists(st.integers(1, 50), min_size=nodes.size, max_size=nodes.size)), dtype=np.int64)
+    return parent, name, depth, nodes, weight
+
+
+def _index(parent: np.ndarray, name: np.ndarray, dtype: type) -> object:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(tree=SimpleNamespace(parent=parent.astype(dtype)), name_id=name.astype(dtype),
+                           distinct=[f"f{i}" for i in range(int(name.max()) + 1)])
+
+
+def _cut(full: sandwich_module._Merged, threshold: int) -> tuple[np.ndarray, ...]:
+    """The complete callers tree cut as ``caller_view`` cuts it: the root, and the children of
+    every made node at least ``threshold`` wide (the root counts as wide); each made node's
+    count is 1, or its complete subtree's size for a narrow one."""
+    n = full.parent.size
+    size = np.ones(n, dtype=np.int64)
+    for v in range(n - 1, 0, -1):
+        size[full.parent[v]] += size[v]
+    wide = np.abs(full.total) >= threshold
+    wide[0] = True
+    made = np.zeros(n, dtype=bool)
+    made[0] = True
+    for v in range(1, n):  # level by level: parents first
+        made[v] = made[full.parent[v]] and wide[full.parent[v]]
+    ids = np.flatnonzero(made)
+    new = np.full(n, -1, dtype=np.int64)
+    new[ids] = np.arange(ids.size)
+    parent = np.where(full.parent[ids] >= 0, new[np.maximum(full.parent[ids], 0)], -1)
+    level = np.repeat(np.arange(full.levels.size - 1), np.diff(full.levels))[ids]
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(level))))
+    return parent, full.name[ids], full.self[ids], full.total[ids], np.where(wide[ids], 1, size[ids]), bounds
+
+
+@settings(max_examples=300, deadline=None)
+@given(_paths(), st.integers(1, 400), st.sampled_from([np.int32, np.int64]))
+def test_the_compiled_callers_view_is_the_complete_callers_tree_cut(paths, threshold, dtype):
+    """``caller_view`` (its hash grouping grown with the groups, the walk on int32 ids) against
+    the numpy level-wise merge of every reversed path, cut afterwards: the same nodes, ids,
+    numbers, counts of the complete tree and level bounds."""
+    parent, name, depth, nodes, weight = paths
+    index = _index(parent, name, dtype)
+    full = numpy_only(tree, sandwich_module._callers, index, nodes, weight, None)
+    got = view_kernel.caller_view(parent.astype(dtype), name.astype(dtype), depth.astype(dtype), nodes, weight,
+                                  threshold)
+    assert got is not None
+    for field, want, have in zip(("parent", "name", "self", "total", "count", "levels"), _cut(full, threshold), got,
+                                 strict=True):
+        assert np.array_equal(want, have), field
+    assert int(got[4].sum()) == full.parent.size  # every node of the complete tree, made or counted
+
+
+@settings(max_examples=300, deadline=None)
+@given(_paths(), st.integers(0, 400), st.sampled_from([np.int32, np.int64]))
+def test_the_compiled_reversed_paths_are_the_numpy_merge(paths, threshold, dtype):
+    """``reversed_paths`` (the callers at a resolution and the inverted graph: the shared
+    grouping, a table grown from 16 slots) against the numpy level-wise merge."""
+    parent, name, _, nodes, weight = paths
+    index = _index(parent, name, dtype)
+    want = numpy_only(tree, sandwich_module._callers, index, nodes, weight, threshold or None)
+    got = tree_kernels.reversed_paths(parent.astype(dtype), name.astype(dtype), nodes, weight, threshold or None)
+    assert got is not None
+    for field, have in zip(("parent", "name", "self", "total", "levels"), got, strict=True):
+        assert np.array_equal(getattr(want, field), have), field
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32))
+def test_random_profiles_cut_callers_answer_as_the_complete_ones(seed):
+    """The end-to-end comparison above on more random profiles (hypothesis draws the seeds)."""
+    index = FlameIndex(flame_tree(_profile(seed), Options(), max_nodes=0, min_fraction=0))
+    if "leaf" not in index.distinct:
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        for max_nodes in (2, 25):
+            _same_answers(index, "leaf", max_nodes, mp)

@@ -571,41 +571,100 @@ def compact(x: np.ndarray, keep: np.ndarray) -> np.ndarray | None:
     return x[:_compact(x, keep)]
 
 
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # 2^64 / golden ratio: multiplicative hashing
+
+
 @njit(cache=True, nogil=True)
-def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name, m_total, m_self, bounds):  # noqa: ANN001, ANN202, PLR0913
+def _rehash(slot, key, found, bits):  # noqa: ANN001, ANN202
+    """Place the groups 0..found-1 (by ``key``) in ``slot[:2**bits]``, cleared first."""
+    shift = np.uint64(64 - bits)
+    mask = (1 << bits) - 1
+    slot[:1 << bits] = -1
+    for g in range(found):
+        h = np.int64((np.uint64(key[g]) * _GOLDEN) >> shift)
+        while slot[h] >= 0:
+            h = (h + 1) & mask
+        slot[h] = g
+
+
+@njit(cache=True, nogil=True)
+def _group_level(parent, name_of, cur, up, w, n, width, hint, nxt, key, kt, prov, slot):  # noqa: ANN001, ANN202, PLR0913
+    """One level of merging paths: items 0..n-1 (node ``cur[i]`` of the tree, merged parent
+    ``up[i]``, weight ``w[i]``) grouped by (up, name of cur) in a hash table, no sort of the
+    items: ``prov[i]`` its group (ids in order of first appearance), ``key[g]`` the group's
+    ``up * width + name``, ``kt[g]`` its summed weight; ``nxt[i]`` the parent of ``cur[i]``
+    (read with its name: one visit of the node per level). ``slot``: the table's room (a power
+    of two >= 2n), used as far as the groups need (``hint``: the last level's count), so that
+    a level of few groups stays in cache. Returns the number of groups.
+
+    Also compiled into :mod:`polyprof.analysis._sandwich_compiled`'s kernel: numba's cache
+    keys that one by its own file, so an edit here must touch that file too (else its cached
+    machine code keeps the old grouping)."""
+    bits = 4
+    while (1 << bits) < 2 * min(n, max(hint, 8)):
+        bits += 1
+    slot[:1 << bits] = -1
+    shift = np.uint64(64 - bits)
+    mask = (1 << bits) - 1
+    found = 0
+    for i in range(n):
+        c = cur[i]
+        nxt[i] = parent[c]
+        k = up[i] * np.int64(width) + name_of[c]
+        h = np.int64((np.uint64(k) * _GOLDEN) >> shift)
+        while True:
+            g = slot[h]
+            if g < 0 or key[g] == k:
+                break
+            h = (h + 1) & mask
+        if g < 0:
+            g = found
+            slot[h] = g
+            key[g], kt[g] = k, 0
+            found += 1
+            if 2 * found > 1 << bits:  # half full: twice the room
+                bits += 1
+                shift = np.uint64(64 - bits)
+                mask = (1 << bits) - 1
+                _rehash(slot, key, found, bits)
+        prov[i] = g
+        kt[g] += w[i]
+    return found
+
+
+@njit(cache=True, nogil=True)
+def _merged_root(w, m_parent, m_name, m_total, bounds):  # noqa: ANN001, ANN202
+    """Node 0 of a tree of merged paths (the root, with every path's weight): the first level."""
+    m_parent[0], m_name[0], m_total[0] = -1, -1, 0
+    for i in range(w.size):
+        m_total[0] += w[i]
+    bounds[0], bounds[1] = 0, 1
+
+
+def table_room(n: int) -> int:
+    """The size of :func:`_group_level`'s table for up to ``n`` items: a power of two >= 2n."""
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    return size
+
+
+@njit(cache=True, nogil=True)
+def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name, m_total, m_self, bounds, slot):  # noqa: ANN001, ANN202, PLR0913
     """Merge the paths from ``cur`` up to (not including) node 0 of a tree, one level per step:
-    items with equal (merged parent, name) become one node, nodes lighter than ``threshold``
-    stop their items. Returns (nodes made, levels), or (-1, 0) when the output arrays are full."""
+    items with equal (merged parent, name) become one node (:func:`_group_level`), nodes
+    lighter than ``threshold`` stop their items. Returns (nodes made, levels), or (-1, 0) when
+    the output arrays are full."""
     n = cur.size
     up = np.zeros(n, np.int64)
+    nxt = np.empty_like(cur)
+    key, kt = np.empty(n, np.int64), np.empty(n, np.int64)
+    prov = np.empty(n, np.int32)  # ids < n: int32 halves the largest temporaries
     cap = m_parent.size
-    m_parent[0], m_name[0], m_total[0] = -1, -1, 0
-    for i in range(n):
-        m_total[0] += w[i]
-    made, levels = 1, 1
-    bounds[0], bounds[1] = 0, 1
+    _merged_root(w, m_parent, m_name, m_total, bounds)
+    made, levels, found = 1, 1, 1
     while n:
-        size = 16
-        while size < 2 * n:
-            size *= 2
-        slot = np.full(size, -1, np.int32)  # ids < n: int32 halves the largest temporaries
-        ku, kn, kt = np.empty(n, np.int64), np.empty(n, np.int64), np.zeros(n, np.int64)
-        prov = np.empty(n, np.int32)
-        found = 0
-        for i in range(n):  # provisional ids by (parent, name): a hash table, no sort of the items
-            nm = name_of[cur[i]]
-            h = (up[i] * np.int64(1000003) + nm * np.int64(7919)) & (size - 1)
-            while slot[h] >= 0 and (ku[slot[h]] != up[i] or kn[slot[h]] != nm):
-                h = (h + 1) & (size - 1)
-            if slot[h] < 0:
-                slot[h] = found
-                ku[found], kn[found] = up[i], nm
-                found += 1
-            prov[i] = slot[h]
-            kt[slot[h]] += w[i]
-        key = np.empty(found, np.int64)
-        for d in range(found):
-            key[d] = ku[d] * width + kn[d]
+        found = _group_level(parent, name_of, cur, up, w, n, width, found, nxt, key, kt, prov, slot)
         order = np.arange(found)
         if found > 1:
             _radix(key, order, 0, found)
@@ -616,7 +675,7 @@ def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name,
             d = order[r]
             if threshold == 0 or abs(kt[d]) >= threshold:
                 final[d] = made
-                m_parent[made], m_name[made], m_total[made] = ku[d], kn[d], kt[d]
+                m_parent[made], m_name[made], m_total[made] = key[d] // width, key[d] % width, kt[d]
                 made += 1
         if made > bounds[levels]:
             levels += 1
@@ -624,14 +683,13 @@ def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name,
         k = 0
         for i in range(n):
             mid = final[prov[i]]
-            nxt = parent[cur[i]]
-            if nxt <= 0:  # the graph's root (node 0) is no caller
+            if nxt[i] <= 0:  # the graph's root (node 0) is no caller
                 if mid >= 0:
                     m_self[mid] += w[i]
                 continue
             if mid < 0:
                 continue
-            cur[k], w[k], up[k] = nxt, w[i], mid
+            cur[k], w[k], up[k] = nxt[i], w[i], mid
             k += 1
         n = k
     return made, levels
@@ -651,11 +709,12 @@ def reversed_paths(parent: np.ndarray, name_of: np.ndarray, nodes: np.ndarray, w
         return None  # the kernel's per-level ids are int32
     width = int(name_of.max(initial=0)) + 1
     cap = 16 * cur.size + 64  # pages are touched only as nodes are made
+    slot = np.empty(table_room(cur.size), np.int32)
     while True:
         m_parent, m_name, m_total = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
         m_self, bounds = np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
-        made, levels = _reversed_paths(parent, name_of, cur.copy(), w.copy(),
-                                       threshold or 0, width, m_parent, m_name, m_total, m_self, bounds)
+        made, levels = _reversed_paths(parent, name_of, cur.copy(), w.copy(), threshold or 0, width,
+                                       m_parent, m_name, m_total, m_self, bounds, slot)
         if made >= 0:
             return (m_parent[:made].copy(), m_name[:made].copy(), m_self[:made].copy(), m_total[:made].copy(),
                     bounds[:levels + 1].copy())
