@@ -787,8 +787,11 @@ def varint_fields(buf: np.ndarray, ends: np.ndarray) -> Fields | None:
     ``ends[i]``, the last at ``buf.size``); None when the data is not like that
     (the caller then walks it field by field, which also reports any damage).
 
-    Every byte below 0x80 ends a varint, so all varints decode at once; a
-    message must then be an even run of (tag, value) varints.
+    Every byte below 0x80 ends a varint, so all varints are found at once; each is
+    read from its first byte, and only the varints still running take another
+    (ids and counts are one to three bytes); the message of each field is a binary
+    search of the message starts among the varint starts. A message must be an
+    even run of (tag, value) varints.
     """
     ends = ends.astype(np.int64)
     if not buf.size or ends.size == 0 or int(ends[-1]) != buf.size or (np.diff(ends) < 0).any():
@@ -798,29 +801,48 @@ def varint_fields(buf: np.ndarray, ends: np.ndarray) -> Fields | None:
         return None
     first = np.empty_like(last)
     first[0], first[1:] = 0, last[:-1] + 1
-    size = last - first + 1
-    if int(size.max()) > 10:
+    values = _varint_values(buf, first, last)
+    if values is None:
         return None
-    shift = (7 * (np.arange(buf.size, dtype=np.int64) - np.repeat(first, size))).astype(np.uint64)
-    values = np.add.reduceat((buf & 0x7F).astype(np.uint64) << shift, first)
-    starts = np.empty_like(ends)
-    starts[0], starts[1:] = 0, ends[:-1]
-    starts = starts[ends > starts]  # empty messages hold no field
-    begins = np.zeros(buf.size, dtype=bool)
-    begins[first] = True
-    if not begins[starts].all():
-        return None  # a message boundary inside a varint
-    msg_start = np.zeros(buf.size, dtype=np.int64)
-    msg_start[starts] = 1
-    msg_of = (np.cumsum(msg_start) - 1)[first]  # among the non-empty messages
-    if (np.bincount(msg_of, minlength=starts.size) % 2).any():
-        return None  # an odd number of varints: not (tag, value) pairs
-    msg_of = np.flatnonzero(ends > np.append(0, ends[:-1]))[msg_of[0::2]]
+    lengths = np.diff(ends, prepend=0)
+    msg_of = _pair_messages(first, ends, lengths)
+    if msg_of is None:
+        return None
     tag, value = values[0::2], values[1::2]
-    if (size[0::2] != 1).any() or (tag & np.uint64(7)).any() or (tag < 8).any():
-        return None
+    if (last[0::2] != first[0::2]).any() or (tag & np.uint64(7)).any() or (tag < 8).any():
+        return None  # a tag of two bytes or more, a non-VARINT field, or field 0
     zeros = np.zeros(tag.size, dtype=np.int64)
     return Fields(msg_of, (tag >> np.uint64(3)).astype(np.int64), zeros.astype(np.int8), value, zeros, zeros)
+
+
+_SHIFTS = [np.uint64(7 * k) for k in range(10)]
+
+
+def _varint_values(buf: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray | None:
+    """The value of each varint ``buf[first[i]:last[i]+1]`` (None if one is over ten bytes);
+    bits past the 64th are dropped, as the field walker drops them."""
+    values = (buf[first] & 0x7F).astype(np.uint64)
+    live = np.flatnonzero(last > first)
+    for k in range(1, 10):
+        if not live.size:
+            return values
+        values[live] |= (buf[first[live] + k] & 0x7F).astype(np.uint64) << _SHIFTS[k]
+        live = live[last[live] > first[live] + k]
+    return None if live.size else values
+
+
+def _pair_messages(first: np.ndarray, ends: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
+    """The message of each (tag, value) pair of varints starting at ``first`` in messages
+    ending at ``ends``; None when a message starts inside a varint or holds an odd count."""
+    full = np.flatnonzero(lengths > 0)  # empty messages hold no field
+    msg_start = (ends - lengths)[full]
+    at = np.searchsorted(first, msg_start)  # every message start must be a varint start
+    if (at >= first.size).any() or (first[np.minimum(at, first.size - 1)] != msg_start).any():
+        return None
+    count = np.diff(np.append(at, first.size))
+    if (count % 2).any():
+        return None  # an odd number of varints: not (tag, value) pairs
+    return np.repeat(full, count // 2)
 
 
 #: Rows below which a sort is as quick as hashing (and needs no compiled kernel).

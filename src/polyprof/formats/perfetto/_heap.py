@@ -37,7 +37,6 @@ from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._clock import wrap64
 from polyprof.formats.perfetto._sequence import Generation, Sequence
 from polyprof.formats.perfetto._tables import PROFILE_PACKET, _Spans
-from polyprof.formats.perfetto._varint_entries import walk_varint_entries
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import background
 from polyprof.wire import vector as V
@@ -334,7 +333,7 @@ def _samples(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, trusted_coun
         got = heap_samples(buf, starts, ends, (_CALLSTACK, *_PLAIN, *_AT_MAX), _MAX)
         if got is not None:
             return _compiled_samples(*got, trusted_count)
-    f = walk_varint_entries(buf, starts, ends)
+    f = V.walk_varint_fields(buf, starts, ends)
 
     def col(k: int) -> np.ndarray:
         raw = V.scalar_column(f, k, n)

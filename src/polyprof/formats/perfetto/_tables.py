@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from polyprof.formats.perfetto import _schema as S
-from polyprof.formats.perfetto._varint_entries import walk_varint_entries
 from polyprof.model.columns import distinct
 from polyprof.wire import vector as V
 
@@ -89,7 +88,7 @@ class _Spans:
 
     def fields(self, varints: bool = False) -> V.Fields:
         """The fields of every entry (``varints``: entries are mostly varint fields only)."""
-        walk = walk_varint_entries if varints else V.walk_fields
+        walk = V.walk_varint_fields if varints else V.walk_fields
         return walk(self.buf, self.start, self.start + self.length)
 
     def texts(self) -> list[bytes]:
