@@ -309,6 +309,7 @@ def _fixed(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
 #: :func:`_field_starts` (few long messages: one numpy step per field would be slow).
 _LOCKSTEP = 64
 _LOCKSTEP_MANY = 1024  # ... unless this many messages are still going; then after this many steps
+_LONG_MESSAGE_BYTES = 8 * _LOCKSTEP  # messages this long on average (and few): no lockstep at all
 _WINDOW = 1 << 20  # bytes examined at once by _field_starts (bounds its memory)
 
 
@@ -367,7 +368,11 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
     The k-th fields of all messages are decoded together, one numpy step per
     k; messages still going after many steps (a sample with a million
     unpacked ids) have all their field positions found at once by
-    :func:`_field_starts`, so time stays linear in the bytes.
+    :func:`_field_starts`, so time stays linear in the bytes. A batch of few
+    long messages (a heap dump's thousands of samples) goes there at once:
+    each lockstep step is a numpy pass of fixed cost whatever the message
+    count. Same fields, same order either way; on damaged input, which of
+    several damaged places is named may differ.
     """
     starts = starts.astype(np.int64)
     ends = ends.astype(np.int64)
@@ -380,10 +385,12 @@ def walk_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields
     pos = starts.copy()
     live = pos < ends
     msg, pos = msg[live], pos[live]
+    few_long = msg.size <= _LOCKSTEP_MANY and int((ends[msg] - pos).sum()) >= _LONG_MESSAGE_BYTES * msg.size
+    lockstep = 0 if few_long else _LOCKSTEP
     out: list[tuple[np.ndarray, ...]] = []  # (msg, field, wire, value, start, length, rank)
     step = 0
     while msg.size:
-        if step >= _LOCKSTEP_MANY or (step >= _LOCKSTEP and msg.size <= _LOCKSTEP_MANY):
+        if step >= _LOCKSTEP_MANY or (step >= lockstep and msg.size <= _LOCKSTEP_MANY):
             out.append(_tail(buf, msg, pos, ends[msg], step))
             break
         end = ends[msg]
@@ -924,24 +931,3 @@ def sized_read(nbytes: int, compiled_from: int) -> Iterator[None]:
 #: :func:`hash_runs`'s constants, for kernels elsewhere that hash runs as it does (added for the
 #: Perfetto catalog's fused frame pass; a test checks those hashes equal :func:`hash_runs`).
 HASH_MIX, HASH_BASE = _HASH_MIX, _HASH_BASE
-
-
-def walk_long_fields(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Fields:
-    """:func:`walk_fields` for a few long messages (a heap dump's thousands of samples): every
-    field position found at once by pointer doubling (as :func:`walk_fields` does after its
-    first 64 lockstep steps, each a numpy pass of fixed cost whatever the message count); the
-    compiled walker when loaded. Same fields, same order; damage raises as the walk would,
-    though which of several damaged places is named may differ."""
-    starts = np.asarray(starts, dtype=np.int64)
-    ends = np.asarray(ends, dtype=np.int64)
-    fast = _kernels(int((ends - starts).sum()) if starts.size else 0)
-    if fast is not None:
-        got = fast.walk_fields(buf, starts, ends)
-        if got is not None:
-            return Fields(*got)
-    msg = np.flatnonzero(starts < ends)
-    if not msg.size:
-        return walk_fields(buf, starts, ends)  # no field at all
-    m, field, wire, value, start, length, rank = _tail(buf, msg, starts[msg], ends[msg], 0)
-    order = np.lexsort((rank, m))  # message-major, wire order within a message
-    return Fields(m[order], field[order], wire[order], value[order], start[order], length[order])

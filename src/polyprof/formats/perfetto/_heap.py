@@ -263,8 +263,8 @@ class HeapCollector:
         spans = V.walk_fields(buf, np.zeros(1, dtype=np.int64), np.full(1, len(data), dtype=np.int64)).select(5, V.LEN)
         if spans.msg.size != len(dumps):
             raise _Decline
-        # A few dumps of thousands of samples each: their positions by pointer doubling, not in lockstep.
-        smp = V.walk_long_fields(buf, spans.start, spans.start + spans.length).select(2, V.LEN)
+        # A few dumps of thousands of samples each (walk_fields finds their positions by pointer doubling)
+        smp = V.walk_fields(buf, spans.start, spans.start + spans.length).select(2, V.LEN)
         keep = wanted[smp.msg]
         owner, start = smp.msg[keep], smp.start[keep]
         trusted = np.array([d.orig_sampling_interval_bytes > 0 for d in dumps], dtype=bool)

@@ -1,6 +1,7 @@
-"""``wire.vector.walk_long_fields`` (every field position by pointer doubling) gives the fields
-``walk_fields`` gives, on random messages of few and many fields, packed end to end or spaced,
-and raises where it raises on damaged ones."""
+"""``wire.vector.walk_fields`` on a batch of few long messages (every field position by pointer
+doubling at once) gives the fields of its lockstep walk (forced by raising the length from which
+it skips the lockstep), on random messages of few and many fields, packed end to end or spaced,
+and raises where the lockstep walk raises on damaged ones."""
 
 from __future__ import annotations
 
@@ -38,13 +39,22 @@ def test_long_walk_is_the_walk(mode, messages, gap, damage):
         lengths = np.array([len(b) for b in blobs], dtype=np.int64)
         buf = np.frombuffer(b"".join(b"\x00" * gap + bytes(b) for b in blobs) + b"\x00", dtype=np.uint8)
         starts = np.cumsum(lengths + gap) - lengths
+        long_bytes = V._LONG_MESSAGE_BYTES
         try:
+            V._LONG_MESSAGE_BYTES = 1 << 62  # the lockstep walk, whatever the lengths
             want = V.walk_fields(buf, starts, starts + lengths)
         except MalformedInputError:
+            V._LONG_MESSAGE_BYTES = 0  # every batch is one of long messages
             with pytest.raises(MalformedInputError):
-                V.walk_long_fields(buf, starts, starts + lengths)
+                V.walk_fields(buf, starts, starts + lengths)
             return
-        got = V.walk_long_fields(buf, starts, starts + lengths)
+        finally:
+            V._LONG_MESSAGE_BYTES = long_bytes
+        V._LONG_MESSAGE_BYTES = 0
+        try:
+            got = V.walk_fields(buf, starts, starts + lengths)
+        finally:
+            V._LONG_MESSAGE_BYTES = long_bytes
         for c in COLUMNS:
             assert np.array_equal(getattr(got, c), getattr(want, c)), c
             assert getattr(got, c).dtype == getattr(want, c).dtype, c
