@@ -72,7 +72,8 @@ OPTIONS = st.fixed_dictionaries({}, optional={
     "tagignore": st.sampled_from(["worker=b"]), "time_range": st.sampled_from([(2_000_000, 7_000_000)]),
     "focus": st.sampled_from(["alpha", "2kB", "a"]), "hide": st.sampled_from(["run", "2kB"]),
     "unit": st.sampled_from(["minimum", "kB"]), "nodefraction": st.sampled_from([0.0, 0.1]),
-    "nodecount": st.sampled_from([0, 2]), "granularity": st.sampled_from(["functions", "lines"])})
+    "nodecount": st.sampled_from([0, 2]), "granularity": st.sampled_from(["functions", "lines"]),
+    "relative_percentages": st.booleans(), "tagleaf": st.sampled_from(["worker"])})
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
