@@ -44,7 +44,7 @@ from polyprof.analysis.options import Options
 from polyprof.analysis.stacks import CompiledTwin
 from polyprof.model.profile import Profile, SampleTable
 
-__all__ = ["MAX_GROUPS", "applies", "distinct_samples", "grouped_flame", "load_kernels"]
+__all__ = ["MAX_GROUPS", "applies", "distinct_samples", "grouped_flame", "load_kernels", "stackless"]
 
 #: More distinct values than this take the callsite route (each value's label frame is named
 #: in Python; the graph's cost is its nodes either way).
@@ -211,15 +211,20 @@ def _frame_names(p: Profile, o: Options, used: np.ndarray) -> tuple[tuple[Profil
     """The name of the label frame :func:`label_frames` gives each labelset of ``used``, as a
     flame node at ``o``'s granularity: label_frames itself on a profile of one sample without a
     stack per labelset and no other tables; and that profile with its node map."""
-    n = used.size
-    tiny = dataclasses.replace(
-        p, strings=[""], functions=type(p.functions)(), mappings=type(p.mappings)(),
-        locations=type(p.locations)(), lines=type(p.lines)(), callsites=type(p.callsites)(),
-        samples=SampleTable(stack=np.full(n, -1, np.int32), values=np.zeros((n, len(p.sample_types)), np.int64),
-                            labelset=used.astype(np.int32)))
-    framed, _ = label_frames(tiny, o.tagroot, None, o.unit)
+    framed, _ = label_frames(stackless(p, used, np.zeros((used.size, len(p.sample_types)), np.int64)),
+                             o.tagroot, None, o.unit)
     nodes = node_map(framed, o.granularity, inlines=not o.noinlines)
     loc = framed.callsites.location[framed.samples.stack].astype(np.int64)
     entry = nodes.loc_nodes[nodes.loc_start[loc]]
     return (framed, nodes), [nodes.names[k] for k in entry.tolist()]
 
+
+def stackless(p: Profile, used: np.ndarray, values: np.ndarray) -> Profile:
+    """``p``'s label sets and sample types with one sample per labelset of ``used`` (its
+    ``values`` row), without a stack, and no other tables: what :func:`label_frames` needs to
+    name (and weigh) the label frames alone."""
+    n = used.size
+    return dataclasses.replace(
+        p, strings=[""], functions=type(p.functions)(), mappings=type(p.mappings)(),
+        locations=type(p.locations)(), lines=type(p.lines)(), callsites=type(p.callsites)(),
+        samples=SampleTable(stack=np.full(n, -1, np.int32), values=values, labelset=used.astype(np.int32)))

@@ -10,21 +10,30 @@ every call into them that survives the edge fraction is inlined.
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
-from polyprof.analysis import filters
+from polyprof.analysis import filters, label_groups
 from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.graph import node_map
+from polyprof.analysis.nodes import NodeMap
 from polyprof.analysis.options import Options, resolve
 from polyprof.analysis.reshape_view import ReshapeView
-from polyprof.analysis.result import NodeFields, ProfileSummary, Result, node_fields, percent
+from polyprof.analysis.result import (
+    NodeFields,
+    ProfileSummary,
+    Result,
+    node_fields,
+    percent,
+)
 from polyprof.analysis.trim import report_column, report_graph
 from polyprof.model.profile import Profile, ValueType
 
-__all__ = ["TopResult", "TopRow", "top"]
+__all__ = ["TopResult", "TopRow", "top", "top_root_labels"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,3 +111,76 @@ def top(src: Profile | FilterResult | ReshapeView, options: Options | None = Non
                            inline=marks.get(n, "")))
     return TopResult(col.sample_type, col.total, rows, g.node_count, ProfileSummary.of(p), fr.active,
                      o.granularity, g.dropped_nodes, col.cutoff(o.nodefraction), o.unit)
+
+
+#: Options under which ``tagroot`` label frames could change a function row or its order:
+#: name filters see the label frames (pprof adds them before any filter), ``tagshow``/``taghide``
+#: and ``tagleaf`` change them, ``mean`` divides their cum.
+_FRAME_SENSITIVE = ("focus", "ignore", "hide", "show", "show_from", "prune_from", "tagshow", "taghide", "tagleaf",
+                    "mean")
+
+
+def top_root_labels(plain: FilterResult, options: Options | None = None,
+                    **overrides: Any) -> tuple[TopResult, bool] | None:
+    """The table ``top`` gives for ``options`` (one ``tagroot`` key) from ``plain``, the input
+    filtered by the same options without ``tagroot``; and whether any sample had the label
+    (the ``tagroot`` filter's match). None where that is not provably the same table.
+
+    A frame added at the root of every stack changes no function's flat or cum (not
+    its leaf, and it is counted once per stack); the table gains one row per label
+    value: cum the weight of its samples, flat 0 as long as no stack is empty. Those
+    rows are ``top`` of the input with every stack emptied (one sample per label set),
+    framed by the same :func:`~polyprof.analysis.labels.label_frames`. None when a
+    filter could see the frames (:data:`_FRAME_SENSITIVE`), trimming could drop rows
+    (nodecount, nodefraction), nodes are not functions, a label value is named as a
+    function (their nodes could merge and their order tie), a sample has an empty
+    stack (its frame would hold flat weight and the edge cut move), or a root frame's
+    function is marked "(inline)" (the call from the label frame is not inlined).
+    """
+    o = resolve(options, **overrides)
+    if (not o.tagroot or "," in o.tagroot or any(getattr(o, k) for k in _FRAME_SENSITIVE)
+            or o.granularity != "functions" or o.symbolize == "none" or o.nodefraction != 0
+            or o.count_for("top") != 0):
+        return None
+    p, orig = plain.profile, plain.original
+    if (p.samples.stack < 0).any():
+        return None
+    # the label frames: every label set once, with the weight its kept samples have
+    sets = orig.samples.labelset.astype(np.int64)
+    weight = np.zeros((len(orig.labelsets), orig.samples.values.shape[1]), dtype=orig.samples.values.dtype)
+    np.add.at(weight, (sets[plain.rows],), orig.samples.values[plain.rows])  # rows: kept samples in ``orig``
+    used = np.unique(sets)
+    stub = label_groups.stackless(orig, used, weight[used])
+    unset: dict[str, Any] = {k: None for k in ("tagroot", *filters.FILTERS)}
+    plain_o = dataclasses.replace(o, **unset)
+    framed = filters.apply(stub, dataclasses.replace(plain_o, tagroot=o.tagroot))
+    values, functions = top(framed, plain_o).rows, top(plain, o)
+    nodes = node_map(p, o.granularity, inlines=not o.noinlines)
+    taken = set(nodes.names)
+    if any(r.name in taken for r in values) or _root_inline(p, nodes, functions):
+        return None
+    first, second = ("cum", "flat") if o.cum else ("flat", "cum")
+
+    def order(r: TopRow) -> tuple[int, str, int]:  # graph.ranked's (names differ: its last key never decides)
+        return -abs(getattr(r, first)), r.name, -abs(getattr(r, second))
+
+    values = sorted((dataclasses.replace(r, flat=0) for r in values), key=order)
+    rows = list(heapq.merge(functions.rows, values, key=order))
+    total, running = functions.total, 0
+    for i, r in enumerate(rows):
+        running += r.flat
+        rows[i] = dataclasses.replace(r, flat_percent=percent(r.flat, total), sum_percent=percent(running, total),
+                                      cum_percent=percent(r.cum, total))
+    return dataclasses.replace(functions, rows=rows, node_count=functions.node_count + len(values)), \
+        framed.matched["tagroot"]
+
+
+def _root_inline(p: Profile, nodes: NodeMap, t: TopResult) -> bool:
+    """Whether a node of a root frame of ``p`` is named as a row of ``t`` marked "(inline)"."""
+    marked = {r.name for r in t.rows if r.inline == "(inline)"}
+    if not marked:
+        return False
+    cs = p.callsites
+    starts = nodes.loc_start
+    return any(nodes.names[n] in marked for loc in np.unique(cs.location[cs.parent < 0]).tolist()
+               for n in nodes.loc_nodes[starts[loc]:starts[loc + 1]].tolist())

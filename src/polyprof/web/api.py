@@ -22,15 +22,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from polyprof import __version__
-from polyprof.analysis import diff as diff_mod, filters
+from polyprof.analysis import diff as diff_mod
+from polyprof.analysis import filters
 from polyprof.analysis.info import info as info_analysis
-from polyprof.analysis.tags_report import tag_report
 from polyprof.analysis.nodes import GRANULARITIES
 from polyprof.analysis.reshape_view import reshape_view
-from polyprof.analysis.timeline import GROUPS, timeline as timeline_analysis
+from polyprof.analysis.tags_report import tag_report
+from polyprof.analysis.timeline import GROUPS
+from polyprof.analysis.timeline import timeline as timeline_analysis
 from polyprof.analysis.top import top as top_analysis
+from polyprof.analysis.top import top_root_labels
 from polyprof.analysis.traces import traces as traces_analysis
-from polyprof.analysis.tree import peek as peek_analysis, tree as tree_analysis
+from polyprof.analysis.tree import peek as peek_analysis
+from polyprof.analysis.tree import tree as tree_analysis
 from polyprof.errors import OptionsError
 from polyprof.formats import registry
 from polyprof.formats.options import WriteOptions
@@ -85,7 +89,7 @@ COHORT = {
 }
 
 
-def endpoint(name: str, help: str, params: dict[str, Param] | None = None, *, options: bool = True):  # noqa: ANN201
+def endpoint(name: str, help: str, params: dict[str, Param] | None = None, *, options: bool = True):
     def register(fn: Callable[[Session, Query], Any]) -> Callable[[Session, Query], Any]:
         ENDPOINTS[name] = Endpoint(name, fn, help, dict(params or {}), options)
         return fn
@@ -168,6 +172,11 @@ def top(s: Session, q: Query) -> dict[str, Any]:
 
     def make() -> dict[str, Any]:
         o = q.options
+        if o.tagroot and s.input(p).profile is not None:  # a group by: the table without label frames, and theirs
+            plain = s.filtered(p, filters.without(o, "tagroot"))
+            if (got := top_root_labels(plain, o)) is not None:
+                table, hit = got
+                return {**present.top_payload(table), "unmatched": ([] if hit else ["tagroot"]) + plain.unmatched()}
         kind = filters.name_tree_filter(o)
         # a hide or prune_from: from the (cached) samples of the other filters, stacks not remade
         view = (reshape_view(s.filtered(p, filters.without(o, kind)), o)
