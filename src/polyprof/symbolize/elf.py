@@ -40,6 +40,7 @@ SHN_UNDEF, SHN_LORESERVE = 0, 0xFF00
 _PLT_SECTIONS = frozenset({".plt", ".plt.sec", ".plt.got", ".iplt"})
 #: Sections we decompress or copy are refused past this (MiniDebugInfo is a few MB).
 MAX_SECTION_COPY = 256 << 20
+_ADDRESS_END = (1 << 64) - 1  # the last address of a 64-bit space
 
 
 class BadElfError(MalformedInputError):
@@ -346,7 +347,8 @@ class ElfFile:
 
         names = [text(off) for off in rows["name"].tolist()]
         files = [text(int(syms["name"][f])) if f >= 0 else "" for f in file_rows]
-        ends = np.array([sec.addr + sec.size for sec in self.sections] + [0], dtype=np.uint64)
+        # a damaged section may end past the address space: it ends where the addresses do
+        ends = np.array([min(sec.addr + sec.size, _ADDRESS_END) for sec in self.sections] + [0], dtype=np.uint64)
         limit = ends[np.minimum(rows["shndx"].astype(np.int64), len(self.sections))]
         return _dedup(rows["value"].astype(np.uint64), rows["size"].astype(np.uint64), names, files, limit)
 
