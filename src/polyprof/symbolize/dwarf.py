@@ -153,7 +153,7 @@ class DwarfReader:
                 for a, b in self._die_ranges(die, cu):
                     if a < b:
                         lo.append(a)
-                        hi.append(b)
+                        hi.append(min(b, (1 << 64) - 1))  # a damaged length may run past the addresses
                         dies.append(die.offset)
             if die.has_children and die.tag not in _NO_CODE_INSIDE:
                 stack.extend((child, die.offset) for child in reversed(list(die.iter_children())))

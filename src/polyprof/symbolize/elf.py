@@ -312,7 +312,7 @@ class ElfFile:
         plts = [s for s in self.sections if s.name in _PLT_SECTIONS and s.addr and s.size]
         return Symbols(np.array([s.addr for s in plts], dtype=np.uint64), np.array([s.size for s in plts], np.uint64),
                        ["@plt"] * len(plts), [""] * len(plts),
-                       np.array([s.addr + s.size for s in plts], dtype=np.uint64))
+                       np.array([min(s.addr + s.size, _ADDRESS_END) for s in plts], dtype=np.uint64))
 
     def _read_symbols(self, table: Section) -> Symbols:
         dtype = np.dtype([("name", self.end + "u4"), ("info", "u1"), ("other", "u1"), ("shndx", self.end + "u2"),
