@@ -240,3 +240,14 @@ def test_selected_columns_are_taken_from_the_input(p, o, tagfocus, pid, data):
             assert got is None
         else:
             assert got.dtype == source.dtype and np.array_equal(got, source[result.rows])
+
+
+@SETTINGS
+@given(st.lists(st.booleans(), max_size=40), st.integers(0, 3), st.integers(1, 7))
+def test_rows_of_a_table_by_chunks_is_the_mask_index(mask, width, chunk):
+    from polyprof.analysis.stacks import _rows_of
+
+    keep = np.array(mask, dtype=bool)
+    table = np.arange(len(keep) * width, dtype=np.int64).reshape(len(keep), width)
+    got = _rows_of(table, keep, chunk)
+    assert got.dtype == table.dtype and got.shape == table[keep].shape and np.array_equal(got, table[keep])

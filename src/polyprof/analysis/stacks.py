@@ -54,7 +54,7 @@ def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) 
         table = SampleTable(stack=new_stack.astype(np.int32, copy=False), values=s.values, labelset=s.labelset)
     else:
         keep = np.asarray(keep, dtype=bool)  # a boolean mask indexes without a row-number array
-        table = SampleTable(stack=new_stack[keep].astype(np.int32, copy=False), values=s.values[keep],
+        table = SampleTable(stack=new_stack[keep].astype(np.int32, copy=False), values=_rows_of(s.values, keep),
                             labelset=s.labelset[keep])
         if over is not None:  # the mask over the first table's rows
             outer = over.copy()
@@ -70,6 +70,20 @@ def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) 
         for name, column in columns.items():
             table._defer(name, once, _Take(column, over))
     return with_samples(p, table)
+
+
+def _rows_of(a: np.ndarray, mask: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
+    """``a[mask]`` for a table of several columns, a chunk of rows at a time (numpy turns a
+    mask over a 2-D array into int64 row numbers first: 41 MB for 5.4M Perfetto samples)."""
+    if a.ndim == 1:
+        return a[mask]
+    out: np.ndarray = np.empty((int(np.count_nonzero(mask)), *a.shape[1:]), dtype=a.dtype)
+    at = 0
+    for start in range(0, len(a), chunk):
+        got = a[start:start + chunk][mask[start:start + chunk]]
+        out[at:at + len(got)] = got
+        at += len(got)
+    return out
 
 
 class _Take:
