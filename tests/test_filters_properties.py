@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -206,3 +207,47 @@ def test_filters_never_add_weight(p, o, tagfocus):
     # every kept sample keeps its values and labels (rows point back at the original)
     assert np.array_equal(q.samples.values, p.samples.values[result.rows])
     assert [q.labelsets[i] for i in q.samples.labelset] == [p.labelsets[i] for i in p.samples.labelset[result.rows]]
+
+
+@SETTINGS
+@given(profiles(), OPTION_SETS, st.sampled_from([None, "worker=a", "bytes=1kb:"]), st.sampled_from([None, {1}, {1, 3}]),
+       st.data())
+def test_selected_columns_are_taken_from_the_input(p, o, tagfocus, pid, data):
+    """The optional columns of a filtered copy (made on first use, by one mask over the input's
+    own columns, through any chain of filters) equal the input's at the kept rows."""
+    from polyprof.analysis.stacks import selected_from
+    from polyprof.web.session import _array_bytes
+
+    n = len(p.samples)
+    columns = {"time": np.arange(n, dtype=np.int64) * 7 + 1_000, "pid": np.arange(n, dtype=np.int32) % 4,
+               "tid": np.arange(n, dtype=np.int32) % 3 + 10, "cpu": (np.arange(n) % 2).astype(np.int16)}
+    present = data.draw(st.sets(st.sampled_from(sorted(columns))))
+    p.samples = dataclasses.replace(p.samples, **{k: v for k, v in columns.items() if k in present})
+    o.tagfocus = tagfocus
+    o.pid = pid if "pid" in present else None
+    result = filters.apply(p, o)
+    q = result.profile.samples
+    assert result.rows.dtype == np.int32
+    taken, mask = selected_from(q)
+    if mask is not None:  # samples were dropped: the columns wait, their source is the input's own
+        assert set(taken) == present and all(taken[k] is getattr(p.samples, k) for k in taken)
+        assert np.array_equal(np.flatnonzero(mask), result.rows)
+        _array_bytes(result.profile)  # weighing a cached copy makes no column
+        assert all(q.is_deferred(k) for k in present)
+    for name in ("time", "pid", "tid", "cpu"):  # the copied route: the input's column at the kept rows
+        got, source = getattr(q, name), getattr(p.samples, name)
+        if source is None:
+            assert got is None
+        else:
+            assert got.dtype == source.dtype and np.array_equal(got, source[result.rows])
+
+
+@SETTINGS
+@given(st.lists(st.booleans(), max_size=40), st.integers(0, 3), st.integers(1, 7))
+def test_rows_of_a_table_by_chunks_is_the_mask_index(mask, width, chunk):
+    from polyprof.analysis.stacks import _rows_of
+
+    keep = np.array(mask, dtype=bool)
+    table = np.arange(len(keep) * width, dtype=np.int64).reshape(len(keep), width)
+    got = _rows_of(table, keep, chunk)
+    assert got.dtype == table.dtype and got.shape == table[keep].shape and np.array_equal(got, table[keep])

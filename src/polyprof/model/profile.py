@@ -297,10 +297,11 @@ class SampleTable(_TableRepr, _Deferrable):
     stack: np.ndarray = field(default_factory=lambda: _empty(I32))
     values: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=I64))
     labelset: np.ndarray = field(default_factory=lambda: _empty(I32))
-    time: np.ndarray | None = None
-    pid: np.ndarray | None = None
-    tid: np.ndarray | None = None
-    cpu: np.ndarray | None = None
+    # (no class attribute: a filtered copy defers these, see polyprof.analysis.stacks.take_samples)
+    time: np.ndarray | None = field(default_factory=lambda: None)
+    pid: np.ndarray | None = field(default_factory=lambda: None)
+    tid: np.ndarray | None = field(default_factory=lambda: None)
+    cpu: np.ndarray | None = field(default_factory=lambda: None)
 
     def __len__(self) -> int:
         return len(self.stack)

@@ -45,7 +45,7 @@ from polyprof.analysis.sandwich import SandwichResult, inverted_graph, sandwich
 from polyprof.analysis.timeline import TimedSamples, timed_samples
 from polyprof.errors import OptionsError
 from polyprof.model.merge import align_sample_types
-from polyprof.model.profile import Profile
+from polyprof.model.profile import Profile, SampleTable
 from polyprof.model.threads import sample_threads
 from polyprof.web import memory
 
@@ -249,11 +249,21 @@ def _array_bytes(value: Any, seen: set[int] | None = None) -> int:
         parts: Any = value.values()
     elif isinstance(value, (list, tuple)):
         parts = value[:64]  # lists of strings or rows: their arrays, if any, come first
-    elif dataclasses.is_dataclass(value):
-        parts = (getattr(value, f.name) for f in dataclasses.fields(value))
+    elif dataclasses.is_dataclass(value):  # a deferred column weighs what it is made from, unmade
+        pending = getattr(value, "__dict__", {}).get("_deferred", {})
+        parts = [*(getattr(value, f.name) for f in dataclasses.fields(value)
+                   if f.name not in pending or f.name in value.__dict__),
+                 *(pick for _, pick in pending.values())]
+    elif hasattr(value, "__slots__") and not hasattr(value, "__dict__"):
+        parts = [getattr(value, name, None) for name in value.__slots__]
     else:
         parts = getattr(value, "__dict__", {}).values()
     return sum(_array_bytes(x, seen) for x in parts)
+
+
+def _selected_bytes(s: SampleTable) -> int:
+    """What a filtered copy that keeps every sample of ``s`` holds (:func:`stacks.take_samples`)."""
+    return sum(getattr(s, name).nbytes for name in ("stack", "values", "labelset")) + 5 * len(s)
 
 
 #: The options a filtered profile depends on: the filters, and the label frames pprof adds first.
@@ -286,8 +296,9 @@ class Session:
         self.defaults = defaults or {}  # the page's starting state (the command line's analysis flags)
         self._input_arrays: set[int] = set()  # ids of the inputs' arrays and tables (shared by filtered copies)
         self._input_bytes = sum(_array_bytes(x.profile, self._input_arrays) for x in inputs)
-        # a filtered copy that selects samples holds at most the input's sample columns
-        self._sample_bytes = [_array_bytes(x.profile.samples) if x.profile is not None else 0 for x in inputs]
+        # a filtered copy that selects samples holds at most the input's stacks, values and labels
+        # (its optional columns are made on first use), a mask and its rows in the input (int32)
+        self._sample_bytes = [_selected_bytes(x.profile.samples) if x.profile is not None else 0 for x in inputs]
         if budget is None:
             held = memory.resident() if inputs else None
             budget = (STORE_CACHE_BUDGET if not inputs else CACHE_BUDGET * held if held
