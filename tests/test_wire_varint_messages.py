@@ -109,3 +109,6 @@ def test_long_varints_and_real_callstacks():
     got = V.varint_fields(buf, np.cumsum(lengths))
     assert got is not None and _same(got, _oracle(buf, np.cumsum(lengths)))
     assert got.value[got.field == 2].tolist() == [v for i in range(10) for v in values[i:]]
+    walked = V.walk_varint_fields(buf, starts, starts + lengths)  # the entry walk (either kernels)
+    for c in ("msg", "field", "wire", "value"):
+        assert np.array_equal(getattr(walked, c), getattr(got, c)), c
