@@ -253,7 +253,8 @@ def http_stack(repeat: int = 400) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", choices=("stack", "pprof", "perfetto"), action="append")
-    ap.add_argument("--trace", help="Perfetto trace (default: bench_perfetto.py's, generated when missing)")
+    ap.add_argument("--trace", help="Perfetto trace (default: bench_perfetto.py's benchmarks/out/perf_common.pftrace, "
+                                    "generated when missing)")
     args = ap.parse_args()
     which = args.only or ["stack", "pprof", "perfetto"]
     from bench_pprof import byte_compile
@@ -267,14 +268,13 @@ def main() -> int:
 
         bench("pprof (large)", build("large"))
     if "perfetto" in which:
-        import tempfile
-
-        import bench_perfetto
-
-        trace = args.trace or os.path.join(tempfile.gettempdir(), "polyprof-bench-perf.pftrace")
-        if not os.path.exists(trace):
-            bench_perfetto.generate(trace, *bench_perfetto.TRACES["common"])  # its largest: 6.5M samples
-        bench("perfetto (bench_perfetto.py)", Path(trace))
+        trace = Path(args.trace) if args.trace else HERE / "out" / "perf_common.pftrace"  # bench_perfetto's largest
+        if not trace.exists():  # generated in a process of its own: a child forked from a process that
+            # held the generator's 1.7 GB would report that as its peak (ru_maxrss survives fork and exec)
+            code = f"import bench_perfetto as b; b.generate({str(trace)!r}, *b.TRACES['common'])"
+            trace.parent.mkdir(exist_ok=True)
+            subprocess.run([sys.executable, "-c", code], cwd=HERE, check=True)
+        bench("perfetto (bench_perfetto.py)", trace)
     return 0
 
 
