@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from helpers import REPO
+from helpers import PEER, REPO
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_web_api import KINDS, _plain
@@ -116,11 +116,15 @@ def test_the_api_group_by_table_is_the_command_line_s(kind: str, tmp_path, cli) 
             assert _check(p, Options(nodecount=0, nodefraction=0.0, tagroot=key, cum=bool(flags))) or not keys
 
 
-def test_the_benchmark_profile_is_derived() -> None:
-    """The large Go allocs profile's shape (small sibling): derived, and exact."""
-    path = REPO / "benchmarks" / "out" / "allocs_small.pb.gz"
-    if not path.exists():
-        pytest.skip("benchmark inputs not generated")
-    p = polyprof.read(path)
+GO_HEAP = PEER / "grafana__pyroscope" / "pkg" / "og" / "convert" / "pprof" / "testdata" / "heap.pb.gz"
+
+
+def test_a_real_go_heap_profile_is_derived() -> None:
+    """A real Go heap profile (a ``bytes`` label on every sample, as on the benchmark's Go
+    allocs profiles, the web view's case): the derived route answers, and exactly."""
+    if not GO_HEAP.exists():
+        pytest.skip(f"peer data not found: {GO_HEAP}")
+    p = polyprof.read(GO_HEAP)
     assert _check(p, Options(nodecount=0, nodefraction=0.0, tagroot="bytes"))
-    assert _check(p, Options(nodecount=0, nodefraction=0.0, tagroot="bytes", tagfocus="bytes=4kB"))
+    assert _check(p, Options(nodecount=0, nodefraction=0.0, tagroot="bytes", tagfocus="bytes=4kB:"))
+    assert _check(p, Options(nodecount=0, nodefraction=0.0, tagroot="bytes", cum=True, sample_index="inuse_space"))
