@@ -194,3 +194,33 @@ def test_the_web_top_of_a_hide_makes_no_filtered_copy() -> None:
     assert remade == []
     get(a, "/api/top?hide=runtime&show=main")
     assert len([k for k in a.session._filtered.items if k[1][FILTER_FIELDS.index("show")] != "None"]) == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_command_line_top_of_hide_and_prune_from_takes_the_view_and_the_same_table(kind, tmp_path, cli,  # noqa: ANN001
+                                                                                     monkeypatch):  # noqa: ANN001
+    """``polyprof top --hide/--prune-from`` (alone, with a focus, at another granularity) answers
+    from the view (``common.load_for_top``), and prints what the remade stacks give: the same
+    JSON and the same warnings as with the view turned off."""
+    import polyprof.analysis.reshape_view as module
+
+    path = input_path(kind, tmp_path)
+    hot = cli_json(cli, "top", path, "--nodecount", "1")["rows"][0]["name"]
+    made = []
+
+    def counted(*args: object) -> object:
+        view = real(*args)
+        made.append(view is not None)
+        return view
+
+    real = module.reshape_view
+    for flags in (["--hide", re.escape(hot)], ["--prune-from", re.escape(hot.split("(")[0])], ["--hide", "."],
+                  ["--hide", "no such function"], ["--hide", re.escape(hot), "--focus", "."],
+                  ["--prune-from", re.escape(hot.split("(")[0]), "--granularity", "lines"]):
+        argv = ("top", str(path), *flags, "--format", "json")
+        monkeypatch.setattr(module, "reshape_view", counted)
+        got = cli(*argv)
+        monkeypatch.setattr(module, "reshape_view", lambda *args: None)  # the remade stacks
+        want = cli(*argv)
+        assert (got.code, got.out, got.err) == (want.code, want.out, want.err), flags
+    assert any(made), kind  # the view answered (it may decline a case, never all)

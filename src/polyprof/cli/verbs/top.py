@@ -25,6 +25,6 @@ def run(args: argparse.Namespace, env) -> int:  # noqa: ANN001
     from polyprof.analysis.top import top
     from polyprof.render.top import top_json, top_text
 
-    result = top(common.load(args, env), common.analysis_options(args))
+    result = top(common.load_for_top(args, env), common.analysis_options(args))
     common.emit(env, args, lambda: top_json(result), lambda: top_text(result, exact=args.exact))
     return 0
