@@ -476,19 +476,21 @@ class _TopLevel:
         return sel.start[mine], sel.start[mine] + sel.length[mine]
 
     def take_flat(self, flat: Flat) -> None:
-        ok: np.ndarray | slice = flat.ok
-        if flat.ok.all():  # the usual chunk of sample packets: whole columns, no masks
-            ok = slice(None)
-        zero = (np.zeros(flat.ok.size, bool), np.zeros(flat.ok.size, np.uint64))
-        get = lambda k: flat.top.get(k, zero)  # noqa: E731
-        self.seq[ok] = get(S.F_SEQ_ID)[1][ok].astype(np.int64)
-        self.flags[ok] = get(S.F_SEQUENCE_FLAGS)[1][ok]
-        self.ts[ok] = get(S.F_TIMESTAMP)[1][ok]
-        self.has_ts[ok] = get(S.F_TIMESTAMP)[0][ok]
-        self.clock[ok] = get(S.F_CLOCK_ID)[1][ok].astype(np.int64)
-        self.perf[ok] = get(S.F_PERF_SAMPLE)[0][ok]
-        self.control[ok] = ((self.flags[ok] & S.SEQ_INCREMENTAL_STATE_CLEARED) != 0) | \
-            (get(S.F_INCREMENTAL_CLEARED)[1][ok] != 0) | (get(S.F_PREVIOUS_DROPPED)[1][ok] != 0)
+        # One masked copy per column (the usual chunk of sample packets: none), not a masked gather
+        # and a masked scatter; uint64 fields wrap into the int64 columns as ``astype`` would.
+        where: np.ndarray | bool = True if flat.ok.all() else flat.ok
+
+        def get(number: int, part: int) -> np.ndarray | int:
+            got = flat.top.get(number)
+            return 0 if got is None else got[part]  # a field no accepted packet has: absent, 0
+
+        for dst, number, part in ((self.seq, S.F_SEQ_ID, 1), (self.flags, S.F_SEQUENCE_FLAGS, 1),
+                                  (self.ts, S.F_TIMESTAMP, 1), (self.has_ts, S.F_TIMESTAMP, 0),
+                                  (self.clock, S.F_CLOCK_ID, 1), (self.perf, S.F_PERF_SAMPLE, 0)):
+            np.copyto(dst, get(number, part), casting="unsafe", where=where)
+        control = (np.bitwise_and(get(S.F_SEQUENCE_FLAGS, 1), S.SEQ_INCREMENTAL_STATE_CLEARED) != 0) | \
+            (np.not_equal(get(S.F_INCREMENTAL_CLEARED, 1), 0)) | (np.not_equal(get(S.F_PREVIOUS_DROPPED, 1), 0))
+        np.copyto(self.control, control, where=where)
 
     def take_generic(self, f: V.Fields, rows: np.ndarray) -> None:
         n = rows.size
