@@ -159,17 +159,10 @@ def apply(p: Profile, options: Options | None = None, **overrides: Any) -> Filte
     for step in steps:
         p, kept = step(p)  # kept: a mask of the samples that stayed, None for all
         if kept is not None:
-            mask = kept if mask is None else _within(mask, kept)
+            mask = kept if mask is None else stacks.within(mask, kept)
     result.profile = p
     result.rows = np.arange(n, dtype=_row_type(n)) if mask is None else _row_numbers(mask)
     return result
-
-
-def _within(mask: np.ndarray, kept: np.ndarray) -> np.ndarray:
-    """The rows of ``mask`` that a later selection over its true rows ``kept`` keeps (a new mask)."""
-    out = mask.copy()
-    out[mask] = kept
-    return out
 
 
 def _row_type(n: int) -> type:
@@ -285,7 +278,7 @@ def _by_name(p: Profile, rx: dict, matched: dict[str, bool]) -> tuple[Profile, n
         matched["show"] = bool((~hidden).any())
     cs = p.callsites
     p, still = _reshape(p, line_keep, ~hidden[cs.location])
-    return p, _within(keep_sample, still)
+    return p, stacks.within(keep_sample, still)
 
 
 def _emptied(p: Profile, line_keep: np.ndarray, touched: np.ndarray, line_loc: np.ndarray) -> np.ndarray:

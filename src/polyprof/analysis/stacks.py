@@ -30,7 +30,7 @@ from polyprof.model.profile import CallsiteTable, LineTable, LocationTable, Prof
 from polyprof.wire.vector import import_compiled
 
 __all__ = ["nearest", "nearest_compiled", "path_any", "rebuild", "rewrite_lines", "selected_from", "take_samples",
-           "with_samples"]
+           "with_samples", "within"]
 
 
 def with_samples(p: Profile, samples: SampleTable, **changes: Any) -> Profile:
@@ -56,12 +56,7 @@ def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) 
         keep = np.asarray(keep, dtype=bool)  # a boolean mask indexes without a row-number array
         table = SampleTable(stack=new_stack[keep].astype(np.int32, copy=False), values=_rows_of(s.values, keep),
                             labelset=s.labelset[keep])
-        if over is not None:  # the mask over the first table's rows
-            outer = over.copy()
-            outer[over] = keep
-            over = outer
-        else:
-            over = keep
+        over = keep if over is None else within(over, keep)  # the mask over the first table's rows
     if over is None:
         for name, column in columns.items():
             setattr(table, name, column)
@@ -70,6 +65,13 @@ def take_samples(p: Profile, keep: np.ndarray, stack: np.ndarray | None = None) 
         for name, column in columns.items():
             table._defer(name, once, _Take(column, over))
     return with_samples(p, table)
+
+
+def within(mask: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """The rows of ``mask`` that a later selection over its true rows ``kept`` keeps (a new mask)."""
+    out = mask.copy()
+    out[mask] = kept
+    return out
 
 
 def _rows_of(a: np.ndarray, mask: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
