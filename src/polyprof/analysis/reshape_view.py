@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +31,7 @@ from polyprof.analysis.filters import FilterResult
 from polyprof.analysis.nodes import NodeMap, node_map
 from polyprof.analysis.options import Options
 
-__all__ = ["ReshapeView", "reshape_view"]
+__all__ = ["ReshapeView", "reshape_view", "top_source"]
 
 #: The filters :func:`~polyprof.analysis.filters.apply` records before ``hide`` (the order
 #: of :meth:`FilterResult.unmatched`).
@@ -103,3 +104,12 @@ def reshape_view(selected: FilterResult, o: Options) -> ReshapeView | None:
     q.callsites = copy.copy(cs)
     rows = selected.rows if kept.all() else selected.rows[kept]
     return ReshapeView(FilterResult(q, selected.original, filters.legend(o), matched, rows), vanished)
+
+
+def top_source(o: Options, filtered: Callable[[Options], FilterResult]) -> ReshapeView | FilterResult:
+    """What ``top`` reads for ``o``: the view of its hide or prune_from, made from
+    ``filtered(filters.without(o, kind))`` (the input filtered by the other filters: the CLI's
+    ``filters.apply``, the web view's cached copies), where it applies; else ``filtered(o)``."""
+    kind = filters.name_tree_filter(o)
+    view = reshape_view(filtered(filters.without(o, kind)), o) if kind is not None else None
+    return view if view is not None else filtered(o)

@@ -335,15 +335,12 @@ def load_for_top(args: argparse.Namespace, env):  # noqa: ANN001, ANN201
     so the stacks are not remade (the large benchmark pprof: 2.0 s and 613 MB for ``top --hide``
     before); the same table. Where the view does not apply, :func:`load`'s FilterResult."""
     from polyprof.analysis import filters
-    from polyprof.analysis.reshape_view import reshape_view
+    from polyprof.analysis.reshape_view import ReshapeView, top_source
 
     profile = _read_unfiltered(args, env, None)
-    o = analysis_options(args, env)
-    kind = filters.name_tree_filter(o)
-    view = reshape_view(filters.apply(profile, filters.without(o, kind)), o) if kind is not None else None
-    result = filters.apply(profile, o) if view is None else view.result
-    warn_unmatched(result, env)
-    return result if view is None else view
+    src = top_source(analysis_options(args, env), lambda o: filters.apply(profile, o))
+    warn_unmatched(src.result if isinstance(src, ReshapeView) else src, env)
+    return src
 
 
 def _read_unfiltered(args: argparse.Namespace, env, path: str | list[str] | None):  # noqa: ANN001, ANN202

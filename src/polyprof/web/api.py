@@ -26,7 +26,7 @@ from polyprof.analysis import diff as diff_mod
 from polyprof.analysis import filters
 from polyprof.analysis.info import info as info_analysis
 from polyprof.analysis.nodes import GRANULARITIES
-from polyprof.analysis.reshape_view import reshape_view
+from polyprof.analysis.reshape_view import ReshapeView, top_source
 from polyprof.analysis.tags_report import tag_report
 from polyprof.analysis.timeline import GROUPS
 from polyprof.analysis.timeline import timeline as timeline_analysis
@@ -177,12 +177,11 @@ def top(s: Session, q: Query) -> dict[str, Any]:
             if (got := top_root_labels(plain, o)) is not None:
                 table, hit = got
                 return {**present.top_payload(table), "unmatched": ([] if hit else ["tagroot"]) + plain.unmatched()}
-        kind = filters.name_tree_filter(o)
         # a hide or prune_from: from the (cached) samples of the other filters, stacks not remade
-        view = (reshape_view(s.filtered(p, filters.without(o, kind)), o)
-                if kind is not None and s.input(p).profile is not None else None)
-        fr = view.result if view is not None else s.filtered(p, o)
-        return {**present.top_payload(top_analysis(view or fr, o)), "unmatched": fr.unmatched()}
+        src = (top_source(o, lambda x: s.filtered(p, x)) if s.input(p).profile is not None
+               else s.filtered(p, o))  # (store cohorts: the store's filtered copy)
+        fr = src.result if isinstance(src, ReshapeView) else src
+        return {**present.top_payload(top_analysis(src, o)), "unmatched": fr.unmatched()}
 
     return s.result("top", p, q.options, make)
 
