@@ -147,6 +147,35 @@ def test_perf_generic_and_fast_paths_keep_file_order():
     assert [stack_names(p, i) for i in range(3)] == [["main", "work"], ["late"], ["late"]]
 
 
+def test_samples_out_of_time_order_are_sorted_with_their_columns():
+    # traced_perf writes each cpu's buffer in turn: cpu 0's samples, then cpu 1's earlier ones.
+    # One process: its profile takes the trace's columns and sorts them in place.
+    t = TraceMaker()
+    t.clock_snapshot(boottime=BOOT, monotonic=MONO, realtime=WALL)
+    p = t.packet(seq=7, flags=CLEARED)
+    p.trace_packet_defaults.timestamp_clock_id = 3
+    p.trace_packet_defaults.perf_sample_defaults.timebase.counter = 1
+    rows = [(100, 0, 11, 1, 1000), (300, 0, 11, 2, 1500), (500, 0, 11, 1, 1600),
+            (200, 1, 12, 2, 700), (400, 1, 12, 1, 1000)]
+    for k, (ts, cpu, tid, iid, count) in enumerate(rows):
+        q = t.packet(seq=7, ts=MONO + ts, flags=NEEDS)
+        if k == 0:
+            intern_stacks(q.interned_data, STACKS)
+        q.perf_sample.cpu, q.perf_sample.pid, q.perf_sample.tid = cpu, 10, tid
+        q.perf_sample.callstack_iid, q.perf_sample.timebase_count = iid, count
+        q.perf_sample.cpu_mode = 2 if cpu == 0 else 1
+    (prof,) = read(t.bytes())
+    check(prof)
+    assert prof.samples.time.tolist() == [BOOT + 100, BOOT + 200, BOOT + 300, BOOT + 400, BOOT + 500]
+    assert prof.samples.cpu.tolist() == [0, 1, 0, 1, 0]
+    assert prof.samples.tid.tolist() == [11, 12, 11, 12, 11]
+    # counters differenced per cpu in file order, then moved with their samples
+    assert prof.samples.values[:, 1].tolist() == [1000, 700, 500, 300, 100]
+    assert [stack_names(prof, i)[-1] for i in range(5)] == ["work", "idle", "idle", "work", "work"]
+    assert [label(prof, i, "cpu_mode") for i in range(5)] == ["user", "kernel", "user", "kernel", "user"]
+    assert prof.duration_nanos == 400
+
+
 def test_incremental_state_rules():
     t = TraceMaker()
     # Before any clear the state is invalid: this sample is skipped.
