@@ -260,7 +260,8 @@ class HeapCollector:
         heaps = [_heap_name(d.heap_name) for d in dumps]
         wanted = np.array([self._wanted(d, heap) for d, (heap, _) in zip(dumps, heaps)], dtype=bool)
         buf = V.as_buffer(data)
-        spans = V.walk_fields(buf, np.zeros(1, dtype=np.int64), np.full(1, len(data), dtype=np.int64)).select(5, V.LEN)
+        whole = (np.zeros(1, dtype=np.int64), np.full(1, len(data), dtype=np.int64))
+        spans = V.walk_fields(buf, *whole, few_fields=True).select(5, V.LEN)  # a few dumps
         if spans.msg.size != len(dumps):
             raise _Decline
         # A few dumps of thousands of samples each (walk_fields finds their positions by pointer doubling)

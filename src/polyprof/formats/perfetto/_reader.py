@@ -149,7 +149,7 @@ class TraceReader:
         generic = np.flatnonzero(~flat.ok)
         if generic.size:
             try:
-                f = V.walk_fields(buf, ch.starts[generic], ch.ends[generic])
+                f = V.walk_fields(buf, ch.starts[generic], ch.ends[generic], few_fields=True)  # packets
             except MalformedInputError as exc:
                 at = None if exc.offset is None else ch.base + exc.offset
                 raise MalformedInputError(f"corrupt packet: {exc.message}", offset=at) from None
