@@ -47,10 +47,17 @@ def _fields(buf: np.ndarray, span: Span) -> V.Fields | None:
 def _len_fields(buf: np.ndarray, span: Span, number: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(starts, ends) of the LEN fields ``number`` of the message at ``span`` (None: see _fields)."""
     f = _fields(buf, span)
-    if f is None:
-        return None
-    sel = f.select(number, V.LEN)
-    return sel.start, sel.start + sel.length
+    return None if f is None else _spans_of(f, number)
+
+
+def _spans_of(f: V.Fields, number: int) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the LEN fields ``number`` of walked fields ``f``: only those two columns
+    (:meth:`polyprof.wire.vector.Fields.select` gathers all six: 1.7M fields of a 215 MB profile,
+    55 MB less memory touched)."""
+    idx = np.flatnonzero(f.field == number)
+    idx = idx[f.wire[idx] == V.LEN]
+    start = f.start[idx]
+    return start, start + f.length[idx]
 
 
 def call_stack_spans(kind: str, buf: np.ndarray) -> list[Span | None]:
@@ -81,8 +88,8 @@ def entries_in(buf: np.ndarray, span: Span | None, stacks: int, samples: int) ->
         return None
     out = []
     for number, expected in ((_STACK, stacks), (_STACK_SAMPLE, samples)):
-        sel = f.select(number, V.LEN)
-        if sel.start.size != expected:
+        start, end = _spans_of(f, number)
+        if start.size != expected:
             return None
-        out.append((buf, sel.start, sel.start + sel.length))
+        out.append((buf, start, end))
     return out[0], out[1]
