@@ -243,7 +243,7 @@ def walk_runs(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int)
     n = starts.size
     msg = np.flatnonzero(starts < ends)
     pos, end = starts[msg].astype(np.int64), ends[msg].astype(np.int64)
-    runs: list[tuple[np.ndarray, ...]] = []   # (msg, start, length, rank)
+    runs: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []  # (msg, start, length, step)
     other: list[tuple[np.ndarray, ...]] = []  # (msg, field, wire, value, start, length, rank)
     last = max(buf.size - 1, 0)
     step = 0
@@ -253,17 +253,44 @@ def walk_runs(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: int)
             break
         ln = buf[np.minimum(pos + 1, last)].astype(np.int64)
         fast = (buf[pos] == tag) & (ln < 0x80) & (pos + 2 + ln <= end)
-        at = np.flatnonzero(fast)
-        runs.append((msg[at], pos[at] + 2, ln[at], np.full(at.size, step, dtype=np.int64)))
-        pos[at] += 2 + ln[at]
-        if at.size < msg.size:
+        if fast.all():  # every message at a run (a stack's frames): no selection
+            start = pos + 2
+            runs.append((msg, start, ln, step))
+            pos = start + ln
+        else:
+            at = np.flatnonzero(fast)
+            runs.append((msg[at], pos[at] + 2, ln[at], step))
+            pos[at] += 2 + ln[at]
             slow = np.flatnonzero(~fast)
             *cols, pos[slow] = V._decode_one(buf, pos[slow], end[slow])
             other.append((msg[slow], *cols, np.full(slow.size, step, dtype=np.int64)))
         live = pos < end
-        msg, pos, end = msg[live], pos[live], end[live]
+        if not live.all():
+            msg, pos, end = msg[live], pos[live], end[live]
         step += 1
-    return _message_major(n, runs, other, field)
+    if not other:  # runs only: the k-th field of a message is its run of step k
+        return _runs_only(n, runs, field)
+    return _message_major(n, [(m, s, ln, np.full(m.size, k, dtype=np.int64)) for m, s, ln, k in runs], other, field)
+
+
+def _runs_only(n: int, runs: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], field: int) -> tuple[V.Fields, V.Fields]:
+    """:func:`_message_major` for messages that are all runs: each step's runs written straight
+    to their places (a 4.9 MB Chromium profile's 500k frames: no sort, no slot table)."""
+    count = np.bincount(np.concatenate([m for m, *_ in runs]), minlength=n) if runs else np.zeros(n, dtype=np.int64)
+    offset = np.cumsum(count) - count
+    total = int(count.sum())
+    start, length = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    for m, s, ln, k in runs:
+        at = offset[m]
+        at += k
+        start[at], length[at] = s, ln
+    z = np.zeros(0, dtype=np.int64)
+    def same(value: int, dtype: type) -> np.ndarray:  # one value for every run: a read-only view
+        return np.broadcast_to(np.array(value, dtype=dtype), (total,))
+
+    return (V.Fields(np.repeat(np.arange(n, dtype=np.int64), count), same(field, np.int64), same(V.LEN, np.int8),
+                     same(0, np.uint64), start, length),
+            V.Fields(z, z, z.astype(np.int8), z.astype(np.uint64), z, z))
 
 
 def _message_major(n: int, runs: list[tuple[np.ndarray, ...]], other: list[tuple[np.ndarray, ...]],
