@@ -148,6 +148,8 @@ class _Series:
             else:
                 np.add.at(total, where, self.values[seen])
         keep = total.any(axis=1)
+        if keep.all():  # (the usual dump: no copies of its 825k rows)
+            return self.node_order, total
         return self.node_order[keep], total[keep]
 
 
