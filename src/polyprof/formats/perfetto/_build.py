@@ -42,6 +42,7 @@ _OPTIONAL = ("time", "pid", "tid", "cpu")
 
 def build_profiles(r: "TraceReader") -> list[Profile]:
     r.heap.finish(list(r.seqs.values()))
+    r.release_interned()  # every stack is in the catalog now
     perf, chrome, allocs = r.perf.columns(), r.chrome.columns(), r.allocs.columns()
     stacks = r.stack_samples.columns()
     dumps = r.heap.dumps

@@ -307,6 +307,10 @@ class HeapCollector:
         dump.values[:, 4:] = total[:, 2:]
         self.dumps.append(dump)
 
+    def release(self) -> None:
+        """Drop the series (after :meth:`finish`: the dumps hold their totals)."""
+        self._series = {}
+
     def finish(self, seqs: list[Sequence]) -> None:
         """Commit dumps whose last packet never came (trace processor drops them; we keep them)."""
         for s in seqs:
