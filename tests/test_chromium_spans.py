@@ -198,3 +198,36 @@ def test_damage_upb_finds_outside_the_entries_is_named_as_before(monkeypatch: py
         errors.append((type(exc.value).__name__, str(exc.value)))
     monkeypatch.undo()
     assert errors[0] == errors[1] and errors[0][0] == "MalformedInputError"
+
+
+def test_large_file_is_read_from_a_memory_map_as_from_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain file from the compiled reads' size on is mapped, not copied into bytes
+    (``Source.mapped``; the size lowered here): the profiles are the bytes' ones, and a gzip
+    file or bytes given directly are not mapped."""
+    pytest.importorskip("numba")
+    from polyprof.formats.source import Source
+
+    out = tmp_path / "demo.chromium"
+    polyprof.write(polyprof.read(REPO / "examples" / "demo.pb.gz"), out, format="chromium")
+    data = out.read_bytes()
+    want = [dump(p) for p in polyprof.read_all(data)]
+    maps = []
+    mapped = Source.mapped
+
+    def spy(self, compiled_from):  # noqa: ANN001, ANN202
+        got = mapped(self, compiled_from)
+        maps.append(got is not None)
+        return got
+
+    monkeypatch.setattr(Source, "mapped", spy)
+    monkeypatch.setattr(reader, "COMPILED_FROM", 1)
+    monkeypatch.setattr(V, "_compiled", None)
+    got = [dump(p) for p in polyprof.read_all(out)]
+    import gzip
+    (tmp_path / "demo.chromium.gz").write_bytes(gzip.compress(data))
+    gz = [dump(p) for p in polyprof.read_all(tmp_path / "demo.chromium.gz")]
+    from_bytes = [dump(p) for p in polyprof.read_all(data)]
+    monkeypatch.undo()
+    V._compiled = None
+    assert got == want == gz == from_bytes
+    assert maps == [True, False, False]

@@ -19,6 +19,8 @@ its arena (a 215 MB profile: 0.2 s and 260 MB of memory touched).
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
 from polyprof.errors import MalformedInputError
@@ -112,7 +114,7 @@ def entries_in(buf: np.ndarray, span: Span | None, stacks: int | None,
 _MAX_PIECES = 64
 
 
-def without_entries(kind: str, data: bytes, buf: np.ndarray, spans: list[Span | None],
+def without_entries(kind: str, data: "bytes | mmap.mmap", buf: np.ndarray, spans: list[Span | None],
                     found: list["tuple[Entries, Entries] | None"]) -> tuple[bytes, list[bool]] | None:
     """``data`` (a message of ``kind``; ``buf`` its bytes) with the stack and sample entries
     ``found`` of each CallStackProfile at ``spans`` left out, for upb to parse the rest, and
@@ -145,7 +147,7 @@ def without_entries(kind: str, data: bytes, buf: np.ndarray, spans: list[Span | 
     return _edited(data, (0, len(data)), edits), cut
 
 
-def _rest_of(data: bytes, buf: np.ndarray, span: Span, entries: "tuple[Entries, Entries]") -> bytes | None:
+def _rest_of(data: "bytes | mmap.mmap", buf: np.ndarray, span: Span, entries: "tuple[Entries, Entries]") -> bytes | None:
     """The CallStackProfile at ``span`` without its ``entries`` (None: they are in too many
     pieces, or a record is not where its payload says)."""
     starts = [entries[0][1], entries[1][1]]
@@ -187,7 +189,7 @@ def _record_edit(buf: np.ndarray, payload: Span, number: int, body: bytes) -> tu
     return head, payload[1], bytes([number << 3 | V.LEN]) + varint(len(body)) + body
 
 
-def _edited(data: bytes, span: Span, edits: list[tuple[int, int, bytes]]) -> bytes:
+def _edited(data: "bytes | mmap.mmap", span: Span, edits: list[tuple[int, int, bytes]]) -> bytes:
     """``data[span]`` with each ``(start, end, replacement)`` of ``edits`` (in order, disjoint)
     replaced."""
     view = memoryview(data)
