@@ -272,3 +272,30 @@ def test_walk_runs_of_messages_that_are_all_runs_is_the_field_walk(messages):
     for name in ("msg", "field", "wire", "value", "start", "length"):
         a, b = getattr(runs, name), getattr(want, name)
         assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+_COLUMN = st.lists(st.integers(-3, 3) | st.integers(-2**63, 2**63 - 1), min_size=1, max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_COLUMN, min_size=1, max_size=4), st.booleans())
+def test_factorize_in_order_is_factorize_rows_in_order(columns, collide):
+    """Rows of integer columns (int64, int8 and uint64 bit patterns, many repeats) grouped by
+    their hash give ``factorize_rows(..., in_order=True)``'s groups and first rows, also when
+    every row hashes alike (``collide``: the hash cannot tell rows apart)."""
+    from polyprof.formats import span_bytes as SB
+    from polyprof.model.columns import factorize_rows
+
+    n = min(len(c) for c in columns)
+    cols = [np.array(c[:n], dtype=np.int64) for c in columns]
+    cols = [c if k % 3 == 0 else (c.astype(np.int8) if k % 3 == 1 else c.view(np.uint64).view(np.int64))
+            for k, c in enumerate(cols)]
+    want = factorize_rows(cols, in_order=True)
+    saved = SB._MIX.copy()
+    if collide:
+        SB._MIX[:] = 0
+    try:
+        got = SB.factorize_in_order(cols)
+    finally:
+        SB._MIX[:] = saved
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

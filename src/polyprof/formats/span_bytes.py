@@ -20,7 +20,7 @@ import numpy as np
 from polyprof.model.columns import factorize_rows
 from polyprof.wire import vector as V
 
-__all__ = ["MAX_WORDS", "decoded", "factorize_span_bytes", "last_varints", "sub_spans", "sub_spans_and_fields"]
+__all__ = ["MAX_WORDS", "decoded", "factorize_in_order", "factorize_span_bytes", "last_varints", "sub_spans", "sub_spans_and_fields"]
 
 #: Spans longer than this many 64-bit words are not grouped this way (the caller decodes them all).
 MAX_WORDS = 4
@@ -148,6 +148,26 @@ def factorize_span_bytes(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarra
     if not apart.any():
         return group, first
     return factorize_rows([np.where(apart, np.arange(n), lead)], in_order=True)
+
+
+def factorize_in_order(cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``factorize_rows(cols, in_order=True)`` of integer columns by a hash of each row and the
+    slots of :func:`_first_sight` (46k distinct Chromium frames, four columns: 17.6 -> ~3 ms,
+    where every column took a sort); when two different rows share a hash, by
+    ``factorize_rows`` itself."""
+    n = cols[0].size if cols else 0
+    if not n:
+        return factorize_rows(cols, in_order=True)
+    h = np.full(n, _MIX[0], dtype=np.uint64)
+    for j, col in enumerate(cols):
+        h ^= col.astype(np.int64, copy=False).view(np.uint64)
+        h *= _MIX[1 + j % (_MIX.size - 1)]  # wraps modulo 2**64
+        h ^= h >> np.uint64(31)
+    group, first = _first_sight(h)
+    lead = first[group]
+    if all(np.array_equal(col[lead], col) for col in cols):
+        return group, first
+    return factorize_rows(cols, in_order=True)
 
 
 def decoded(raws: list[Any]) -> list[str] | None:
