@@ -288,3 +288,30 @@ def test_series_groups_are_the_in_order_factorization(rows, shape):
     got, want = _heap._groups(cols), factorize_rows(cols, in_order=True)
     assert [a.tolist() for a in got] == [b.tolist() for b in want]
     assert all(a.dtype == b.dtype for a, b in zip(got, want))
+
+
+def test_a_read_trace_keeps_no_interned_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a heap trace is read, its generations' interned tables and the heap series are dropped
+    before the profiles are built (they hold every frame id of every callstack); the profiles
+    come out as the builder would make them from the catalog alone."""
+    import polyprof
+    from polyprof.formats.perfetto import _build
+    from test_perfetto_reader import heap_trace
+
+    seen = {}
+    build = _build.build_profiles
+
+    def spy(r):  # noqa: ANN001, ANN202
+        out = build(r)
+        gens = [*r._gens.values(), *(s.gen for s in r.seqs.values())]
+        seen["stack_parts"] = sum(len(g.tables.stack_parts) for g in gens)
+        seen["frames"] = sum(g.tables.frames.iid.size + g.stacks.iid.size for g in gens)
+        seen["series"] = len(r.heap._series)
+        return out
+
+    data = heap_trace()
+    want = [p.samples.values.tolist() for p in polyprof.read_all(data)]
+    monkeypatch.setattr(_build, "build_profiles", spy)
+    got = [p.samples.values.tolist() for p in polyprof.read_all(data)]
+    assert seen == {"stack_parts": 0, "frames": 0, "series": 0}
+    assert got == want and len(got) >= 1

@@ -251,3 +251,51 @@ def test_walk_runs_is_the_field_walk_split_in_two(messages, flips):
     for name in ("msg", "field", "wire", "value", "start", "length"):
         a, b = getattr(rest, name), getattr(want, name)[~sub]
         assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.binary(max_size=12), max_size=70), min_size=1, max_size=8))
+def test_walk_runs_of_messages_that_are_all_runs_is_the_field_walk(messages):
+    """Messages holding only short LEN fields 3 (a Chromium stack's frames; empty messages and
+    ones longer than the lockstep included): the runs are the field walker's fields, in its order."""
+    from helpers import numpy_only
+
+    from polyprof.formats.span_bytes import walk_runs
+
+    bodies = [b"".join(_varint(3 << 3 | 2) + _varint(len(p)) + p for p in m) for m in messages]
+    lengths = np.array([len(b) for b in bodies], dtype=np.int64)
+    starts = np.cumsum(lengths + 1) - lengths - 1
+    buf = np.frombuffer(b"\x00".join(bodies) + b"\x00", dtype=np.uint8)
+    want = numpy_only(V, V.walk_fields, buf, starts, starts + lengths)
+    runs, rest = numpy_only(V, walk_runs, buf, starts, starts + lengths, 3)
+    assert len(rest) == 0
+    for name in ("msg", "field", "wire", "value", "start", "length"):
+        a, b = getattr(runs, name), getattr(want, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+_COLUMN = st.lists(st.integers(-3, 3) | st.integers(-2**63, 2**63 - 1), min_size=1, max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_COLUMN, min_size=1, max_size=4), st.booleans())
+def test_factorize_in_order_is_factorize_rows_in_order(columns, collide):
+    """Rows of integer columns (int64, int8 and uint64 bit patterns, many repeats) grouped by
+    their hash give ``factorize_rows(..., in_order=True)``'s groups and first rows, also when
+    every row hashes alike (``collide``: the hash cannot tell rows apart)."""
+    from polyprof.formats import span_bytes as SB
+    from polyprof.model.columns import factorize_rows
+
+    n = min(len(c) for c in columns)
+    cols = [np.array(c[:n], dtype=np.int64) for c in columns]
+    cols = [c if k % 3 == 0 else (c.astype(np.int8) if k % 3 == 1 else c.view(np.uint64).view(np.int64))
+            for k, c in enumerate(cols)]
+    want = factorize_rows(cols, in_order=True)
+    saved = SB._MIX.copy()
+    if collide:
+        SB._MIX[:] = 0
+    try:
+        got = SB.factorize_in_order(cols)
+    finally:
+        SB._MIX[:] = saved
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()

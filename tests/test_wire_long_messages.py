@@ -1,7 +1,8 @@
 """``wire.vector.walk_fields`` on a batch of few long messages (every field position by pointer
 doubling at once) gives the fields of its lockstep walk (forced by raising the length from which
 it skips the lockstep), on random messages of few and many fields, packed end to end or spaced,
-and raises where the lockstep walk raises on damaged ones."""
+and raises where the lockstep walk raises on damaged ones; so does a walk told the messages
+hold few fields (``few_fields``: lockstep first, then every position at once)."""
 
 from __future__ import annotations
 
@@ -47,17 +48,21 @@ def test_long_walk_is_the_walk(mode, messages, gap, damage):
             V._LONG_MESSAGE_BYTES = 0  # every batch is one of long messages
             with pytest.raises(MalformedInputError):
                 V.walk_fields(buf, starts, starts + lengths)
+            with pytest.raises(MalformedInputError):  # a caller's word that the fields are few
+                V.walk_fields(buf, starts, starts + lengths, few_fields=True)
             return
         finally:
             V._LONG_MESSAGE_BYTES = long_bytes
         V._LONG_MESSAGE_BYTES = 0
         try:
             got = V.walk_fields(buf, starts, starts + lengths)
+            few = V.walk_fields(buf, starts, starts + lengths, few_fields=True)  # lockstep first, then the same
         finally:
             V._LONG_MESSAGE_BYTES = long_bytes
         for c in COLUMNS:
-            assert np.array_equal(getattr(got, c), getattr(want, c)), c
-            assert getattr(got, c).dtype == getattr(want, c).dtype, c
+            for walked in (got, few):
+                assert np.array_equal(getattr(walked, c), getattr(want, c)), c
+                assert getattr(walked, c).dtype == getattr(want, c).dtype, c
     finally:
         if before is None:
             os.environ.pop("POLYPROF_KERNELS", None)

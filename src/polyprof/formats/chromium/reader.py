@@ -40,7 +40,8 @@ resolve name hashes beyond the built-in list).
 from __future__ import annotations
 
 import json
-from typing import Any
+import mmap
+from typing import Any, Union
 
 import numpy as np
 from google.protobuf.message import DecodeError
@@ -54,7 +55,7 @@ from polyprof.formats.chromium.columns import (
     stack_samples,
     stack_table,
 )
-from polyprof.formats.chromium.spans import Entries, Span, call_stack_spans, entries_in, joined
+from polyprof.formats.chromium.spans import Entries, Span, call_stack_spans, entries_in, joined, without_entries
 from polyprof.formats.chromium.shape import (
     CALLSTACK,
     HEAD,
@@ -76,6 +77,8 @@ from polyprof.wire.vector import as_buffer, compiled, sized_read
 
 __all__ = ["COMPILED_FROM", "CPU_TYPES", "HEAP_TYPES", "LOG_KEYS", "read"]
 
+#: The input: bytes, or a large file's read-only memory map (``Source.mapped``).
+Content = Union[bytes, mmap.mmap]
 #: Inputs from which the compiled decode kernels are loaded before the first decode: below it
 #: the numpy path (a stack's frames decoded once per distinct byte string) is as quick as the
 #: compiled one with numba's loading included (measured on 1.2 and 4.9 MB profiles: 1.3-1.5x
@@ -115,18 +118,40 @@ class _Context:
         self.bad_utf8 = 0
         self.buf = as_buffer(b"")
         self.spans: list[Span | None] = []
+        self.found: list[tuple[Entries, Entries] | None] = []
+        self.cut: list[bool] = []
 
-    def find_spans(self, kind: str, data: bytes) -> None:
-        """Where every CallStackProfile of ``data`` lies (see :mod:`.spans`), when the compiled
-        kernels read: numpy walks a profile's million top-level fields at 8 MB/s, slower than
-        joining upb's entries (a 1.2 MB profile: 0.15 s more)."""
+    def find_spans(self, kind: str, data: Content) -> None:
+        """Where every CallStackProfile of ``data`` and its entries lie (see :mod:`.spans`), when
+        the compiled kernels read: numpy walks a profile's million top-level fields at 8 MB/s,
+        slower than joining upb's entries (a 1.2 MB profile: 0.15 s more)."""
         if compiled():
-            self.buf = as_buffer(data)
+            self.buf = np.frombuffer(data, dtype=np.uint8)
             self.spans = call_stack_spans(kind, self.buf)
+            self.found = [entries_in(self.buf, span, None, None) for span in self.spans]
 
-    def span(self, index: int) -> Span | None:
-        """The span of the CallStackProfile of SampledProfile ``index`` (None: not found)."""
-        return self.spans[index] if index < len(self.spans) else None
+    def parse(self, kind: str, data: Content) -> Any:
+        """``data`` parsed by upb (stacks and samples kept as bytes), without the entries found
+        in it when there are (:func:`.spans.without_entries`; ``cut`` says whose)."""
+        shrunk = without_entries(kind, data, self.buf, self.spans, self.found) if self.spans else None
+        if shrunk is not None:
+            msg = S.messages(True)[kind]()
+            try:
+                msg.ParseFromString(shrunk[0])
+                self.cut = shrunk[1]
+                return msg
+            except DecodeError:
+                pass  # named on the whole input below
+        self.cut = []
+        return _parse(kind, bytes(data), lazy=True)
+
+    def entries(self, index: int, csp: Any) -> tuple[Entries, Entries] | None:
+        """The stack table and samples of the CallStackProfile ``csp`` of SampledProfile ``index``
+        found in the input; None: upb's lists (not found, or not as upb lists them)."""
+        got = self.found[index] if index < len(self.found) else None
+        if got is None or index < len(self.cut) and self.cut[index]:
+            return got
+        return got if (got[0][1].size, got[1][1].size) == (len(csp.stack), len(csp.stack_sample)) else None
 
     def text(self, raw: bytes) -> str:
         try:
@@ -150,38 +175,38 @@ def _parse(kind: str, data: bytes, lazy: bool = False) -> Any:
 
 def read(source: Source, options: ReadOptions) -> list[Profile]:
     """Every CallStackProfile in ``source`` (see the module docstring)."""
-    data = source.data(COMPILED_FROM)
+    data: Content = source.mapped(COMPILED_FROM) or source.data(COMPILED_FROM)  # a large file: mapped, not copied
     with sized_read(len(data), COMPILED_FROM):
         return _read(data, options)
 
 
-def _read(data: bytes, options: ReadOptions) -> list[Profile]:
+def _read(data: Content, options: ReadOptions) -> list[Profile]:
     # Which message: decided on the head, as the sniffer decided (and cached) it; upb then
     # parses the whole input as that message.
     kind = detect(data[:HEAD])
     if kind is None and is_base64(data[:HEAD]):
         try:
-            data = decode_base64(data)
+            data = decode_base64(bytes(data))
         except ValueError as exc:
             raise MalformedInputError(f"invalid base64 text ({exc})") from None
         kind = detect(data[:HEAD])
     if kind is None:
-        kind = detect(data, evidence=False)  # e.g. a profile without samples
+        kind = detect(bytes(data), evidence=False)  # e.g. a profile without samples
     if kind is None:
         raise MalformedInputError("not a Chromium CallStackProfile, SampledProfile or "
                                   "ChromeUserMetricsExtension (nor base64 text of one)")
     ctx = _Context(options)
-    msg = _parse(kind, data, lazy=True)  # stacks and samples stay bytes: decoded as columns
     ctx.find_spans(kind, data)
+    msg = ctx.parse(kind, data)  # stacks and samples stay bytes (or left out): decoded as columns
     try:
         if kind == UMA:
             profiles = _from_log(msg, ctx)
         elif kind == SAMPLED:
             profiles = _from_sampled_list([msg], ctx, {"container": SAMPLED})
         else:
-            profiles = [_CallStack(msg, ctx, {"container": CALLSTACK}, span=ctx.span(0)).build()]
+            profiles = [_CallStack(msg, ctx, {"container": CALLSTACK}, index=0).build()]
     except MalformedInputError:
-        _parse(kind, data)  # a stack or sample upb rejects: its message, as before
+        _parse(kind, bytes(data))  # a stack or sample upb rejects: its message, as before
         raise
     if ctx.bad_utf8 and profiles:
         profiles[0].warnings.append(f"{ctx.bad_utf8} build id(s) or function name(s) were not valid "
@@ -221,7 +246,7 @@ def _from_sampled_list(items: list, ctx: _Context, log_extras: dict[str, Any]) -
         extras = dict(log_extras)
         extras.update(_sampled_extras(sp, ctx))
         reader = _CallStack(sp.call_stack_profile, ctx, extras,
-                            heap=sp.trigger_event == HEAP_TRIGGER, span=ctx.span(index))
+                            heap=sp.trigger_event == HEAP_TRIGGER, index=index)
         profile = reader.build()
         if sp.HasField("perf_data") or sp.HasField("perf_stat"):
             profile.warnings.append("ChromeOS perf_data/perf_stat in this SampledProfile was not read")
@@ -290,15 +315,16 @@ class _CallStack:
     """Builds one Profile from one CallStackProfile message."""
 
     def __init__(self, csp: Any, ctx: _Context, extras: dict[str, Any], *, heap: bool = False,
-                 span: Span | None = None) -> None:
+                 index: int = 0) -> None:
         self.csp = csp
         self.ctx = ctx
         self.b = ProfileBuilder("chromium")
         self.time_mode = _marker(csp, TIME_METADATA)
         self.time_mode = self.time_mode if self.time_mode in TIME_MODES else 0
         # The entries in the input (no bytes object per stack and sample), else upb's lists.
-        self.entries = entries_in(ctx.buf, span, len(csp.stack), len(csp.stack_sample))
+        self.entries = ctx.entries(index, csp)
         self.samples = stack_samples(self.entries[1] if self.entries else joined(list(csp.stack_sample)))
+        self.n_stacks = self.entries[0][1].size if self.entries else len(csp.stack)
         self.heap = (heap or bool(self.samples.has_weight.any())) and not self.time_mode
         self.b.meta.extras.update(extras)
         self.module_text = [self._module_text(m) for m in csp.module_id]
@@ -353,7 +379,7 @@ class _CallStack:
         self._profile_metadata(names)
         if len(csp.DEPRECATED_sample):
             self._deprecated_samples()
-            if len(csp.stack_sample):
+            if len(self.samples):
                 b.meta.warnings.append("profile holds both the deprecated Sample and the StackSample "
                                        "encodings; both were read, deprecated samples first")
         self._stack_samples(names)
@@ -371,7 +397,7 @@ class _CallStack:
         else:
             p.period_type = ValueType(*self._cpu_types()[1])
             p.period = csp.sampling_period_ms * MS
-            if not csp.HasField("sampling_period_ms") and len(csp.stack_sample) + len(csp.DEPRECATED_sample):
+            if not csp.HasField("sampling_period_ms") and len(self.samples) + len(csp.DEPRECATED_sample):
                 p.warnings.append("no sampling period: wall time is unknown (0)")
         if csp.HasField("profile_time_offset_ms"):
             p.extras["profile_time_offset_ms"] = csp.profile_time_offset_ms
@@ -412,7 +438,7 @@ class _CallStack:
 
     def _stack_samples(self, names: _Metadata) -> None:
         csp, b, s = self.csp, self.b, self.samples
-        if not len(csp.stack) and not len(s):
+        if not self.n_stacks and not len(s):
             return
         stacks: Entries = self.entries[0] if self.entries else joined(list(csp.stack))
         leaf = stack_table(b, stacks, self.modules, self.ctx,

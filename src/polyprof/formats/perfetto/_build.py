@@ -42,6 +42,7 @@ _OPTIONAL = ("time", "pid", "tid", "cpu")
 
 def build_profiles(r: "TraceReader") -> list[Profile]:
     r.heap.finish(list(r.seqs.values()))
+    r.release_interned()  # every stack is in the catalog now
     perf, chrome, allocs = r.perf.columns(), r.chrome.columns(), r.allocs.columns()
     stacks = r.stack_samples.columns()
     dumps = r.heap.dumps
@@ -257,7 +258,7 @@ def _heap_profile(r: "TraceReader", d: Dump, end: int, start: int | None) -> Pro
     nodes = d.nodes
     cols = {"stack": nodes, "values": d.values,
             "time": np.full(nodes.size, end, dtype=np.int64), "pid": np.full(nodes.size, d.pid, dtype=np.int64)}
-    p = _finish(r, b, cols, np.arange(nodes.size), np.zeros(nodes.size, dtype=np.int32), ("time", "pid"))
+    p = _finish(r, b, cols, slice(None), np.zeros(nodes.size, dtype=np.int32), ("time", "pid"))
     p.time_nanos = _wall_clock(r, start if start is not None else end)
     p.duration_nanos = end - start if start is not None else 0
     return p

@@ -148,6 +148,8 @@ class _Series:
             else:
                 np.add.at(total, where, self.values[seen])
         keep = total.any(axis=1)
+        if keep.all():  # (the usual dump: no copies of its 825k rows)
+            return self.node_order, total
         return self.node_order[keep], total[keep]
 
 
@@ -260,7 +262,8 @@ class HeapCollector:
         heaps = [_heap_name(d.heap_name) for d in dumps]
         wanted = np.array([self._wanted(d, heap) for d, (heap, _) in zip(dumps, heaps)], dtype=bool)
         buf = V.as_buffer(data)
-        spans = V.walk_fields(buf, np.zeros(1, dtype=np.int64), np.full(1, len(data), dtype=np.int64)).select(5, V.LEN)
+        whole = (np.zeros(1, dtype=np.int64), np.full(1, len(data), dtype=np.int64))
+        spans = V.walk_fields(buf, *whole, few_fields=True).select(5, V.LEN)  # a few dumps
         if spans.msg.size != len(dumps):
             raise _Decline
         # A few dumps of thousands of samples each (walk_fields finds their positions by pointer doubling)
@@ -303,6 +306,10 @@ class HeapCollector:
         np.subtract(total[:, :2], total[:, 2:], out=dump.values[:, 2:4])
         dump.values[:, 4:] = total[:, 2:]
         self.dumps.append(dump)
+
+    def release(self) -> None:
+        """Drop the series (after :meth:`finish`: the dumps hold their totals)."""
+        self._series = {}
 
     def finish(self, seqs: list[Sequence]) -> None:
         """Commit dumps whose last packet never came (trace processor drops them; we keep them)."""

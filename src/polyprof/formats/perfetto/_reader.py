@@ -94,6 +94,13 @@ class TraceReader:
         gen = self._gens[self._gen_count] = Generation(self._gen_count)
         return gen
 
+    def release_interned(self) -> None:
+        """Once the trace is read and every dump committed: the generations' interned tables go
+        before the profiles are built from the catalog (a heap dump's 25M frame ids: 100 MB)."""
+        for gen in [*self._gens.values(), *(s.gen for s in self.seqs.values())]:
+            gen.release()
+        self.heap.release()
+
     def seq(self, seq_id: int) -> Sequence:
         s = self.seqs.get(seq_id)
         if s is None:
@@ -149,7 +156,7 @@ class TraceReader:
         generic = np.flatnonzero(~flat.ok)
         if generic.size:
             try:
-                f = V.walk_fields(buf, ch.starts[generic], ch.ends[generic])
+                f = V.walk_fields(buf, ch.starts[generic], ch.ends[generic], few_fields=True)  # packets
             except MalformedInputError as exc:
                 at = None if exc.offset is None else ch.base + exc.offset
                 raise MalformedInputError(f"corrupt packet: {exc.message}", offset=at) from None

@@ -155,6 +155,12 @@ class Generation:
         self.frames = _Resolved()
         self.stacks = _Resolved()
 
+    def release(self) -> None:
+        """Drop the tables and what was resolved from them (the trace is read: its stacks are
+        in the catalog)."""
+        self.tables, self.pending, self.map_cache = Tables(), [], {}
+        self.frames, self.stacks = _Resolved(), _Resolved()
+
     def defer(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
         """Queue InternedData messages ``buf[starts:ends]`` (in wire order; decoded on flush)."""
         self.pending.append((buf, starts, ends))
