@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["fill_paths", "framed_tree", "grouped_by_masks", "grouped_graph"]
+__all__ = ["covered", "fill_paths", "framed_tree", "group_rows", "grouped_by_masks", "grouped_graph"]
 
 
 @njit(cache=True, nogil=True)
@@ -434,6 +434,31 @@ def grouped_by_masks(parent: np.ndarray, name: np.ndarray, lookup: np.ndarray, n
     seen = np.logical_or.reduce(used)
     seen[root_name] = True
     return cols + wide, seen
+
+
+def group_rows(parent: np.ndarray, node: np.ndarray, weight: np.ndarray, group: np.ndarray,
+               groups: int) -> np.ndarray | None:
+    """The rows each group has in :func:`grouped_by_masks`'s graph (its nodes with weight), counted
+    by the same marks without writing a row; None where that graph is not made by masks (more
+    than 64 x :data:`MASK_WORDS` groups, 2**31 samples)."""
+    words = max(1, -(-groups // 64))
+    if words > MASK_WORDS or not groups or node.size >= 2**31:
+        return None
+    return _marks(parent, node, np.ascontiguousarray(weight, dtype=np.int64), group, words, groups)[2]
+
+
+@njit(cache=True, nogil=True)
+def _covered(parent, name, hits):
+    out = np.zeros(parent.size, np.bool_)
+    for v in range(parent.size):  # pre-order: a node's parent comes before it
+        out[v] = (name[v] >= 0 and hits[name[v]]) or (parent[v] >= 0 and out[parent[v]])
+    return out
+
+
+def covered(parent: np.ndarray, name: np.ndarray, hits: np.ndarray) -> np.ndarray:
+    """Per node of a name tree in pre-order (``parent``; ``name``: ids, -1 for none): whether it
+    or an ancestor has a name of ``hits`` (a flag per name id), in one forward pass."""
+    return _covered(parent, name, hits)
 
 
 def _each(work: Any, parts: int) -> None:
