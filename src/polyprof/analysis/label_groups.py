@@ -86,11 +86,12 @@ def grouped_index(p: Profile, o: Options, shape: FlameShape | None) -> FlameInde
     if not applies(o):
         return None
     g = _grouping(p, o, shape) if shape is not None else None
-    counts = None if g is None else g.fast.group_rows(g.shape.parent, g.node, g.values, g.group, g.group_ids.size)
-    if g is None or counts is None or 1 + int(counts.sum()) <= CUT_ROWS[0]:
+    marks = None if g is None else g.fast.group_marks(g.shape.parent, g.node, g.values, g.group, g.group_ids.size)
+    if g is None or marks is None or 1 + int(marks.count.sum()) <= CUT_ROWS[0]:
+        del marks
         made = grouped_flame(p, o, shape) if g is None else _complete(g)
         return None if made is None else FlameIndex(made)
-    return _cut(g, counts.astype(np.int64))
+    return _cut(g, marks)
 
 
 #: Grouped graphs of more rows than this are held at :data:`RESOLUTION` (:class:`GroupedIndex`;
@@ -230,10 +231,12 @@ def _part_graph(g: _Grouping, lo: int, hi: int) -> tuple[tuple[np.ndarray, ...],
                   g.group_ids[lo:hi], g.root, len(g.table))
 
 
-def _cut(g: _Grouping, counts: np.ndarray) -> GroupedIndex:
+def _cut(g: _Grouping, marks: Any) -> GroupedIndex:
     """The grouped graph's rows at least :data:`RESOLUTION` of its total wide and every group's
     own row, with their ids and subtree sizes in the complete graph, made a batch of groups at
-    a time (each batch's complete rows let go before the next is made)."""
+    a time from ``marks`` (``_labels_compiled.group_marks``: each node's groups, set once), each
+    batch's complete rows let go before the next is made."""
+    counts = marks.count.astype(np.int64)
     groups = counts.size
     first = np.ones(groups + 1, np.int64)  # each group's first row in the complete graph
     np.cumsum(counts, out=first[1:])
@@ -254,7 +257,8 @@ def _cut(g: _Grouping, counts: np.ndarray) -> GroupedIndex:
     hint: list[np.ndarray] = []
     made = 1
     for lo, hi in _batches(counts):
-        cols, seen = _part_graph(g, lo, hi)
+        cols, seen = g.fast.marked_rows(marks, g.shape.parent, g.shape.name, g.lookup, g.values, g.group,
+                                        g.group_ids, g.root, len(g.table), lo, hi)
         used |= seen
         if (selfs := _hint_selfs(g, cols)) is not None:
             hint.append(selfs)
@@ -262,15 +266,16 @@ def _cut(g: _Grouping, counts: np.ndarray) -> GroupedIndex:
         keep = (width >= narrowest) | (depth == 1)
         keep[0] = False
         at = np.flatnonzero(keep)
-        pos = np.cumsum(keep) - 1 + made  # each kept row's position in the cut graph
-        up = parent[at]
-        for k, x in enumerate((name[at], np.where(up > 0, pos[np.maximum(up, 0)], 0).astype(np.int32), depth[at],
+        up = parent[at]  # each kept row's parent (kept: a row is never wider than it), as a cut row
+        up = np.where(up > 0, np.searchsorted(at, up) + made, 0).astype(np.int32)
+        for k, x in enumerate((name[at], up, depth[at],
                                np.zeros(at.size, np.int32), self_[at], width[at], start[at] + left[lo])):
             parts[k].append(x)
         complete_ids.append(at + (first[lo] - 1))
         complete_sizes.append(size[at].astype(np.int64))
         made += at.size
-        del cols, name, parent, depth, size, self_, width, start, keep, pos, up
+        del cols, name, parent, depth, size, self_, width, start, keep, up
+    del marks
     cols = tuple(np.concatenate(x) for x in parts)
     ids, sizes = np.concatenate(complete_ids), np.concatenate(complete_sizes)
     # each row's subtree in the cut graph: the rows whose ids are in its complete subtree
@@ -291,6 +296,7 @@ def load_kernels(size: int) -> bool:
     fast.grouped_by_masks(np.array([-1, 0], np.int32), np.array([-1, 0], np.int32), np.array([0, 2], np.int32),
                           np.ones(1, np.int32), np.ones(1, np.int64), np.zeros(1, np.int32), np.array([1], np.int64),
                           2, 3)
+    fast.covered(np.array([-1], np.int32), np.array([-1], np.int32), np.zeros(1, np.bool_))  # its search
     one = np.zeros(1, np.int64)
     fast.framed_tree(np.array([-1], np.int32), np.zeros(1, np.int32), one, one, one, one)
     return True
@@ -481,7 +487,8 @@ class GroupedIndex(FlameIndex):
         elif root == 0:
             cut = self._whole().slice(root, min_fraction=min_fraction, max_nodes=max_nodes)
         else:  # a finer view under one group's row (or a node not made)
-            self.check(root) if not 0 < root < len(self) else None
+            if not 0 < root < len(self):
+                self.check(root)  # no such node: its error
             cut = self.part(self._group(root)).slice(root, min_fraction=min_fraction, max_nodes=max_nodes)
         if search:
             found = self.search(search, root)
@@ -508,17 +515,15 @@ class GroupedIndex(FlameIndex):
         except re.error as exc:
             raise OptionsError(f"bad regular expression {{search}}={regex!r}: {exc}", options=("search",)) from None
         holder, at = self._holder(root)
-        hits = np.array([bool(rx.search(x)) for x in self.distinct], dtype=bool)
+        hits = np.array([bool(rx.search(x)) for x in g.table], dtype=bool)  # per name of the table
         total = self.tree.root_total
-        if rx.search(ROOT_NAME):
+        if hits[g.root]:
             matched = by_group = None
         else:  # each group's matched weight: all of it, or its samples under a matching name tree node
-            on_path = g.fast.covered(g.shape.parent, g.shape.name,
-                                     np.array([bool(rx.search(x)) for x in g.shape.names], dtype=bool))
+            on_path = g.fast.covered(g.shape.parent, g.shape.name, hits[g.lookup[:-1]])
             hit = on_path[g.node]
             by_group = sum_by(g.group[hit], g.values[hit], self.left.size - 1)
-            named = np.array([bool(rx.search(g.table[k])) for k in g.group_ids.tolist()], dtype=bool)
-            by_group = np.where(named, np.diff(self.left), by_group)
+            by_group = np.where(hits[g.group_ids], np.diff(self.left), by_group)
             matched = int(by_group.sum())
         t = holder.tree
         if matched is None:
@@ -534,7 +539,7 @@ class GroupedIndex(FlameIndex):
         else:
             zoom = FlameIndex._search(holder, regex, at)[1].zoom_matched
         return SearchResult(regex, total if matched is None else matched, total, zoom, int(t.total[at]),
-                            int(hits.sum()))
+                            int(hits[self.used].sum()))
 
     def children(self, node: int) -> list[int]:
         at = self._made(node)
