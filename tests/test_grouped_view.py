@@ -175,3 +175,42 @@ def test_session_holds_the_cut_and_makes_parts(monkeypatch):
     assert (got.flat, got.cum, list(got.callers.names)) == (want.flat, want.cum, list(want.callers.names))
     inverted = s.flame(0, o, inverted=True)
     assert len(inverted) > 1 and inverted.tree.root_total == whole.tree.root_total
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_marked_rows_of_a_span_are_its_groups_alone(monkeypatch, seed):
+    """marked_rows over groups lo:hi from the marks of every group (up to 4 words of them, in 1 to
+    3 threads) is grouped_by_masks of those groups' samples alone: the batches of the cut graph."""
+    from polyprof.analysis import _labels_compiled as k
+    from test_label_groups import _preorder
+
+    monkeypatch.setattr(k, "MASK_THREADS", [1 + seed % 3])
+    monkeypatch.setattr(k.os, "cpu_count", lambda: 4)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    parent = np.full(n, -1, np.int32)
+    for v in range(1, n):
+        parent[v] = rng.integers(max(0, v - 8), v) if rng.random() < 0.8 else 0
+    parent = _preorder(parent)
+    groups = int(rng.choice([1, 5, 64, 65, 200, 256]))
+    samples = int(rng.integers(0, 3000))
+    node = rng.integers(0, n, samples).astype(np.int32)
+    weight = rng.choice([0, 1, 5, 1 << 40], samples).astype(np.int64)
+    group = rng.integers(0, groups, samples).astype(np.int32)
+    name = rng.integers(0, 5, n).astype(np.int32)
+    name[0] = -1
+    lookup = np.array([*rng.permutation(5), 6], np.int32)
+    group_name = np.arange(7, 7 + groups, dtype=np.int64)
+    marks = k.group_marks(parent, node, weight, group, groups)
+    assert marks is not None
+    cuts = sorted({0, groups, *rng.integers(0, groups + 1, 3).tolist()})
+    for lo, hi in zip(cuts, cuts[1:]):
+        got = k.marked_rows(marks, parent, name, lookup, weight, group, group_name, 5, 7 + groups, lo, hi)
+        sel = (group >= lo) & (group < hi)
+        want = k.grouped_by_masks(parent, name, lookup, node[sel], weight[sel], group[sel] - lo, group_name[lo:hi],
+                                  5, 7 + groups)
+        assert want is not None
+        for a, b in zip(got[0], want[0], strict=True):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+        assert np.array_equal(got[1], want[1])
+        assert int(marks.count[lo:hi].sum()) + 1 == got[0][0].size

@@ -311,13 +311,21 @@ def _rows(parent, name, lookup, weight, group, mask, depth, first, order, nxt, l
     span = np.zeros(words, np.uint64)  # the bits of groups lo:hi (others are not visited)
     for g in range(lo, hi):
         span[g >> 6] |= _ONE << np.uint64(g & 63)
+    w_lo, w_hi = lo >> 6, min(words, (hi + 63) >> 6)
     for v in range(n):
+        mine = False  # a node without these groups' bits has none of their rows or samples
+        for w in range(w_lo, w_hi):
+            if mask[v, w] & span[w]:
+                mine = True
+                break
+        if not mine:
+            continue
         for k in range(first[v], first[v + 1]):
             g = group[order[k]]
             if lo <= g < hi:
                 acc[g] += weight[order[k]]
         d = depth[v]
-        for w in range(lo >> 6, min(words, (hi + 63) >> 6)):
+        for w in range(w_lo, w_hi):
             m = mask[v, w] & span[w]
             while m:
                 low = m & (~m + _ONE)
