@@ -214,3 +214,33 @@ def test_marked_rows_of_a_span_are_its_groups_alone(monkeypatch, seed):
             assert a.dtype == b.dtype and np.array_equal(a, b)
         assert np.array_equal(got[1], want[1])
         assert int(marks.count[lo:hi].sum()) + 1 == got[0][0].size
+
+
+def test_api_answers_are_the_complete_graphs(monkeypatch):
+    """Through the web API (flame slices with path and search, node details, call tree
+    children, sandwich, inverted graph) a group by answers the same JSON whether the session
+    holds the cut graph or the complete one: deep zooms and unmade nodes included."""
+    from helpers import REPO
+    from web_support import app, get
+
+    path = REPO / "examples" / "demo.pb.gz"
+    p = polyprof.read(path)
+    key = sorted({lab.key for ls in p.labelsets for lab in ls})[0]
+    whole = FlameIndex(label_groups.grouped_flame(p, Options(tagroot=key), flame_shape(p, Options(tagroot=key))))
+    nodes = sorted({0, 1, 2, *range(3, len(whole), max(1, len(whole) // 40)), len(whole) - 1})
+    hot = whole.tree.names[int(np.argmax(np.where(whole.tree.depth > 1, whole.tree.self, -1)))]
+    urls = [f"/api/flame?tagroot={key}", f"/api/flame?tagroot={key}&min_fraction=0&max_nodes=0",
+            f"/api/flame?tagroot={key}&search=main", f"/api/sandwich?tagroot={key}&fn={hot}",
+            f"/api/flame?tagroot={key}&inverted=1", f"/api/calltree?tagroot={key}&id={len(whole)}"]
+    for node in nodes:
+        urls += [f"/api/flame?tagroot={key}&root={node}&search=sha", f"/api/node?tagroot={key}&id={node}",
+                 f"/api/calltree?tagroot={key}&id={node}", f"/api/flame?tagroot={key}&root={node}&min_fraction=0.01"]
+    answers = []
+    for rows in (1 << 30, 0):  # the complete graph, then the cut one
+        monkeypatch.setattr(label_groups, "CUT_ROWS", [rows])
+        monkeypatch.setattr(label_groups, "RESOLUTION", 0.02)
+        a = app(path)
+        answers.append([get(a, url, 400 if url.endswith(f"id={len(whole)}") else 200) for url in urls])
+        held = a.session.flame(0, Options(tagroot=key))
+        assert isinstance(held, label_groups.GroupedIndex) == (rows == 0)
+    assert answers[0] == answers[1]

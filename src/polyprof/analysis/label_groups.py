@@ -3,8 +3,8 @@
 ``filters.apply(p, tagroot=KEY)`` gives every sample a pseudo-frame named
 after its value of ``KEY`` at the root of its stack (:func:`labels.label_frames`):
 new callsites for every (stack, value) pair, then a new name tree of them.
-Its complete flame graph (what ``polyprof serve`` holds for the labels
-panel's "group by") is the profile's own name tree (:class:`FlameShape`, cached
+Its complete flame graph (what the labels panel's "group by" shows) is the
+profile's own name tree (:class:`FlameShape`, cached
 by the web view) weighed once per value, each under a node of that value's
 name, the values in name order. :func:`grouped_flame` builds that graph in
 a few compiled passes: each node of the tree learns which values' samples
@@ -17,6 +17,13 @@ on a copy of every sample.
 Same graph as ``flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)``
 (tests compare every column); None where it does not apply, and the caller
 takes that route.
+
+``polyprof serve`` holds it through :func:`grouped_index`: a large graph (11.0M
+rows, 420 MB on the large benchmark pprof) as a :class:`GroupedIndex`, only its
+rows at least :data:`RESOLUTION` of the total wide (253k, 28 MB), made a batch
+of values at a time; a view that reaches below them makes that value's
+complete subtree, and the search share is summed from the samples. Every
+answer is the complete graph's (tests compare them).
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from polyprof.analysis.flame import (
     _weights,
     flame_tree,
 )
-from polyprof.analysis.flameview import FlameIndex, FlameSlice, SearchResult
+from polyprof.analysis.flameview import FlameIndex, FlameSlice, SearchResult, missing_node
 from polyprof.analysis.graph import node_map, sum_by
 from polyprof.analysis.labels import label_frames
 from polyprof.analysis.nodes import NodeMap
@@ -405,6 +412,9 @@ class GroupedIndex(FlameIndex):
       the name of a node on its path in the name tree, matches), under a node below the groups'
       rows from the made rows when its subtree is all made, else from its group's subtree;
     - children and details from the made rows when they hold them, else from the group's subtree.
+
+    What needs every node (the sandwich, the inverted graph) takes the complete graph
+    (``Session.complete_flame``).
     """
 
     def __init__(self, tree: FlameTree, complete: tuple[np.ndarray, np.ndarray], grouping: _Grouping,
@@ -429,6 +439,13 @@ class GroupedIndex(FlameIndex):
         return [self.tree, self.complete, self.size, self.name_id, g.node, g.group, g.values, self.first, self.left]
 
     # ---------------------------------------------------------------- where a node is
+
+    def check(self, node: int) -> int:
+        """The position of made node ``node`` (OptionsError for one that was not made, and for no
+        such node, as the complete graph says it)."""
+        if not 0 <= node < len(self):
+            raise missing_node(node, len(self))
+        return super().check(node)
 
     def _made(self, node: int) -> int:
         """The position of node id ``node`` among the made rows, else -1."""
@@ -465,7 +482,9 @@ class GroupedIndex(FlameIndex):
                          active_filters=t.active_filters, hint=t.hint, identity=t.identity)
         return FlameIndex(part, (ids, sizes))
 
-    def _whole(self) -> FlameIndex:
+    def complete_index(self) -> FlameIndex:
+        """The complete grouped graph, indexed (made by :func:`grouped_flame`'s kernels; cached by
+        :attr:`whole`)."""
         return self.whole(lambda: FlameIndex(_complete(self.grouping)))
 
     def _holder(self, node: int) -> tuple[FlameIndex, int]:
@@ -485,7 +504,7 @@ class GroupedIndex(FlameIndex):
         if r >= 0 and self._enough(r, min_fraction, max_nodes):
             cut = super().slice(root, min_fraction=min_fraction, max_nodes=max_nodes)
         elif root == 0:
-            cut = self._whole().slice(root, min_fraction=min_fraction, max_nodes=max_nodes)
+            cut = self.complete_index().slice(root, min_fraction=min_fraction, max_nodes=max_nodes)
         else:  # a finer view under one group's row (or a node not made)
             if not 0 < root < len(self):
                 self.check(root)  # no such node: its error

@@ -418,7 +418,7 @@ class Session:
         graph = self.flame(index, o)
         if not isinstance(graph, GroupedIndex):
             return graph
-        return graph._whole()
+        return graph.complete_index()
 
     def _inverted(self, index: int, o: Options, graph: FlameIndex) -> FlameIndex:
         """The inverted graph at :data:`INVERTED_RESOLUTION`: from the cached graph (compiled),
