@@ -166,6 +166,10 @@ def test_session_holds_the_cut_and_makes_parts(monkeypatch):
     cut = s.flame(0, o)
     assert isinstance(cut, label_groups.GroupedIndex)
     whole = FlameIndex(label_groups.grouped_flame(p, o, flame_shape(p, o)))
+    # the cache weighs what the cut holds of its own: its rows and the samples' columns, not the
+    # name tree and profile it is made from
+    held = s._own_bytes(cut)
+    assert cut.tree.total.nbytes + cut.grouping.node.nbytes <= held < s._own_bytes([cut.held(), cut.grouping.shape])
     deep = next(i for i in range(len(whole)) if cut._made(i) < 0)
     _same_slice(cut.slice(deep, min_fraction=0), whole.slice(deep, min_fraction=0))
     assert any(k[0] == "group" for k in s._results.items)
