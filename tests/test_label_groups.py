@@ -245,8 +245,8 @@ def test_session_takes_the_grouped_route(monkeypatch):
     o = Options(tagroot=_keys(p)[0])
     s = Session([Input("demo", "demo.pb.gz", p)])
     calls = []
-    real = label_groups.grouped_flame
-    monkeypatch.setattr("polyprof.web.session.grouped_flame", lambda *a: calls.append(1) or real(*a))
+    real = label_groups.grouped_index
+    monkeypatch.setattr("polyprof.web.session.grouped_index", lambda *a: calls.append(1) or real(*a))
     got = s.flame(0, o).tree
     assert calls and got.name_table is not None
     want = flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)

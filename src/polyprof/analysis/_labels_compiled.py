@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-__all__ = ["fill_paths", "framed_tree", "grouped_by_masks", "grouped_graph"]
+__all__ = ["Marks", "covered", "fill_paths", "framed_tree", "group_marks", "grouped_by_masks", "grouped_graph",
+           "marked_rows"]
 
 
 @njit(cache=True, nogil=True)
@@ -307,20 +308,29 @@ def _rows(parent, name, lookup, weight, group, mask, depth, first, order, nxt, l
     o_self, o_total = wide[0], wide[1]
     acc = np.zeros(hi, np.int64)
     begin = nxt[lo]
+    span = np.zeros(words, np.uint64)  # the bits of groups lo:hi (others are not visited)
+    for g in range(lo, hi):
+        span[g >> 6] |= _ONE << np.uint64(g & 63)
+    w_lo, w_hi = lo >> 6, min(words, (hi + 63) >> 6)
     for v in range(n):
+        mine = False  # a node without these groups' bits has none of their rows or samples
+        for w in range(w_lo, w_hi):
+            if mask[v, w] & span[w]:
+                mine = True
+                break
+        if not mine:
+            continue
         for k in range(first[v], first[v + 1]):
             g = group[order[k]]
             if lo <= g < hi:
                 acc[g] += weight[order[k]]
         d = depth[v]
-        for w in range(lo >> 6, min(words, (hi + 63) >> 6)):
-            m = mask[v, w]
+        for w in range(w_lo, w_hi):
+            m = mask[v, w] & span[w]
             while m:
                 low = m & (~m + _ONE)
                 g = w * 64 + _BIT_AT[(low * _DEBRUIJN) >> np.uint64(58)]
                 m ^= low
-                if g < lo or g >= hi:
-                    continue
                 row = nxt[g]
                 nxt[g] += 1
                 if v == 0:  # the name tree's root: the group's label frame, under the graph's root
@@ -381,7 +391,29 @@ def grouped_by_masks(parent: np.ndarray, name: np.ndarray, lookup: np.ndarray, n
     graph's rows, in sequential passes; besides the graph (made at its exact size) it holds 8
     bytes per node and group word, 16 per node at most (depths, buckets, latest rows) and 4 per
     sample with weight."""
-    groups = group_name.size
+    marks = group_marks(parent, node, weight, group, group_name.size)
+    if marks is None:
+        return None
+    return marked_rows(marks, parent, name, lookup, weight, group, group_name, root_name, n_names, 0,
+                       group_name.size, keep=False)
+
+
+class Marks:
+    """What :func:`group_marks` sets once for :func:`marked_rows`: each node's groups as bits, its
+    depth, the samples with weight bucketed by node, each group's rows (``count``), the latest
+    row of each group per depth (scratch), the deepest depth."""
+
+    def __init__(self, mask: np.ndarray, depth: np.ndarray, count: np.ndarray, first: np.ndarray,
+                 order: np.ndarray, deepest: int) -> None:
+        self.mask, self.depth, self.count, self.first, self.order, self.deepest = mask, depth, count, first, order, deepest
+        self.last: np.ndarray | None = None
+
+
+def group_marks(parent: np.ndarray, node: np.ndarray, weight: np.ndarray, group: np.ndarray,
+                groups: int) -> Marks | None:
+    """The marks :func:`marked_rows` makes the grouped graph's rows from (``weight`` int64; see
+    :func:`grouped_by_masks`), their ``count``: each group's rows; None where that graph is not
+    made by masks."""
     words = max(1, -(-groups // 64))
     if words > MASK_WORDS or not groups or node.size >= 2**31:
         return None
@@ -392,40 +424,50 @@ def grouped_by_masks(parent: np.ndarray, name: np.ndarray, lookup: np.ndarray, n
     deepest = int(depth.max(initial=0))
     if groups * (deepest + 1) > max(parent.size, 1 << 16):
         return None
-    nxt = np.ones(groups, np.int64)
-    np.cumsum(count[:-1], out=nxt[1:])
-    nxt[1:] += 1
-    rows = 1 + int(count.sum())
+    return Marks(mask, depth, count, first, order, deepest)
+
+
+def marked_rows(marks: Marks, parent: np.ndarray, name: np.ndarray, lookup: np.ndarray, weight: np.ndarray,
+                group: np.ndarray, group_name: np.ndarray, root_name: int, n_names: int, lo: int, hi: int,
+                *, keep: bool = True) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """The grouped graph of groups ``lo:hi`` alone (:func:`grouped_by_masks`'s of their samples:
+    the root, then their rows) from ``marks``, and the names it uses; ``keep``: the marks serve
+    further calls (else their scratch is let go once the rows are written)."""
+    groups = group_name.size
+    count = marks.count
+    nxt = np.ones(groups, np.int64)  # each group's first row (those of lo:hi from 1)
+    np.cumsum(count[lo:hi - 1], out=nxt[lo + 1:hi])
+    nxt[lo + 1:hi] += 1
+    rows = 1 + int(count[lo:hi].sum())
     cols = tuple(np.zeros(rows, np.int32) if k == 3 else np.empty(rows, np.int32) for k in range(4))
     wide = (np.empty(rows, np.int64), np.zeros(rows, np.int64), np.empty(rows, np.int64))
-    parts = max(1, min(MASK_THREADS[0], groups, os.cpu_count() or 1))
-    cuts = np.searchsorted(nxt, np.linspace(1, rows, parts + 1)[1:-1])
-    edges = sorted({0, groups, *(min(max(int(c), 1), groups - 1) for c in cuts)})
+    parts = max(1, min(MASK_THREADS[0], hi - lo, os.cpu_count() or 1))
+    cuts = np.searchsorted(nxt[lo:hi], np.linspace(1, rows, parts + 1)[1:-1]) + lo
+    edges = sorted({lo, hi, *(min(max(int(c), lo + 1), hi - 1) for c in cuts)})
     spans = list(itertools.pairwise(edges))
-    last = np.zeros((groups, deepest + 1), np.int64)
+    if marks.last is None:
+        marks.last = np.zeros((groups, marks.deepest + 1), np.int64)
     labels = group_name.astype(np.int32)
     starts = nxt.copy()
     used = [np.zeros(n_names, np.bool_) for _ in spans]
-
-    scratch = [mask, first, order, last]  # dropped once the rows are made
+    depth, deepest = marks.depth, marks.deepest
 
     def rows_of(k: int) -> None:
-        lo, hi = spans[k]
-        bits, at, by, deep = scratch
-        _rows(parent, name, lookup, weight, group, bits, depth, at, by, nxt, deep, labels, lo, hi, used[k], cols,
-              wide)
+        a, b = spans[k]
+        _rows(parent, name, lookup, weight, group, marks.mask, depth, marks.first, marks.order, nxt, marks.last,
+              labels, a, b, used[k], cols, wide)
 
     def layout(k: int) -> None:
-        lo, hi = spans[k]
-        _layout(cols, wide, int(starts[lo]), int(starts[hi]) if hi < groups else rows, deepest)
+        a, b = spans[k]
+        _layout(cols, wide, int(starts[a]), int(starts[b]) if b < hi else rows, deepest)
 
-    del mask, first, order, last
     _each(rows_of, len(spans))
-    scratch.clear()
+    if not keep:  # dropped once the rows are made
+        marks.mask = marks.first = marks.order = marks.last = None  # type: ignore[assignment]
     o_name, o_parent, o_depth, o_size = cols
     o_self, o_total, o_start = wide
     o_name[0], o_parent[0], o_depth[0], o_self[0], o_start[0] = root_name, -1, 0, 0, 0
-    own = starts[count > 0]  # the groups' own rows (under the root), in order: their left edges
+    own = starts[lo:hi][count[lo:hi] > 0]  # the groups' own rows (under the root), in order: their left edges
     o_total[0] = int(o_total[own].sum())
     o_size[0] = rows
     o_start[own[1:]] = np.cumsum(o_total[own[:-1]])
@@ -434,6 +476,20 @@ def grouped_by_masks(parent: np.ndarray, name: np.ndarray, lookup: np.ndarray, n
     seen = np.logical_or.reduce(used)
     seen[root_name] = True
     return cols + wide, seen
+
+
+@njit(cache=True, nogil=True)
+def _covered(parent, name, hits):
+    out = np.zeros(parent.size, np.bool_)
+    for v in range(parent.size):  # pre-order: a node's parent comes before it
+        out[v] = (name[v] >= 0 and hits[name[v]]) or (parent[v] >= 0 and out[parent[v]])
+    return out
+
+
+def covered(parent: np.ndarray, name: np.ndarray, hits: np.ndarray) -> np.ndarray:
+    """Per node of a name tree in pre-order (``parent``; ``name``: ids, -1 for none): whether it
+    or an ancestor has a name of ``hits`` (a flag per name id), in one forward pass."""
+    return _covered(parent, name, hits)
 
 
 def _each(work: Any, parts: int) -> None:

@@ -36,7 +36,7 @@ from polyprof.analysis.result import Result, percent
 from polyprof.errors import OptionsError
 from polyprof.model import tree
 
-__all__ = ["FlameIndex", "FlameSlice", "SearchResult"]
+__all__ = ["FlameIndex", "FlameSlice", "SearchResult", "missing_node"]
 
 
 @dataclass(frozen=True)
@@ -133,9 +133,7 @@ class FlameIndex:
             at = int(np.searchsorted(self.complete[0], node))
             at = at if at < len(self.tree) and int(self.complete[0][at]) == node else -1
         if not 0 <= at < len(self.tree):
-            raise OptionsError(f"no flame graph node {{root}}={node} (the graph has {len(self)} nodes"
-                               f"{'' if self.complete is None else f', {len(self.tree)} of them made'})",
-                               options=("root",))
+            raise missing_node(node, len(self), None if self.complete is None else len(self.tree))
         return at
 
     def node_id(self, at: int | np.ndarray) -> Any:
@@ -237,6 +235,12 @@ class FlameIndex:
         if t.base_self is not None and t.base_total is not None:
             out.update(base_self=int(t.base_self[i]), base_total=int(t.base_total[i]))
         return out
+
+
+def missing_node(node: int, nodes: int, made: int | None = None) -> OptionsError:
+    """The error for node id ``node`` of a graph of ``nodes`` nodes (``made`` of them made)."""
+    return OptionsError(f"no flame graph node {{root}}={node} (the graph has {nodes} nodes"
+                        f"{'' if made is None else f', {made} of them made'})", options=("root",))
 
 
 def _present(name_ids: np.ndarray, n: int, chunk: int = 1 << 20) -> np.ndarray:

@@ -3,8 +3,8 @@
 ``filters.apply(p, tagroot=KEY)`` gives every sample a pseudo-frame named
 after its value of ``KEY`` at the root of its stack (:func:`labels.label_frames`):
 new callsites for every (stack, value) pair, then a new name tree of them.
-Its complete flame graph (what ``polyprof serve`` holds for the labels
-panel's "group by") is the profile's own name tree (:class:`FlameShape`, cached
+Its complete flame graph (what the labels panel's "group by" shows) is the
+profile's own name tree (:class:`FlameShape`, cached
 by the web view) weighed once per value, each under a node of that value's
 name, the values in name order. :func:`grouped_flame` builds that graph in
 a few compiled passes: each node of the tree learns which values' samples
@@ -17,11 +17,20 @@ on a copy of every sample.
 Same graph as ``flame_tree(filters.apply(p, o), o, min_fraction=0, max_nodes=0)``
 (tests compare every column); None where it does not apply, and the caller
 takes that route.
+
+``polyprof serve`` holds it through :func:`grouped_index`: a large graph (11.0M
+rows, 420 MB on the large benchmark pprof) as a :class:`GroupedIndex`, only its
+rows at least :data:`RESOLUTION` of the total wide (253k, 28 MB), made a batch
+of values at a time; a view that reaches below them makes that value's
+complete subtree, and the search share is summed from the samples. Every
+answer is the complete graph's (tests compare them).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,14 +46,17 @@ from polyprof.analysis.flame import (
     _weights,
     flame_tree,
 )
+from polyprof.analysis.flameview import FlameIndex, FlameSlice, SearchResult, missing_node
 from polyprof.analysis.graph import node_map, sum_by
 from polyprof.analysis.labels import label_frames
 from polyprof.analysis.nodes import NodeMap
 from polyprof.analysis.options import Options
 from polyprof.analysis.stacks import CompiledTwin
-from polyprof.model.profile import Profile, SampleTable
+from polyprof.errors import OptionsError
+from polyprof.model.profile import Profile, SampleTable, ValueType
 
-__all__ = ["MAX_GROUPS", "applies", "distinct_samples", "grouped_flame", "load_kernels", "stackless"]
+__all__ = ["MAX_GROUPS", "GroupedIndex", "applies", "distinct_samples", "grouped_flame", "grouped_index", "load_kernels",
+           "stackless"]
 
 #: More distinct values than this take the callsite route (each value's label frame is named
 #: in Python; the graph's cost is its nodes either way).
@@ -69,6 +81,67 @@ def grouped_flame(p: Profile, o: Options, shape: FlameShape | None) -> FlameTree
     if shape is None:  # a small name tree (or no numba): the label frames on the distinct samples
         fewer = distinct_samples(p)
         return None if fewer is None else flame_tree(filters.apply(fewer, o), o, min_fraction=0, max_nodes=0)
+    g = _grouping(p, o, shape)
+    return None if g is None else _complete(g)
+
+
+def grouped_index(p: Profile, o: Options, shape: FlameShape | None) -> FlameIndex | None:
+    """The view of :func:`grouped_flame`'s graph the web view holds: the complete graph indexed
+    while it has at most :data:`CUT_ROWS` rows, else a :class:`GroupedIndex` (its rows at least
+    :data:`RESOLUTION` of the total wide, each value's complete subtree made when a request
+    needs it). None where :func:`grouped_flame` does not apply."""
+    if not applies(o):
+        return None
+    g = _grouping(p, o, shape) if shape is not None else None
+    marks = None if g is None else g.fast.group_marks(g.shape.parent, g.node, g.values, g.group, g.group_ids.size)
+    if g is None or marks is None or 1 + int(marks.count.sum()) <= CUT_ROWS[0]:
+        del marks
+        made = grouped_flame(p, o, shape) if g is None else _complete(g)
+        return None if made is None else FlameIndex(made)
+    return _cut(g, marks)
+
+
+#: Grouped graphs of more rows than this are held at :data:`RESOLUTION` (:class:`GroupedIndex`;
+#: the large benchmark pprof's is 11.0M rows, 420 MB complete; tests lower it).
+CUT_ROWS = [1 << 21]
+
+#: The rows of a :class:`GroupedIndex`: those at least this share of the total wide (and each
+#: value's own), as the inverted graph's (``INVERTED_RESOLUTION``): a landing slice keeps
+#: 1/4000 of its root's width, a page of 4,000 pixels 1/16,000.
+RESOLUTION = 1e-5
+
+#: Complete rows made at once while a :class:`GroupedIndex` is cut (the values in name order, a
+#: batch of them at a time; a value with more rows is a batch of its own): the peak beside it.
+BATCH_ROWS = [1 << 21]
+
+
+@dataclasses.dataclass
+class _Grouping:
+    """What every part of the grouped graph is made from: each sample's node of the name tree,
+    weight and group (value), the groups' and the root's name ids in ``table`` (the name tree's
+    names and the label frames', sorted, the root's last), the name of most self weight."""
+
+    p: Profile
+    o: Options
+    fast: Any
+    shape: FlameShape
+    vt: ValueType
+    values: np.ndarray
+    node: np.ndarray
+    group: np.ndarray
+    group_ids: np.ndarray
+    lookup: np.ndarray
+    table: list[str]
+    root: int
+    framed: tuple[Profile, NodeMap]
+    frame_names: list[str]
+    top: int
+    hinted: bool
+
+
+def _grouping(p: Profile, o: Options, shape: FlameShape) -> _Grouping | None:
+    """The samples of ``p`` as groups on ``shape``, or None where the name tree's route does not
+    apply (see :func:`grouped_flame`)."""
     if shape.drops or not shape.fits(p, o):
         return None
     fast = _kernels(len(shape.parent))
@@ -99,30 +172,123 @@ def grouped_flame(p: Profile, o: Options, shape: FlameShape | None) -> FlameTree
     # each node's name in the graph: lookup[shape.name[v]] (the root's -1: the last)
     lookup = np.array([gid[x] for x in shape.names] + [gid[ROOT_NAME]], dtype=np.int32)
     group_ids = np.array([gid[x] for x in groups], dtype=np.int64)
-    made = _graph(fast, shape, lookup, node, values, sample_group, group_ids, gid[ROOT_NAME], len(table))
-    cols, used_names = made
+    values = np.ascontiguousarray(values, dtype=np.int64)
     # each sample's node name in the graph (the group's own node: samples at the tree's root)
     sample_name = np.where(node > 0, lookup[shape.name[node]], group_ids[sample_group])
-    del node, sample_group
     # the leaf hint needs the graph only when one name holds most self weight (by the samples)
     by_name = np.bincount(sample_name, weights=values, minlength=len(table))
     top = int(np.argmax(by_name)) if by_name.size else 0
-    hinted = bool(cols[5][0] > 0 and by_name[top] / int(cols[5][0]) >= 0.5)
-    del sample_name, by_name
-    wanted = {table[k] for k in np.flatnonzero(used_names).tolist()}
-    table, top = _held_names(table, used_names, cols[0], top)
+    total = int(values.sum())
+    hinted = bool(total > 0 and by_name[top] / total >= 0.5)
+    return _Grouping(p, o, fast, shape, vt, values, node, sample_group, group_ids, lookup, table, gid[ROOT_NAME],
+                     framed, frame_names, top, hinted)
+
+
+def _complete(g: _Grouping) -> FlameTree:
+    """The complete grouped graph of ``g``."""
+    cols, used = _graph(g.fast, g.shape, g.lookup, g.node, g.values, g.group, g.group_ids, g.root, len(g.table))
+    return _finish(g, cols, used, _hint_selfs(g, cols))
+
+
+def _hint_selfs(g: _Grouping, cols: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    """The self weights of the rows of ``cols`` (a graph's columns) named ``g.top`` (the root's
+    not), when the leaf hint needs them."""
+    if not g.hinted:
+        return None
+    mine = np.flatnonzero(cols[0] == g.top)  # the nodes of that name: all the hint reads
+    return cols[4][mine[mine > 0]]
+
+
+def _finish(g: _Grouping, cols: tuple[np.ndarray, ...], used_names: np.ndarray,
+            hint: np.ndarray | None) -> FlameTree:
+    """The FlameTree of grouped-graph columns (name ids into ``g.table``, renumbered in place
+    into the names of ``used_names``: those of the complete graph), its leaf hint from the self
+    weights ``hint`` of the complete graph's rows named ``g.top``."""
+    wanted = {g.table[k] for k in np.flatnonzero(used_names).tolist()}
+    table, top = _held_names(g.table, used_names, cols[0], g.top)
     ids, parent, depth, size, selfs, total, start = cols
     flame = FlameTree(names=NameColumn(table, ids), name_ids=ids, name_table=table, subtree_size=size,
                       parent=parent, depth=depth, self=selfs, total=total, start=start, width=total,
-                      sample_type=vt, dropped=0, min_width=1)
-    flame.active_filters = tuple(filters.legend(o))
-    if hinted:
-        mine = np.flatnonzero(ids == top)  # the nodes of that name: all the hint reads
-        mine = mine[mine > 0]
-        flame.hint = _leaf_hint(table, ids[mine].astype(np.int64), selfs[mine], int(total[0]))
-    labels = wanted & set(frame_names)
-    flame.identity = {**_identity(wanted - labels, [(p, shape.nodes)]), **_identity(labels, [framed])}
+                      sample_type=g.vt, dropped=0, min_width=1)
+    flame.active_filters = tuple(filters.legend(g.o))
+    if hint is not None:
+        flame.hint = _leaf_hint(table, np.full(hint.size, top, np.int64), hint, int(total[0]))
+    labels = wanted & set(g.frame_names)
+    flame.identity = {**_identity(wanted - labels, [(g.p, g.shape.nodes)]), **_identity(labels, [g.framed])}
     return flame
+
+
+def _batches(counts: np.ndarray) -> list[tuple[int, int]]:
+    """Consecutive groups of about :data:`BATCH_ROWS` rows together (a bigger group alone)."""
+    out, lo, rows = [], 0, 0
+    for k, c in enumerate(counts.tolist()):
+        if rows and rows + c > BATCH_ROWS[0]:
+            out.append((lo, k))
+            lo, rows = k, 0
+        rows += c
+    if lo < counts.size:
+        out.append((lo, counts.size))
+    return out
+
+
+def _part_graph(g: _Grouping, lo: int, hi: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """The grouped graph of groups ``lo:hi`` alone (its root, then their rows)."""
+    sel = (g.group >= lo) & (g.group < hi)
+    return _graph(g.fast, g.shape, g.lookup, g.node[sel], g.values[sel], (g.group[sel] - lo).astype(np.int32),
+                  g.group_ids[lo:hi], g.root, len(g.table))
+
+
+def _cut(g: _Grouping, marks: Any) -> GroupedIndex:
+    """The grouped graph's rows at least :data:`RESOLUTION` of its total wide and every group's
+    own row, with their ids and subtree sizes in the complete graph, made a batch of groups at
+    a time from ``marks`` (``_labels_compiled.group_marks``: each node's groups, set once), each
+    batch's complete rows let go before the next is made."""
+    counts = marks.count.astype(np.int64)
+    groups = counts.size
+    first = np.ones(groups + 1, np.int64)  # each group's first row in the complete graph
+    np.cumsum(counts, out=first[1:])
+    first[1:] += 1
+    weight = sum_by(g.group, g.values, groups)
+    left = np.zeros(groups + 1, np.int64)  # each group's left edge
+    np.cumsum(weight, out=left[1:])
+    total = int(left[-1])
+    narrowest = max(int(np.ceil(RESOLUTION * total)), 1)
+    used = np.zeros(len(g.table), np.bool_)
+    used[g.root] = True
+    # the root's row, then each batch's kept rows
+    parts: list[list[np.ndarray]] = [[np.array([g.root], np.int32)], [np.array([-1], np.int32)],
+                                     [np.array([0], np.int32)], [np.array([0], np.int64)],
+                                     [np.array([0], np.int64)], [np.array([total], np.int64)],
+                                     [np.array([0], np.int64)]]
+    complete_ids, complete_sizes = [np.zeros(1, np.int64)], [np.array([int(first[-1])], np.int64)]
+    hint: list[np.ndarray] = []
+    made = 1
+    for lo, hi in _batches(counts):
+        cols, seen = g.fast.marked_rows(marks, g.shape.parent, g.shape.name, g.lookup, g.values, g.group,
+                                        g.group_ids, g.root, len(g.table), lo, hi)
+        used |= seen
+        if (selfs := _hint_selfs(g, cols)) is not None:
+            hint.append(selfs)
+        name, parent, depth, size, self_, width, start = cols
+        keep = (width >= narrowest) | (depth == 1)
+        keep[0] = False
+        at = np.flatnonzero(keep)
+        up = parent[at]  # each kept row's parent (kept: a row is never wider than it), as a cut row
+        up = np.where(up > 0, np.searchsorted(at, up) + made, 0).astype(np.int32)
+        for k, x in enumerate((name[at], up, depth[at],
+                               np.zeros(at.size, np.int32), self_[at], width[at], start[at] + left[lo])):
+            parts[k].append(x)
+        complete_ids.append(at + (first[lo] - 1))
+        complete_sizes.append(size[at].astype(np.int64))
+        made += at.size
+        del cols, name, parent, depth, size, self_, width, start, keep, up
+    del marks
+    cols = tuple(np.concatenate(x) for x in parts)
+    ids, sizes = np.concatenate(complete_ids), np.concatenate(complete_sizes)
+    # each row's subtree in the cut graph: the rows whose ids are in its complete subtree
+    cols[3][:] = np.searchsorted(ids, ids + sizes) - np.arange(ids.size)
+    flame = _finish(g, cols, used, np.concatenate(hint) if hint else None)
+    return GroupedIndex(flame, (ids, sizes), g, first, left, used)
 
 
 def load_kernels(size: int) -> bool:
@@ -137,6 +303,7 @@ def load_kernels(size: int) -> bool:
     fast.grouped_by_masks(np.array([-1, 0], np.int32), np.array([-1, 0], np.int32), np.array([0, 2], np.int32),
                           np.ones(1, np.int32), np.ones(1, np.int64), np.zeros(1, np.int32), np.array([1], np.int64),
                           2, 3)
+    fast.covered(np.array([-1], np.int32), np.array([-1], np.int32), np.zeros(1, np.bool_))  # its search
     one = np.zeros(1, np.int64)
     fast.framed_tree(np.array([-1], np.int32), np.zeros(1, np.int32), one, one, one, one)
     return True
@@ -228,3 +395,182 @@ def stackless(p: Profile, used: np.ndarray, values: np.ndarray) -> Profile:
         p, strings=[""], functions=type(p.functions)(), mappings=type(p.mappings)(),
         locations=type(p.locations)(), lines=type(p.lines)(), callsites=type(p.callsites)(),
         samples=SampleTable(stack=np.full(n, -1, np.int32), values=values, labelset=used.astype(np.int32)))
+
+
+class GroupedIndex(FlameIndex):
+    """The grouped graph at a view's resolution (see :func:`grouped_index`): its rows at least
+    :data:`RESOLUTION` of the total wide and every group's own (a cut tree, as
+    ``FlameIndex(complete=...)``: ids and sizes are the complete graph's), and each group's
+    complete subtree made when a request reaches below them (:attr:`parts`: a cache the web
+    session sets). Every answer is the complete graph's (tests compare them):
+
+    - a slice whose kept nodes are all made rows (its threshold is at least the narrowest made
+      width, or more rows that wide than ``max_nodes``) is cut from the made rows; one under a
+      group's row from that group's subtree; one at the root finer than that from the complete
+      graph (:attr:`whole`, made on request);
+    - a search's matched share from the samples (a sample is matched when its group's name, or
+      the name of a node on its path in the name tree, matches), under a node below the groups'
+      rows from the made rows when its subtree is all made, else from its group's subtree;
+    - children and details from the made rows when they hold them, else from the group's subtree.
+
+    What needs every node (the sandwich, the inverted graph) takes the complete graph
+    (``Session.complete_flame``).
+    """
+
+    def __init__(self, tree: FlameTree, complete: tuple[np.ndarray, np.ndarray], grouping: _Grouping,
+                 first: np.ndarray, left: np.ndarray, used: np.ndarray) -> None:
+        super().__init__(tree, complete)
+        assert tree.name_ids is not None and tree.name_table is not None
+        self.name_id, self.distinct = tree.name_ids, list(tree.name_table)  # the complete graph's names
+        self.grouping = grouping
+        self.first = first  # each group's first row in the complete graph (and the rows' end)
+        self.left = left    # each group's left edge (and the total)
+        self.used = used    # the complete graph's names, as a flag per name of grouping.table
+        self.narrowest = max(int(np.ceil(RESOLUTION * tree.root_total)), 1)
+        #: ``parts(g, make)``: group ``g``'s subtree, ``make()`` unless cached (the session's cache)
+        self.parts: Callable[[int, Callable[[], FlameIndex]], FlameIndex] = lambda g, make: make()
+        #: ``whole(make)``: the complete graph, ``make()`` unless cached
+        self.whole: Callable[[Callable[[], FlameIndex]], FlameIndex] = lambda make: make()
+
+    def held(self) -> list[Any]:
+        """What this view holds of its own (a cache's weight): the made rows and their indexes,
+        the samples' groups, nodes and weights (the name tree and the profile are the session's)."""
+        g = self.grouping
+        return [self.tree, self.complete, self.size, self.name_id, g.node, g.group, g.values, self.first, self.left]
+
+    # ---------------------------------------------------------------- where a node is
+
+    def check(self, node: int) -> int:
+        """The position of made node ``node`` (OptionsError for one that was not made, and for no
+        such node, as the complete graph says it)."""
+        if not 0 <= node < len(self):
+            raise missing_node(node, len(self))
+        return super().check(node)
+
+    def _made(self, node: int) -> int:
+        """The position of node id ``node`` among the made rows, else -1."""
+        ids = self.complete[0] if self.complete is not None else np.zeros(0, np.int64)
+        at = int(np.searchsorted(ids, node)) if 0 <= node < len(self) else -1
+        return at if 0 <= at < ids.size and int(ids[at]) == node else -1
+
+    def _group(self, node: int) -> int:
+        """The group whose subtree holds node id ``node`` (not the root)."""
+        return int(np.searchsorted(self.first, node, side="right")) - 1
+
+    def part(self, group: int) -> FlameIndex:
+        """Group ``group``'s complete subtree under the graph's root, its rows' ids and sizes the
+        complete graph's (cached by :attr:`parts`)."""
+        return self.parts(group, lambda: self._make_part(group))
+
+    def _make_part(self, group: int) -> FlameIndex:
+        g, t = self.grouping, self.tree
+        cols, _ = _part_graph(g, group, group + 1)
+        renumber = np.zeros(len(g.table), cols[0].dtype)
+        renumber[self.used] = np.arange(int(self.used.sum()), dtype=cols[0].dtype)
+        name, parent, depth, size, selfs, total, start = cols
+        name[:] = renumber[name]
+        start[1:] += self.left[group]
+        total[0] = t.root_total
+        assert self.complete is not None
+        ids = np.arange(name.size, dtype=np.int64) + (self.first[group] - 1)
+        ids[0] = 0
+        sizes = size.astype(np.int64)
+        sizes[0] = self.complete[1][0]
+        part = FlameTree(names=NameColumn(self.distinct, name), name_ids=name, name_table=self.distinct,
+                         subtree_size=size, parent=parent, depth=depth, self=selfs, total=total, start=start,
+                         width=total, sample_type=t.sample_type, dropped=0, min_width=1,
+                         active_filters=t.active_filters, hint=t.hint, identity=t.identity)
+        return FlameIndex(part, (ids, sizes))
+
+    def complete_index(self) -> FlameIndex:
+        """The complete grouped graph, indexed (made by :func:`grouped_flame`'s kernels; cached by
+        :attr:`whole`)."""
+        return self.whole(lambda: FlameIndex(_complete(self.grouping)))
+
+    def _holder(self, node: int) -> tuple[FlameIndex, int]:
+        """The index holding node id ``node`` (this one, else its group's subtree) and its position
+        there; OptionsError for no such node."""
+        at = self._made(node)
+        if at >= 0 or not 0 < node < len(self):
+            return self, self.check(node)
+        part = self.part(self._group(node))
+        return part, part.check(node)
+
+    # ---------------------------------------------------------------- views
+
+    def slice(self, root: int = 0, *, min_fraction: float = 1 / 4000, max_nodes: int = 40_000,
+              search: str | None = None) -> FlameSlice:
+        r = self._made(root)
+        if r >= 0 and self._enough(r, min_fraction, max_nodes):
+            cut = super().slice(root, min_fraction=min_fraction, max_nodes=max_nodes)
+        elif root == 0:
+            cut = self.complete_index().slice(root, min_fraction=min_fraction, max_nodes=max_nodes)
+        else:  # a finer view under one group's row (or a node not made)
+            if not 0 < root < len(self):
+                self.check(root)  # no such node: its error
+            cut = self.part(self._group(root)).slice(root, min_fraction=min_fraction, max_nodes=max_nodes)
+        if search:
+            found = self.search(search, root)
+            rx = re.compile(search)
+            hits = np.array([bool(rx.search(x)) for x in cut.names] + [False], dtype=bool)
+            cut.columns["match"] = hits[cut.columns["name"]]
+            cut.search = found
+        return cut
+
+    def _enough(self, r: int, min_fraction: float, max_nodes: int) -> bool:
+        """Whether ``prune``'s kept nodes of made row ``r``'s subtree are all made rows: its
+        threshold is at least the narrowest made width, or more made rows are that wide than
+        ``max_nodes`` (then the ``max_nodes`` widest are among them)."""
+        width = self.tree.width
+        if max(int(np.ceil(min_fraction * int(width[r]))), 1) >= self.narrowest:
+            return True
+        wide = width[r:r + int(self.size[r])] >= self.narrowest
+        return max_nodes > 0 and int(np.count_nonzero(wide)) > max_nodes
+
+    def search(self, regex: str, root: int = 0) -> SearchResult:
+        g = self.grouping
+        try:
+            rx = re.compile(regex)
+        except re.error as exc:
+            raise OptionsError(f"bad regular expression {{search}}={regex!r}: {exc}", options=("search",)) from None
+        holder, at = self._holder(root)
+        hits = np.array([bool(rx.search(x)) for x in g.table], dtype=bool)  # per name of the table
+        total = self.tree.root_total
+        if hits[g.root]:
+            matched = by_group = None
+        else:  # each group's matched weight: all of it, or its samples under a matching name tree node
+            on_path = g.fast.covered(g.shape.parent, g.shape.name, hits[g.lookup[:-1]])
+            hit = on_path[g.node]
+            by_group = sum_by(g.group[hit], g.values[hit], self.left.size - 1)
+            by_group = np.where(hits[g.group_ids], np.diff(self.left), by_group)
+            matched = int(by_group.sum())
+        t = holder.tree
+        if matched is None:
+            zoom = int(t.total[at])
+        elif root == 0:
+            zoom = matched
+        elif t.depth[at] == 1 and not rx.search(t.names[at]):
+            assert by_group is not None
+            zoom = int(by_group[self._group(root)])
+        elif holder is self and int(self.size[at]) != int(self.complete[1][at]):  # type: ignore[index]
+            part = self.part(self._group(root))
+            zoom = part._search(regex, part.check(root))[1].zoom_matched
+        else:
+            zoom = FlameIndex._search(holder, regex, at)[1].zoom_matched
+        return SearchResult(regex, total if matched is None else matched, total, zoom, int(t.total[at]),
+                            int(hits[self.used].sum()))
+
+    def children(self, node: int) -> list[int]:
+        at = self._made(node)
+        if at >= 0:
+            lo, hi = at + 1, at + int(self.size[at])
+            kids = lo + np.flatnonzero(self.tree.parent[lo:hi] == at)
+            assert self.complete is not None
+            if int(self.complete[1][kids].sum()) + 1 == int(self.complete[1][at]):  # all of them made
+                return super().children(node)
+            return self.part(self._group(node)).children(node)
+        return self._holder(node)[0].children(node)
+
+    def details(self, node: int, *, path: bool = True) -> dict[str, Any]:
+        holder = self._holder(node)[0]
+        return FlameIndex.details(holder, node, path=path) if holder is self else holder.details(node, path=path)

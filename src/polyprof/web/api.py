@@ -225,11 +225,11 @@ def node(s: Session, q: Query) -> dict[str, Any]:
           {**P, "id": Param("int", 0, "node id (0 = the root)"), "inverted": FLAME["inverted"]})
 def calltree(s: Session, q: Query) -> dict[str, Any]:
     index = s.flame(_p(s, q), q.options, inverted=q.get("inverted"))
-    parent = index.check(q.get("id"))
+    parent = q.get("id")
     vt = index.tree.sample_type
+    node = present.node_json(index, parent, vt)  # (no such node: an error)
     rows = [present.node_json(index, c, vt, path=False) for c in index.children(parent)]
-    return {"id": parent, "sample_type": vt.type, "unit": vt.unit, "rows": rows,
-            "node": present.node_json(index, parent, vt)}
+    return {"id": parent, "sample_type": vt.type, "unit": vt.unit, "rows": rows, "node": node}
 
 
 @endpoint("sandwich", "callers and callees of one function as two flame graphs, and its direct callers/callees",

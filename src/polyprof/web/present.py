@@ -69,8 +69,8 @@ def slice_json(s: FlameSlice, index: FlameIndex, vt: ValueType) -> dict[str, Any
         cols["change"] = np.round(100.0 * (new - old), 6).tolist()
     return {
         "sample_type": vt.type, "unit": vt.unit, "root": s.root, "names": s.names, "nodes": cols,
-        "path": [{"id": a, "name": t.names[at], "total": int(t.total[at])} for a, at in
-                 ((a, index.check(a)) for a in s.path)],
+        "path": [{"id": a, "name": d["name"], "total": d["total"]} for a, d in
+                 ((a, index.details(a, path=False)) for a in s.path)],
         "graph_total": s.graph_total, "graph_total_text": value_text(s.graph_total, vt.unit),
         "graph_nodes": len(index), "merged": s.merged, "min_width": s.min_width,
         "min_width_text": value_text(s.min_width, vt.unit),

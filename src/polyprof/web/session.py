@@ -39,7 +39,7 @@ from polyprof.analysis.flame import (
     name_pass,
 )
 from polyprof.analysis.flameview import FlameIndex
-from polyprof.analysis.label_groups import grouped_flame
+from polyprof.analysis.label_groups import GroupedIndex, grouped_index
 from polyprof.analysis.options import Options
 from polyprof.analysis.sandwich import SandwichResult, inverted_graph, sandwich
 from polyprof.analysis.timeline import TimedSamples, timed_samples
@@ -237,7 +237,8 @@ class _Cache:
 
 def _array_bytes(value: Any, seen: set[int] | None = None) -> int:
     """Bytes of the numpy arrays ``value`` holds (through dataclass fields, attributes, dicts,
-    lists and tuples; an array viewing another counts the other once): a cached result's weight."""
+    lists and tuples, or its ``held()`` values; an array viewing another counts the other once):
+    a cached result's weight."""
     seen = set() if seen is None else seen
     if id(value) in seen or value is None or isinstance(value, (str, bytes, int, float, bool)):
         return 0
@@ -247,6 +248,8 @@ def _array_bytes(value: Any, seen: set[int] | None = None) -> int:
         return _array_bytes(base, seen) if isinstance(base, np.ndarray) else value.nbytes
     if isinstance(value, dict):
         parts: Any = value.values()
+    elif hasattr(value, "held"):  # a value that says what it holds (not what it is made from)
+        parts = value.held()
     elif isinstance(value, (list, tuple)):
         parts = value[:64]  # lists of strings or rows: their arrays, if any, come first
     elif dataclasses.is_dataclass(value):  # a deferred column weighs what it is made from, unmade
@@ -399,9 +402,23 @@ class Session:
         if pin:
             self._flames.pinned.add(key)
         if inverted and base is None:  # made from the (cached) normal graph, at a view's resolution
-            graph = self.flame(index, o)
+            graph = self.complete_flame(index, o)
             return self._flames.get(key, lambda: self._inverted(index, o, graph), guess=0)
-        return self._flames.get(key, lambda: FlameIndex(self._flame_tree(index, o, base, inverted)))
+        return self._flames.get(key, lambda: self._flame_index(index, o, base, inverted, key))
+
+    def _flame_index(self, index: int, o: Options, base: int | None, inverted: bool, key: Hashable) -> FlameIndex:
+        if base is None and not inverted and (made := self._grouped_index(index, o, key)) is not None:
+            return made
+        return FlameIndex(self._flame_tree(index, o, base, inverted))
+
+    def complete_flame(self, index: int, o: Options) -> FlameIndex:
+        """The complete flame graph of input ``index`` for ``o``: :meth:`flame`'s, or where that
+        holds the grouped graph at a view's resolution (a group by), the complete grouped graph
+        (cached; what the sandwich and the inverted graph are made of)."""
+        graph = self.flame(index, o)
+        if not isinstance(graph, GroupedIndex):
+            return graph
+        return graph.complete_index()
 
     def _inverted(self, index: int, o: Options, graph: FlameIndex) -> FlameIndex:
         """The inverted graph at :data:`INVERTED_RESOLUTION`: from the cached graph (compiled),
@@ -414,8 +431,6 @@ class Session:
     def _flame_tree(self, index: int, o: Options, base: int | None, inverted: bool) -> Any:
         extra: dict[str, Any] = {"inverted": True} if inverted else {}
         if base is None and not inverted and (made := self._hidden_flame(index, o)) is not None:
-            return made
-        if base is None and not inverted and (made := self._grouped_flame(index, o)) is not None:
             return made
         if base is None:
             filtered = self.filtered(index, o)
@@ -441,14 +456,20 @@ class Session:
             return None
         return flame_tree(hid[0], o, max_nodes=0, min_fraction=0, shape=hid[1])
 
-    def _grouped_flame(self, index: int, o: Options) -> Any:
+    def _grouped_index(self, index: int, o: Options, key: Hashable) -> FlameIndex | None:
         """The flame graph grouped by one label key (the labels panel's group by) made from the
-        input's cached name tree (:func:`~polyprof.analysis.label_groups.grouped_flame`), or None
-        where that does not apply (then the label frames are added to the callsites)."""
+        input's cached name tree (:func:`~polyprof.analysis.label_groups.grouped_index`: a large
+        one at a view's resolution, each value's subtree and the complete graph made on request,
+        cached here), or None where that does not apply (then the label frames are added to the
+        callsites)."""
         profile = self.input(index).profile
         if profile is None or not label_groups.applies(o):
             return None
-        return grouped_flame(profile, o, self.shape(index, o, profile))
+        made = grouped_index(profile, o, self.shape(index, o, profile))
+        if isinstance(made, GroupedIndex):
+            made.parts = lambda g, make: self._results.get(("group", key, g), make)
+            made.whole = lambda make: self._flames.get((*key, "whole"), make)  # type: ignore[misc]
+        return made
 
     def shape(self, index: int, o: Options, filtered: Profile) -> FlameShape | None:
         """The name tree of input ``index``'s flame graphs at ``o``'s granularity (cached), when
@@ -465,7 +486,7 @@ class Session:
         (cached). At ``min_fraction`` 0 the callers are made as far as a slice of ``max_nodes``
         reaches (``sandwich(max_nodes=)``: the complete callers of a function called from
         everywhere can be several times the graph)."""
-        graph = self.flame(index, o)
+        graph = self.complete_flame(index, o)
         cut = max_nodes if min_fraction <= 0 else 0
 
         def make() -> tuple[SandwichResult, FlameIndex, FlameIndex]:
