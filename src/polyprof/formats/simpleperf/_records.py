@@ -105,9 +105,12 @@ class _Payloads:
 
     @classmethod
     def whole(cls, record: np.ndarray, start: np.ndarray, end: np.ndarray) -> _Payloads:
-        """The payloads ``start:end`` of records ``record``, one each."""
+        """The payloads ``start:end`` of records ``record``, one each (distinct records: each its
+        own item, no grouping)."""
         part = cls(None, 0)
-        part._spans(record, start, end)
+        part.record = part.records = record
+        part.start, part.end = start, end
+        part.item = np.arange(record.size)
         return part
 
     def _spans(self, record: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
@@ -183,7 +186,8 @@ def collect(data: bytes, warnings: list[str]) -> Records:
         parts = {}
         for k in range(SAMPLE, SWITCH + 1):
             at = np.flatnonzero(kind == k)
-            parts[k] = _Payloads.whole(at, pay_start[at], rec_end[at])
+            run = slice(int(at[0]), int(at[-1]) + 1) if at.size and at[-1] - at[0] + 1 == at.size else at
+            parts[k] = _Payloads.whole(at, pay_start[run], rec_end[run])  # a run of records: views
         return _assemble(data, buf, starts, parts, Counter(), warnings)
     except MalformedInputError as exc:
         raise _located(data, starts, ends, exc) from None
