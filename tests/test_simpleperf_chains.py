@@ -284,3 +284,25 @@ def test_the_warm_up_calls_the_walk_in_two_parts(compiled):
     got = C.warm_calls(3, R._SCALARS, 6)
     assert got is not None and got.chain_of.tolist() == [0, 0] and got.offsets.tolist() == [0, 1]
     C.warm_later(3, R._SCALARS, 6).join(timeout=60)
+
+
+@pytest.mark.parametrize("mid", [None, 300])
+def test_more_entry_groups_than_the_first_try_holds(compiled, monkeypatch, mid):
+    """The first walk keeps entry groups as two-byte ids, room for 32k of them; a recording with
+    more distinct callchain entries (here 42k, each callchain seen 5 times: enough bytes for the
+    walk to try again) is walked again with four-byte ids, in one part or two, and reads as the
+    generic walk does."""
+    from polyprof.formats.simpleperf import _compiled as C
+
+    chains = [[_entry(0x400000 + 16 * (70 * i + j), 0, -1, None, 0) for j in range(70)] for i in range(600)]
+    data = _make([_file(0, 1)] + [_sample(i, 1, chains[i % 600], 1, 0, False, False) for i in range(3000)])
+    walk = _chains_split_at(data, monkeypatch, mid)
+    assert walk is not None and walk.ids.dtype == np.int32 and walk.first.size == 42000
+    assert walk.ids.tolist() == list(range(42000)) and walk.offsets.tolist() == list(range(0, 42001, 70))
+    assert walk.chain_of.tolist() == [i % 600 for i in range(3000)]
+    monkeypatch.setattr(C, "_split", (lambda n: n) if mid is None else (lambda n: min(mid, n)))
+    fast, generic = _read_both(data, monkeypatch)
+    assert fast == generic
+    few = _chains_split_at(_make([_file(0, 1)] + [_sample(i, 1, chains[i % 2], 1, 0, False, False)
+                                                 for i in range(10)]), monkeypatch, mid)
+    assert few is not None and few.ids.dtype == np.uint16

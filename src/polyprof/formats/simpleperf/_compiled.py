@@ -406,7 +406,9 @@ class _Part:
         self.c_hash = np.empty(chains, dtype=np.uint64)
         self.ctable = np.full(1 << max(2 * (hi - lo), 1 << 16).bit_length(), -1,
                               dtype=np.int32 if chains < 2**30 else np.int64)
-        self.ids = np.empty(room, dtype=np.int32)  # pages touched only as written
+        # pages touched only as written; two bytes an entry while the entry groups fit (cap // 2 of
+        # them: the first try's 32k), 50 MB of the large recording's 25M entries instead of 100
+        self.ids = np.empty(room, dtype=np.uint16 if cap // 2 <= 1 << 16 else np.int32)
         self.etable = np.full(cap, -1, dtype=np.int64)
         self.e_first, self.e_start, self.e_len = (np.empty(cap // 2, dtype=np.int64) for _ in range(3))
         self.e_words = np.empty((cap // 2, 2), dtype=np.uint64)
@@ -511,9 +513,10 @@ def _finish(groups: int, egroups: int, values: np.ndarray, present: np.ndarray, 
     counts = np.zeros(groups, dtype=np.int64)
     sizes = np.zeros(egroups, dtype=np.int64)
     _uses(chain_of, offsets, ids, counts, sizes)
-    return Chains(values, present, spans[:, 0], np.where(spans[:, 2] > 0, spans[:, 1], -1), spans[:, 2], chain,
-                  chain_of, c_first[:groups].copy(), offsets, ids, e_first[:egroups].copy(),
-                  e_start[:egroups].copy(), e_len[:egroups].copy(), sizes)
+    span_len = spans[:, 1]
+    span_len[spans[:, 2] == 0] = -1  # (in place: no other column of the size of the samples)
+    return Chains(values, present, spans[:, 0], span_len, spans[:, 2], chain, chain_of, c_first[:groups], offsets,
+                  ids, e_first[:egroups].copy(), e_start[:egroups].copy(), e_len[:egroups].copy(), sizes)
 
 
 def warm_later(field: int, numbers: tuple[int, ...], span: int) -> threading.Thread:

@@ -110,7 +110,7 @@ class _Payloads:
         part = cls(None, 0)
         part.record = part.records = record
         part.start, part.end = start, end
-        part.item = np.arange(record.size)
+        part._item = None  # each span its own item: numbered when asked (rarely, for samples)
         return part
 
     def _spans(self, record: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
@@ -118,8 +118,15 @@ class _Payloads:
         self.start, self.end = start, end
         first = np.ones(record.size, dtype=bool)
         first[1:] = record[1:] != record[:-1]
-        self.item = np.cumsum(first) - 1
+        self._item: np.ndarray | None = np.cumsum(first) - 1
         self.records = record[first]
+
+    @property
+    def item(self) -> np.ndarray:
+        """The item (merged record) of every span."""
+        if self._item is None:
+            self._item = np.arange(self.records.size)
+        return self._item
 
     @property
     def n(self) -> int:
