@@ -119,8 +119,10 @@ def read(source: Source, options: ReadOptions) -> list[Profile]:
 
 #: A plain (not gzipped) file from this size is mapped rather than read into memory.
 MAP_FROM = COMPILED_FROM
-#: ... when it was last modified at least this many seconds ago: a file being written is read.
-SETTLED_AFTER = 10.0
+#: ... when it was last modified at least this many seconds ago: a file being written (its
+#: modification time moves with every write) is read. Short, so that a file just converted
+#: (a benchmark's) is mapped from its second read on.
+SETTLED_AFTER = 2.0
 
 
 def _mapped(source: Source) -> Any:  # noqa: ANN401 - an mmap, read like bytes
