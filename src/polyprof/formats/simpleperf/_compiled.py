@@ -484,7 +484,8 @@ def sample_chains(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, field: 
     chain_of = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
     per_sample = (values, present, spans, chain, chain_of)
     mid = _split(n) if mid is None else mid
-    sizes = np.maximum(ends - starts, 0)
+    sizes = ends - starts
+    np.maximum(sizes, 0, out=sizes)
     bytes_, later = int(sizes.sum()), int(sizes[mid:].sum())
     room = min(bytes_ // 2, _RESERVE_MAX // 4)  # an entry is at least two bytes
     cap, most = 1 << 16, 1 << max(bytes_ // 8, 1 << 16).bit_length()
