@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import polyprof.api as api
 from helpers import PEER
-from polyprof.errors import PolyprofError
+from polyprof.errors import MalformedInputError, PolyprofError
 from polyprof.formats.simpleperf import _records as R
 from polyprof.model.dump import dump
 from polyprof.wire import background
@@ -168,6 +168,7 @@ def test_large_plain_files_are_mapped_and_read_the_same(compiled, monkeypatch, t
     pool = [[_entry(0x400000 + 16 * j, j % 2, j % 3, None, 0) for j in range(k)] for k in (3, 5, 0)]
     data = _make([_file(0, 3), _file(1, 3)] + [_sample(i, 1, pool[i % 3], 1, 0, i % 4 == 0, False) for i in range(60)])
     cases = {"plain": data, "gzip": gzip.compress(data), "cut": data[:-40], "damaged": data[:200] + b"\0" + data[201:]}
+    monkeypatch.setattr(simpleperf, "SETTLED_AFTER", 0.0)
     for name, content in cases.items():
         path = tmp_path / f"{name}.trace"
         path.write_bytes(content)
@@ -184,6 +185,45 @@ def test_large_plain_files_are_mapped_and_read_the_same(compiled, monkeypatch, t
 
     assert simpleperf._mapped(Source.of(str(tmp_path / "plain.trace"))) is not None
     assert simpleperf._mapped(Source.of(str(tmp_path / "gzip.trace"))) is None
+
+
+def test_a_file_being_written_is_read_and_a_shrink_is_an_error(compiled, monkeypatch, tmp_path):
+    """A mapped file cut while it is read would kill the process (SIGBUS): a file modified in the
+    last SETTLED_AFTER seconds is read, not mapped; a mapped file found shorter after the read
+    is one clear error, not a profile of a mix of bytes."""
+    import os
+    import time
+
+    from polyprof.formats import simpleperf
+    from polyprof.formats.simpleperf import _reader
+    from polyprof.formats.source import Source
+
+    pool = [[_entry(0x400000 + 16 * j, j % 2, j % 3, None, 0) for j in range(k)] for k in (3, 5)]
+    data = _make([_file(0, 3), _file(1, 3)] + [_sample(i, 1, pool[i % 2], 1, 0, False, False) for i in range(60)])
+    path = tmp_path / "fresh.trace"
+    path.write_bytes(data)
+    monkeypatch.setattr(simpleperf, "MAP_FROM", 0)
+    assert simpleperf._mapped(Source.of(str(path))) is None  # just written
+    old = time.time() - 2 * simpleperf.SETTLED_AFTER
+    os.utime(path, (old, old))
+    mapped = simpleperf._mapped(Source.of(str(path)))
+    assert mapped is not None and bytes(mapped) == data
+    mapped.close()
+    expected = dump(api.read(path))
+
+    real = _reader.read_bytes
+
+    def cut_after_reading(buf, options):  # the writer truncates it once every byte was read
+        got = real(buf, options)
+        os.truncate(path, 100)
+        return got
+
+    monkeypatch.setattr(_reader, "read_bytes", cut_after_reading)
+    with pytest.raises(MalformedInputError, match=f"shrank from {len(data)} to 100 bytes while it was read"):
+        api.read(path)
+    monkeypatch.setattr(_reader, "read_bytes", real)
+    path.write_bytes(data)  # complete again (and fresh: read, not mapped)
+    assert dump(api.read(path)) == expected
 
 
 def _chains_split_at(data: bytes, monkeypatch, mid: int | None):
@@ -244,3 +284,25 @@ def test_the_warm_up_calls_the_walk_in_two_parts(compiled):
     got = C.warm_calls(3, R._SCALARS, 6)
     assert got is not None and got.chain_of.tolist() == [0, 0] and got.offsets.tolist() == [0, 1]
     C.warm_later(3, R._SCALARS, 6).join(timeout=60)
+
+
+@pytest.mark.parametrize("mid", [None, 300])
+def test_more_entry_groups_than_the_first_try_holds(compiled, monkeypatch, mid):
+    """The first walk keeps entry groups as two-byte ids, room for 32k of them; a recording with
+    more distinct callchain entries (here 42k, each callchain seen 5 times: enough bytes for the
+    walk to try again) is walked again with four-byte ids, in one part or two, and reads as the
+    generic walk does."""
+    from polyprof.formats.simpleperf import _compiled as C
+
+    chains = [[_entry(0x400000 + 16 * (70 * i + j), 0, -1, None, 0) for j in range(70)] for i in range(600)]
+    data = _make([_file(0, 1)] + [_sample(i, 1, chains[i % 600], 1, 0, False, False) for i in range(3000)])
+    walk = _chains_split_at(data, monkeypatch, mid)
+    assert walk is not None and walk.ids.dtype == np.int32 and walk.first.size == 42000
+    assert walk.ids.tolist() == list(range(42000)) and walk.offsets.tolist() == list(range(0, 42001, 70))
+    assert walk.chain_of.tolist() == [i % 600 for i in range(3000)]
+    monkeypatch.setattr(C, "_split", (lambda n: n) if mid is None else (lambda n: min(mid, n)))
+    fast, generic = _read_both(data, monkeypatch)
+    assert fast == generic
+    few = _chains_split_at(_make([_file(0, 1)] + [_sample(i, 1, chains[i % 2], 1, 0, False, False)
+                                                 for i in range(10)]), monkeypatch, mid)
+    assert few is not None and few.ids.dtype == np.uint16

@@ -719,7 +719,8 @@ def le32_records(buf: np.ndarray, pos: int, end: int, first_bytes: bytes) -> tup
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), pos
     tag = np.zeros(256, dtype=bool)
     tag[list(first_bytes)] = True
-    cand = np.flatnonzero(tag[region[4:]] & (region[3:-1] == 0)) + pos
+    cand = np.flatnonzero(region[3:-1] == 0)  # a size's high byte; then the body's first byte, on
+    cand = cand[tag[region[4:][cand]]] + pos  # those ~10% only (4.9 MB recording: 6 -> 2.7 ms)
     size = buf[cand].astype(np.int64) | (buf[cand + 1].astype(np.int64) << 8) | (buf[cand + 2].astype(np.int64) << 16)
     nxt = cand + 4 + size
     valid = (size > 0) & (nxt <= end)

@@ -192,6 +192,8 @@ def _labelsets(b: ProfileBuilder, s: Samples, threads: dict[int, tuple[int, str 
     """Label set of every sample: thread name and unwinding result, one set per distinct combination."""
     u = s.unwind
     names = {t: name for t, (_, name) in threads.items() if name is not None}
+    if not names and not u["has"].any():  # every sample the empty label set
+        return np.zeros(len(s), dtype=np.int32)
     keys = [s.tid if names else np.zeros(len(s), dtype=np.int64), u["has"], u["has_code"], u["code"],
             u["has_raw"], u["raw"], u["has_addr"], u["addr"].view(np.int64)]
     combo, first = factorize_rows(keys)
