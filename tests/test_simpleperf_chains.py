@@ -168,23 +168,23 @@ def test_large_plain_files_are_mapped_and_read_the_same(compiled, monkeypatch, t
     pool = [[_entry(0x400000 + 16 * j, j % 2, j % 3, None, 0) for j in range(k)] for k in (3, 5, 0)]
     data = _make([_file(0, 3), _file(1, 3)] + [_sample(i, 1, pool[i % 3], 1, 0, i % 4 == 0, False) for i in range(60)])
     cases = {"plain": data, "gzip": gzip.compress(data), "cut": data[:-40], "damaged": data[:200] + b"\0" + data[201:]}
-    monkeypatch.setattr(simpleperf, "SETTLED_AFTER", 0.0)
+    from polyprof.formats import source
+    from polyprof.formats.source import Source
+
+    monkeypatch.setattr(source, "SETTLED_AFTER", 0.0)
     for name, content in cases.items():
         path = tmp_path / f"{name}.trace"
         path.write_bytes(content)
         got = []
-        for limit in (0, 1 << 40):
-            monkeypatch.setattr(simpleperf, "MAP_FROM", limit)
+        for limit in (0, 1 << 40):  # every file mapped; none
+            monkeypatch.setattr(simpleperf, "COMPILED_FROM", limit)
             try:
                 got.append(dump(api.read(path)))
             except PolyprofError as exc:
                 got.append(f"{type(exc).__name__}: {exc}")
         assert got[0] == got[1], name
-    monkeypatch.setattr(simpleperf, "MAP_FROM", 0)
-    from polyprof.formats.source import Source
-
-    assert simpleperf._mapped(Source.of(str(tmp_path / "plain.trace"))) is not None
-    assert simpleperf._mapped(Source.of(str(tmp_path / "gzip.trace"))) is None
+    assert Source.of(str(tmp_path / "plain.trace")).mapped(0) is not None
+    assert Source.of(str(tmp_path / "gzip.trace")).mapped(0) is None
 
 
 def test_a_file_being_written_is_read_and_a_shrink_is_an_error(compiled, monkeypatch, tmp_path):
@@ -194,7 +194,7 @@ def test_a_file_being_written_is_read_and_a_shrink_is_an_error(compiled, monkeyp
     import os
     import time
 
-    from polyprof.formats import simpleperf
+    from polyprof.formats import simpleperf, source
     from polyprof.formats.simpleperf import _reader
     from polyprof.formats.source import Source
 
@@ -202,11 +202,11 @@ def test_a_file_being_written_is_read_and_a_shrink_is_an_error(compiled, monkeyp
     data = _make([_file(0, 3), _file(1, 3)] + [_sample(i, 1, pool[i % 2], 1, 0, False, False) for i in range(60)])
     path = tmp_path / "fresh.trace"
     path.write_bytes(data)
-    monkeypatch.setattr(simpleperf, "MAP_FROM", 0)
-    assert simpleperf._mapped(Source.of(str(path))) is None  # just written
-    old = time.time() - 2 * simpleperf.SETTLED_AFTER
+    monkeypatch.setattr(simpleperf, "COMPILED_FROM", 0)
+    assert Source.of(str(path)).mapped(0) is None  # just written
+    old = time.time() - 2 * source.SETTLED_AFTER
     os.utime(path, (old, old))
-    mapped = simpleperf._mapped(Source.of(str(path)))
+    mapped = Source.of(str(path)).mapped(0)
     assert mapped is not None and bytes(mapped) == data
     mapped.close()
     expected = dump(api.read(path))

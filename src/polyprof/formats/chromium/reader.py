@@ -177,7 +177,9 @@ def read(source: Source, options: ReadOptions) -> list[Profile]:
     """Every CallStackProfile in ``source`` (see the module docstring)."""
     data: Content = source.mapped(COMPILED_FROM) or source.data(COMPILED_FROM)  # a large file: mapped, not copied
     with sized_read(len(data), COMPILED_FROM):
-        return _read(data, options)
+        profiles = _read(data, options)
+    source.unchanged(data)
+    return profiles
 
 
 def _read(data: Content, options: ReadOptions) -> list[Profile]:

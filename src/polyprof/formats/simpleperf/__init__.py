@@ -72,7 +72,6 @@ so ``samples/count`` survives. The loss report lists the rest, and
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from polyprof.formats.simpleperf._schema import MAGIC, OFFCPU_VIEWS
@@ -99,68 +98,15 @@ COMPILED_FROM = 16 << 20
 
 
 def read(source: Source, options: ReadOptions) -> list[Profile]:
-    """The one profile in a report-sample file."""
-    import mmap
-
+    """The one profile in a report-sample file (a large plain file mapped, not copied)."""
     from polyprof.formats.simpleperf._reader import read_bytes
-    from polyprof.wire.vector import expect_sized, sized_read
+    from polyprof.wire.vector import sized_read
 
-    data: Any = _mapped(source)
-    if data is None:
-        data = source.data(COMPILED_FROM)
-    else:
-        expect_sized(len(data), COMPILED_FROM)
+    data: Any = source.mapped(COMPILED_FROM) or source.data(COMPILED_FROM)
     with sized_read(len(data), COMPILED_FROM):
         profile = read_bytes(data, options)
-    if isinstance(data, mmap.mmap):
-        _unchanged(data, source)
+    source.unchanged(data)
     return [profile]
-
-
-#: A plain (not gzipped) file from this size is mapped rather than read into memory.
-MAP_FROM = COMPILED_FROM
-#: ... when it was last modified at least this many seconds ago: a file being written (its
-#: modification time moves with every write) is read. Short, so that a file just converted
-#: (a benchmark's) is mapped from its second read on.
-SETTLED_AFTER = 2.0
-
-
-def _mapped(source: Source) -> Any:  # noqa: ANN401 - an mmap, read like bytes
-    """A large plain file mapped read-only (no copy of its 614 MB, no fault per page of a fresh
-    buffer: the large benchmark recording's read 0.3 s CPU plus about as much system time), or
-    None: the caller reads the source (gzip, small, not a regular file, already read, or
-    modified in the last ``SETTLED_AFTER`` seconds).
-
-    A mapped file that shrinks while it is read makes the reading of its lost pages fault
-    (SIGBUS: the process dies without a word), where a read copy would not notice. A file
-    still being written (simpleperf's report-sample, a copy in progress) is the likely case:
-    it is read instead; a shrink noticed afterwards is an error (:func:`_unchanged`)."""
-    import mmap
-    import stat
-    import time
-
-    if source.path is None or source.raw is not None:
-        return None
-    try:
-        with open(source.path, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size < MAP_FROM or fh.read(2) == b"\x1f\x8b" or \
-                    time.time() - info.st_mtime < SETTLED_AFTER:
-                return None
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None  # the ordinary read names the problem
-
-
-def _unchanged(data: Any, source: Source) -> None:  # noqa: ANN401 - an mmap
-    """Raise if the mapped file ``data`` is now shorter than the mapping: it was cut while it
-    was read (what was read may be a mix of old and new bytes)."""
-    from polyprof.errors import MalformedInputError
-
-    size = data.size()  # the file's size now
-    if size < len(data):
-        raise MalformedInputError(f"the file shrank from {len(data)} to {size} bytes while it was read; "
-                                  "read it again once it is complete", path=source.name)
 
 
 def write(profile: Profile, out: BinaryIO, options: WriteOptions) -> LossReport:
