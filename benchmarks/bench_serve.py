@@ -174,6 +174,9 @@ def bench(name: str, path: Path) -> None:
         print(f"  memory after these too: serve peak {rss / 2**20:.0f} MB, ratio {rss / top_rss:.2f}x")
         worst = answers(port, proc.pid, filter_kinds(port, focus, labels, top["rows"][0]["name"]))
         print(f"  slowest first answer of the other filter kinds: {worst / 1000:.2f} s (target < 1 s)")
+        rss = peak_rss(proc.pid)
+        print(f"  memory after the other filter kinds too: serve peak {rss / 2**20:.0f} MB, ratio {rss / top_rss:.2f}x "
+              f"(target <= 1.5x)")
     finally:
         proc.terminate()
         proc.wait()

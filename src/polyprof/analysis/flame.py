@@ -36,7 +36,7 @@ import numpy as np
 
 from polyprof.analysis import filters, stacks
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.graph import node_map, sum_by
+from polyprof.analysis.graph import node_map, sum_by_stack
 from polyprof.analysis.nodes import NodeMap
 from polyprof.analysis.options import Options, resolve
 from polyprof.analysis.result import NodeFields, Result, node_fields
@@ -189,16 +189,15 @@ def _weights(p: Profile, o: Options) -> tuple[np.ndarray, np.ndarray, ValueType]
 
 def _side(p: Profile, o: Options) -> tuple[_Side, NodeMap, np.ndarray]:
     """The callsites of ``p`` as pairs; its report nodes and their node id per pair."""
-    values, has, vt = _weights(p, o)
+    values, _, vt = _weights(p, o)
     nodes = node_map(p, o.granularity, inlines=not o.noinlines)
-    leaf = sum_by(p.samples.stack[has].astype(np.int64), values[has], len(p.callsites))
+    leaf, empty = sum_by_stack(p.samples.stack, values, len(p.callsites))
     loc = p.callsites.location.astype(np.int64)
     first = nodes.loc_start[loc]
     count = nodes.loc_start[loc + 1] - first
     owner = tree.segment_owner(count)
     # node_map lists a location's lines innermost first; a flame path wants outermost first
     local = nodes.loc_nodes[first[owner] + count[owner] - 1 - tree.segment_positions(count)]
-    empty = int(values[~has].astype(np.int64).sum())
     side = _Side(p.callsites.parent.astype(np.int64), count, local, leaf, empty, vt)
     return side, nodes, local
 
@@ -453,14 +452,11 @@ class FlameShape:
         samples without a stack, unless :attr:`drops`), and the first one's value type."""
         out, vts = [], []
         for p in profiles:
-            values, has, vt = _weights(p, o)
-            at, weight = self.at[p.samples.stack[has]], values[has]
-            if self.drops:
-                kept = at >= 0
-                at, weight = at[kept], weight[kept]
-            out.append(sum_by(at, weight, self.parent.size))
+            values, _, vt = _weights(p, o)
+            sums, empty = sum_by_stack(p.samples.stack, values, self.parent.size, at=self.at)
             if not self.drops:
-                out[-1][0] += int(values[~has].astype(np.int64).sum())
+                sums[0] += empty
+            out.append(sums)
             vts.append(vt)
         return out, vts[0]
 
