@@ -402,7 +402,7 @@ class Session:
         if pin:
             self._flames.pinned.add(key)
         if inverted and base is None:  # made from the (cached) normal graph, at a view's resolution
-            graph = self.complete_flame(index, o)
+            graph = self.flame(index, o)
             return self._flames.get(key, lambda: self._inverted(index, o, graph), guess=0)
         return self._flames.get(key, lambda: self._flame_index(index, o, base, inverted, key))
 
@@ -423,6 +423,11 @@ class Session:
     def _inverted(self, index: int, o: Options, graph: FlameIndex) -> FlameIndex:
         """The inverted graph at :data:`INVERTED_RESOLUTION`: from the cached graph (compiled),
         else (no numba, negative weights) built from the samples at the same resolution."""
+        if isinstance(graph, GroupedIndex):  # a group by: from its samples, not its complete graph
+            made = graph.inverted(INVERTED_RESOLUTION)
+            if made is not None:
+                return FlameIndex(made)
+            graph = graph.complete_index()
         made = inverted_graph(graph, min_fraction=INVERTED_RESOLUTION)
         if made is None:
             made = flame_tree(self.filtered(index, o), o, max_nodes=0, min_fraction=INVERTED_RESOLUTION, inverted=True)
@@ -486,11 +491,16 @@ class Session:
         (cached). At ``min_fraction`` 0 the callers are made as far as a slice of ``max_nodes``
         reaches (``sandwich(max_nodes=)``: the complete callers of a function called from
         everywhere can be several times the graph)."""
-        graph = self.complete_flame(index, o)
+        graph = self.flame(index, o)
         cut = max_nodes if min_fraction <= 0 else 0
 
         def make() -> tuple[SandwichResult, FlameIndex, FlameIndex]:
-            found = sandwich(graph, name, min_fraction=min_fraction, max_nodes=cut)
+            # a group by: from its samples, not its complete graph (the same result)
+            found = graph.sandwich(name, min_fraction=min_fraction, max_nodes=cut) if isinstance(
+                graph, GroupedIndex) else None
+            if found is None:
+                whole = graph.complete_index() if isinstance(graph, GroupedIndex) else graph
+                found = sandwich(whole, name, min_fraction=min_fraction, max_nodes=cut)
             return found, FlameIndex(found.callers, found.callers_complete), FlameIndex(found.callees)
 
         return self._results.get(("sandwich", index, _view_key(o), name, min_fraction, cut), make)
