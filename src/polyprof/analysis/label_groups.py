@@ -22,8 +22,10 @@ takes that route.
 rows, 420 MB on the large benchmark pprof) as a :class:`GroupedIndex`, only its
 rows at least :data:`RESOLUTION` of the total wide (253k, 28 MB), made a batch
 of values at a time; a view that reaches below them makes that value's
-complete subtree, and the search share is summed from the samples. Every
-answer is the complete graph's (tests compare them).
+complete subtree, and the search share is summed from the samples; its sandwich
+and inverted graph are merged from the samples' paths on the name tree, each
+path on to its value's row. Every answer is the complete graph's (tests
+compare them).
 """
 
 from __future__ import annotations
@@ -426,8 +428,9 @@ class GroupedIndex(FlameIndex):
       rows from the made rows when its subtree is all made, else from its group's subtree;
     - children and details from the made rows when they hold them, else from the group's subtree.
 
-    What needs every node (the sandwich, the inverted graph) takes the complete graph
-    (``Session.complete_flame``).
+    The sandwich and the inverted graph, which need every node, are made from the samples on the
+    name tree (:meth:`sandwich`, :meth:`inverted`: each path on to its group's row), not from the
+    complete graph (``complete_index``, made where they do not apply: the root's name, no kernels).
     """
 
     def __init__(self, tree: FlameTree, complete: tuple[np.ndarray, np.ndarray], grouping: _Grouping,
