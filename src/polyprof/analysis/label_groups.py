@@ -564,32 +564,37 @@ class GroupedIndex(FlameIndex):
             return with_callers(self, name, (side[0], side[1], side[3]), side[4], side[5], side[2], max_nodes,
                                 Walk(t.parent, t.name_ids, t.depth))
         own = sum_by(g.node, g.values, n)
-        totals, _, _, depth, size = fast.preorder_layout(g.shape.parent, [own])
+        totals, _, _, depth, size = fast.preorder_layout(g.shape.parent, [own])  # depth, size: int32
         total = totals[0]
-        walk = self._walk(depth)
-        names = walk.name_id[:n]
-        fn = np.flatnonzero((names == code) & (total > 0))
-        outer = _outermost(fn, size)
+        names = self._renumber()[g.lookup[g.shape.name]]
+        outer = _outermost(np.flatnonzero((names == code) & (total > 0)), size)
         members = _ranges(outer, size[outer])
         members = members[total[members] > 0]
-        # the graph of those subtrees alone (row 0 for the root), in the tree's pre-order
+        # the graph of those subtrees alone (row 0 for the root), in the tree's pre-order; the
+        # name tree's columns let go before its callees are merged (the server's peak)
         kid = np.concatenate([np.zeros(1, np.int64), members])
-        up = g.shape.parent[members]
-        at = np.searchsorted(kid, up)
-        parent = np.concatenate([[-1], np.where(kid[np.minimum(at, kid.size - 1)] == up, at, 0)])
-        sizes = np.searchsorted(kid, kid + size[kid]) - np.arange(kid.size)
-        part = Graph(parent, np.concatenate([[0], depth[members]]), np.concatenate([names[:1], names[members]]),
-                     np.concatenate([[0], own[members]]), np.concatenate([[int(total[0])], total[members]]), sizes,
-                     True)
-        del totals, total, depth, size, up, at
+        row = _positions(kid, n)  # each node's row (-1: none; an outermost node's parent: the root's)
+        parent = np.concatenate([[-1], np.maximum(row[g.shape.parent[members]], 0)]).astype(np.int32)
+        before = np.cumsum(row >= 0, dtype=np.int32)  # the rows up to each node
+        sizes = before[kid + size[kid] - 1] - before[kid] + 1
+        del row, before
+        part = Graph(parent, np.concatenate([np.zeros(1, np.int32), depth[members]]),
+                     np.concatenate([names[:1], names[members]]), np.concatenate([[0], own[members]]),
+                     np.concatenate([[int(total[0])], total[members]]), sizes, True)
+        del totals, total, size, own, names, sizes, parent, _
         flat, cum, threshold, callees, _, _ = callee_side(self, part, code, min_fraction)
         # each sample's innermost node of the name (-1: none), then the paths from those
-        rows = np.arange(1, kid.size)
-        owner = _innermost_owner(part.parent, rows, _positions(rows, kid.size), part.name_id == code)
-        inner = np.full(n, -1, np.int64)
-        inner[members] = kid[owner]
-        del part, members, rows, owner
+        inner = np.full(n, -1, np.int32)
+        if int(np.count_nonzero(part.name_id == code)) == outer.size:  # no recursion: each subtree's top
+            inner[members] = np.repeat(outer, np.diff(np.append(np.searchsorted(members, outer), members.size)))
+        else:
+            rows = np.arange(1, kid.size)
+            inner[members] = kid[_innermost_owner(part.parent, rows, _positions(rows, kid.size), part.name_id == code)]
+            del rows
+        del part, members, kid, outer
         nodes, weight, tail = self._items(inner[g.node])
+        del inner
+        walk = self._walk(depth)
         walk.tail = tail
         return with_callers(self, name, (flat, cum, callees), nodes, weight, threshold, max_nodes, walk)
 
