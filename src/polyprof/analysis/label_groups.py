@@ -63,6 +63,7 @@ from polyprof.analysis.sandwich import (
     callee_side,
     inverted_paths,
     name_code,
+    subtree_callees,
     with_callers,
 )
 from polyprof.analysis.stacks import CompiledTwin
@@ -564,10 +565,26 @@ class GroupedIndex(FlameIndex):
             return with_callers(self, name, (side[0], side[1], side[3]), side[4], side[5], side[2], max_nodes,
                                 Walk(t.parent, t.name_ids, t.depth))
         own = sum_by(g.node, g.values, n)
-        totals, _, _, depth, size = fast.preorder_layout(g.shape.parent, [own])  # depth, size: int32
-        total = totals[0]
+        layout = fast.preorder_layout(g.shape.parent, [own])  # totals, width (the totals), left edges, depth, size
+        total, depth, size = layout[0][0], layout[3], layout[4]  # (depth and size int32)
+        del layout
         names = self._renumber()[g.lookup[g.shape.name]]
-        outer = _outermost(np.flatnonzero((names == code) & (total > 0)), size)
+        found = np.flatnonzero((names == code) & (total > 0))
+        outer = _outermost(found, size)
+        if found.size == 1:  # one node, no recursion (a program's main): its subtree as it is
+            top = int(found[0])
+            whole = Graph(g.shape.parent, depth, names, own, total, size, True)
+            cum = int(total[top])
+            threshold = max(int(np.ceil(min_fraction * abs(cum))), 1) if min_fraction > 0 else None
+            callees = subtree_callees(self, whole, top, threshold)
+            flat, end = int(own[top]), top + int(size[top])
+            del whole, total, size, own, names
+            inside = (g.node >= top) & (g.node < end)
+            nodes, weight, tail = self._items(np.where(inside, top, -1))
+            del inside
+            walk = self._walk(depth)
+            walk.tail = tail
+            return with_callers(self, name, (flat, cum, callees), nodes, weight, threshold, max_nodes, walk)
         members = _ranges(outer, size[outer])
         members = members[total[members] > 0]
         # the graph of those subtrees alone (row 0 for the root), in the tree's pre-order; the
@@ -581,7 +598,7 @@ class GroupedIndex(FlameIndex):
         part = Graph(parent, np.concatenate([np.zeros(1, np.int32), depth[members]]),
                      np.concatenate([names[:1], names[members]]), np.concatenate([[0], own[members]]),
                      np.concatenate([[int(total[0])], total[members]]), sizes, True)
-        del totals, total, size, own, names, sizes, parent, _
+        del total, size, own, names, sizes, parent
         flat, cum, threshold, callees, _, _ = callee_side(self, part, code, min_fraction)
         # each sample's innermost node of the name (-1: none), then the paths from those
         inner = np.full(n, -1, np.int32)

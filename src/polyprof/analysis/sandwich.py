@@ -36,7 +36,8 @@ from polyprof.analysis.stacks import CompiledTwin
 from polyprof.errors import OptionsError
 from polyprof.model import tree
 
-__all__ = ["SandwichResult", "inverted_graph", "inverted_paths", "sandwich"]
+__all__ = ["Graph", "SandwichResult", "Walk", "callee_side", "inverted_graph", "inverted_paths", "name_code", "sandwich",
+           "subtree_callees", "with_callers"]
 
 
 @dataclass(repr=False)
@@ -318,6 +319,29 @@ def _callees(index: FlameIndex, t: Graph, outer: np.ndarray, members: np.ndarray
         merged[lv] = merge.level(up, t.name_id[members[lv]], t.total[members[lv]])
         selfs.append((merged[lv], t.self[members[lv]]))
     return merge.finish(selfs)
+
+
+def subtree_callees(index: FlameIndex, g: Graph, top: int, threshold: int | None) -> FlameTree:
+    """The callees tree of the function whose only node in tree ``g`` (pre-order, no node of weight
+    0) is ``top``, none of its name below: :func:`_callees` of that one subtree, which merges
+    nothing (a node's children have distinct names), so its nodes at least ``threshold`` wide
+    as they are, level by level in (parent, name) order, without an array per member."""
+    end = top + int(g.size[top])
+    floor = 1 if threshold is None else threshold
+    rows = top + np.flatnonzero(np.abs(g.total[top:end]) >= floor)  # closed under parents (totals shrink down)
+    cum = int(g.total[top])
+    merge = _Merge(len(index.distinct), cum, None)
+    made = np.full(rows.size, -1, np.int64)
+    rows_up = np.searchsorted(rows, g.parent[rows])  # each row's parent's position (the top's: unused)
+    order, bounds = tree.group_by_depth(g.depth[rows] - g.depth[top])
+    selfs = []
+    for d in range(len(bounds) - 1):
+        lv = np.sort(order[bounds[d]:bounds[d + 1]])
+        up = np.zeros(lv.size, np.int64) if d == 0 else made[rows_up[lv]]
+        weight = np.array([cum], np.int64) if d == 0 else g.total[rows[lv]]
+        made[lv] = merge.level(up, g.name_id[rows[lv]], weight)
+        selfs.append((made[lv], g.self[rows[lv]]))
+    return _tree(merge.finish(selfs), index)
 
 
 def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, threshold: int | None,
