@@ -151,8 +151,8 @@ def test_benchmark_profile(monkeypatch):
 
 def test_session_holds_the_cut_and_makes_parts(monkeypatch):
     """The web session holds the cut graph, makes a value's subtree into its result cache when
-    a view reaches below the made rows, and the sandwich and the inverted graph (made of the
-    complete graph) give what they give on the complete graph."""
+    a view reaches below the made rows, and the sandwich and the inverted graph (made from the
+    samples, GroupedIndex.sandwich/inverted) give what they give on the complete graph."""
     from helpers import REPO
 
     from polyprof.analysis.sandwich import sandwich
