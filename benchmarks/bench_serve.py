@@ -13,7 +13,8 @@ own process and measures:
 - what a user clicks next, each building a graph of its own: the inverted flame
   graph and call tree, a sandwich at full resolution (``min_fraction=0``), a hide
   filter, the labels panel, the flame graph grouped by the first label key
-  (``tagroot``) and its top table, and a diff (the input against itself as base: ``b=0``; the
+  (``tagroot``), its top table, the sandwich of its widest function and its
+  inverted graph, and a diff (the input against itself as base: ``b=0``; the
   same work as against another file of the same size);
 - the page: from navigation start until the flame graph is drawn, in
   Debian's Chromium driven by Playwright (skipped without them);
@@ -169,6 +170,14 @@ def bench(name: str, path: Path) -> None:
             steps += [("group by label", f"/api/flame?tagroot={key}"),
                       ("group by: top", f"/api/top?nodecount=0&nodefraction=0&tagroot={key}")]
         worst = answers(port, proc.pid, steps)
+        if key:  # under the group by: the sandwich of its widest function (a click on it) and the inverted view
+            _, _, grouped = ask(port, f"/api/flame?tagroot={key}")
+            cols = grouped["nodes"]
+            widest = max((i for i, d in enumerate(cols["depth"]) if d >= 2), key=lambda i: cols["width"][i], default=0)
+            grouped_fn = urllib.parse.quote(grouped["names"][cols["name"][widest]], safe="")
+            worst = max(worst, answers(port, proc.pid, [
+                ("group by: sandwich", f"/api/sandwich?fn={grouped_fn}&tagroot={key}"),
+                ("group by: inverted", f"/api/flame?inverted=1&tagroot={key}")]))
         print(f"  slowest of these first answers: {worst / 1000:.2f} s (target < 1 s)")
         rss = peak_rss(proc.pid)
         print(f"  memory after these too: serve peak {rss / 2**20:.0f} MB, ratio {rss / top_rss:.2f}x")

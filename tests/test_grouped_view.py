@@ -8,6 +8,7 @@ children and details of every node; on random labelled profiles (hypothesis) and
 from __future__ import annotations
 
 import random
+import urllib.parse
 
 import numpy as np
 import pytest
@@ -150,8 +151,8 @@ def test_benchmark_profile(monkeypatch):
 
 def test_session_holds_the_cut_and_makes_parts(monkeypatch):
     """The web session holds the cut graph, makes a value's subtree into its result cache when
-    a view reaches below the made rows, and the sandwich and the inverted graph (made of the
-    complete graph) give what they give on the complete graph."""
+    a view reaches below the made rows, and the sandwich and the inverted graph (made from the
+    samples, GroupedIndex.sandwich/inverted) give what they give on the complete graph."""
     from helpers import REPO
 
     from polyprof.analysis.sandwich import sandwich
@@ -222,8 +223,10 @@ def test_marked_rows_of_a_span_are_its_groups_alone(monkeypatch, seed):
 
 def test_api_answers_are_the_complete_graphs(monkeypatch):
     """Through the web API (flame slices with path and search, node details, call tree
-    children, sandwich, inverted graph) a group by answers the same JSON whether the session
-    holds the cut graph or the complete one: deep zooms and unmade nodes included."""
+    children, sandwich of a function and of a value at the page's and full resolution, inverted
+    graph) a group by answers the same JSON whether the session holds the cut graph (sandwich
+    and inverted graph made without the complete one) or the complete one: deep zooms and
+    unmade nodes included."""
     from helpers import REPO
     from web_support import app, get
 
@@ -235,7 +238,11 @@ def test_api_answers_are_the_complete_graphs(monkeypatch):
     hot = whole.tree.names[int(np.argmax(np.where(whole.tree.depth > 1, whole.tree.self, -1)))]
     urls = [f"/api/flame?tagroot={key}", f"/api/flame?tagroot={key}&min_fraction=0&max_nodes=0",
             f"/api/flame?tagroot={key}&search=main", f"/api/sandwich?tagroot={key}&fn={hot}",
-            f"/api/flame?tagroot={key}&inverted=1", f"/api/calltree?tagroot={key}&id={len(whole)}"]
+            f"/api/flame?tagroot={key}&inverted=1", f"/api/calltree?tagroot={key}&id={len(whole)}",
+            f"/api/sandwich?tagroot={key}&fn={hot}&min_fraction=0", f"/api/sandwich?tagroot={key}&fn={hot}&max_nodes=0",
+            f"/api/sandwich?tagroot={key}&fn={hot}&min_fraction=0&side=callers&id=2",
+            f"/api/sandwich?tagroot={key}&fn={urllib.parse.quote(whole.tree.names[1])}&min_fraction=0",
+            f"/api/calltree?tagroot={key}&id=1&inverted=1", f"/api/flame?tagroot={key}&inverted=1&min_fraction=0"]
     for node in nodes:
         urls += [f"/api/flame?tagroot={key}&root={node}&search=sha", f"/api/node?tagroot={key}&id={node}",
                  f"/api/calltree?tagroot={key}&id={node}", f"/api/flame?tagroot={key}&root={node}&min_fraction=0.01"]
@@ -248,3 +255,126 @@ def test_api_answers_are_the_complete_graphs(monkeypatch):
         held = a.session.flame(0, Options(tagroot=key))
         assert isinstance(held, label_groups.GroupedIndex) == (rows == 0)
     assert answers[0] == answers[1]
+
+
+INVERTED_FRACTIONS = (0.0, 1e-5, 1e-3, 0.05, 0.3)
+
+
+def _same_tree(a, b):
+    """Two FlameTrees alike in every field (arrays element by element, names as lists)."""
+    import dataclasses
+
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            assert x is not None and y is not None and x.dtype == y.dtype and np.array_equal(x, y), f.name
+        elif f.name == "names":
+            assert list(x) == list(y)
+        else:
+            assert x == y, f.name
+
+
+def _same_inverted(whole, cut):
+    """``cut.inverted`` (from the samples) is ``inverted_graph`` of the complete graph at every
+    resolution: every field, and slices of it."""
+    from polyprof.analysis.sandwich import inverted_graph
+
+    for mf in INVERTED_FRACTIONS:
+        want, got = inverted_graph(whole, min_fraction=mf), cut.inverted(mf)
+        assert want is not None and got is not None
+        _same_tree(got, want)
+        a, b = FlameIndex(got), FlameIndex(want)
+        for root in sorted({0, min(1, len(b) - 1), len(b) // 2, len(b) - 1}):
+            for mn in (0, 3):
+                _same_slice(a.slice(root, min_fraction=0, max_nodes=mn), b.slice(root, min_fraction=0, max_nodes=mn))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), index=st.sampled_from([0, 1]))
+def test_inverted_from_the_samples(seed, index):
+    """The inverted grouped graph made from the samples on the name tree (each path on to its
+    value's row) is the complete grouped graph's, on random labelled profiles."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POLYPROF_KERNELS", "compiled")
+        whole, cut = _both(_profile(random.Random(seed)), Options(tagroot="k", sample_index=index), resolution=0.01,
+                           batch=10, monkeypatch=mp)
+        if whole is not None:
+            _same_inverted(whole, cut)
+
+
+@pytest.mark.parametrize("name", ["demo", "allocs_small"])
+def test_inverted_from_the_samples_real(monkeypatch, name):
+    """The same on the demo profile and the small benchmark pprof (when generated)."""
+    from helpers import REPO
+
+    path = REPO / "examples" / "demo.pb.gz" if name == "demo" else REPO / "benchmarks" / "out" / "allocs_small.pb.gz"
+    if not path.exists():
+        pytest.skip(f"no {path} (benchmarks/bench_pprof.py makes it)")
+    p = polyprof.read(path)
+    for key in sorted({lab.key for ls in p.labelsets for lab in ls})[:2]:
+        whole, cut = _both(p, Options(tagroot=key), resolution=1e-3, batch=1 << 14, monkeypatch=monkeypatch)
+        _same_inverted(whole, cut)
+
+
+SANDWICH_CUTS = ((0.0, 0), (0.0, 1), (0.0, 5), (0.0, 40_000), (0.01, 0), (0.2, 0), (1 / 4000, 40_000))
+
+
+def _same_sandwich(whole, cut, names, cuts=SANDWICH_CUTS):
+    """``cut.sandwich`` (no complete graph) is ``sandwich`` of the complete graph for each of
+    ``names`` at several resolutions and node limits: every field of both trees, the numbers,
+    ``callers_complete``."""
+    from polyprof.analysis.sandwich import sandwich
+
+    for name in names:
+        for mf, mn in cuts:
+            want, got = sandwich(whole, name, min_fraction=mf, max_nodes=mn), cut.sandwich(name, min_fraction=mf,
+                                                                                           max_nodes=mn)
+            assert got is not None
+            assert (got.name, got.flat, got.cum, got.total) == (want.name, want.flat, want.cum, want.total)
+            _same_tree(got.callers, want.callers)
+            _same_tree(got.callees, want.callees)
+            assert (got.callers_complete is None) == (want.callers_complete is None)
+            if want.callers_complete is not None:
+                for a, b in zip(got.callers_complete, want.callers_complete, strict=True):
+                    assert np.array_equal(a, b)
+    with pytest.raises(OptionsError):
+        cut.sandwich("no such function")
+
+
+def _names(whole):
+    """Every name of the graph but the root's (the values' frames included)."""
+    return [x for x in whole.distinct if x != whole.tree.names[0]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), index=st.sampled_from([0, 1]))
+def test_sandwich_from_the_samples(seed, index):
+    """The sandwich of every function and value under a group by, made without the complete
+    grouped graph, is the complete graph's (random labelled profiles: recursion, inlined
+    frames, samples without a stack or labels, zero weights)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("POLYPROF_KERNELS", "compiled")
+        whole, cut = _both(_profile(random.Random(seed)), Options(tagroot="k", sample_index=index), resolution=0.01,
+                           batch=10, monkeypatch=mp)
+        if whole is not None:
+            _same_sandwich(whole, cut, _names(whole))
+            assert cut.sandwich(whole.tree.names[0]) is None  # the root's: the complete graph's
+
+
+@pytest.mark.parametrize("name", ["demo", "allocs_small"])
+def test_sandwich_from_the_samples_real(monkeypatch, name):
+    """The same on the demo profile and the small benchmark pprof (when generated): its widest
+    functions and a few values."""
+    from helpers import REPO
+
+    path = REPO / "examples" / "demo.pb.gz" if name == "demo" else REPO / "benchmarks" / "out" / "allocs_small.pb.gz"
+    if not path.exists():
+        pytest.skip(f"no {path} (benchmarks/bench_pprof.py makes it)")
+    p = polyprof.read(path)
+    key = sorted({lab.key for ls in p.labelsets for lab in ls})[0]
+    whole, cut = _both(p, Options(tagroot=key), resolution=1e-3, batch=1 << 14, monkeypatch=monkeypatch)
+    t = whole.tree
+    by_total = np.argsort(-t.total, kind="stable")
+    names = list(dict.fromkeys(t.names[i] for i in by_total[:400].tolist() if i))[:12]
+    names += [t.names[i] for i in np.flatnonzero(t.depth == 1)[:3].tolist()]
+    _same_sandwich(whole, cut, names if name == "allocs_small" else _names(whole))

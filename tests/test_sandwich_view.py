@@ -200,3 +200,49 @@ def test_random_profiles_cut_callers_answer_as_the_complete_ones(seed):
     with pytest.MonkeyPatch.context() as mp:
         for max_nodes in (2, 25):
             _same_answers(index, "leaf", max_nodes, mp)
+
+
+@st.composite
+def _tailed(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    """:func:`_paths` with ``k`` nodes appended under the root (a grouped graph's value rows) and
+    each path's tail: one of them (or, drawn for all, 0: every path ends at the root, the depths
+    then the tree's: the kernel reads a node's remaining frames); paths from an appended node have
+    none. (parent, name, depth, nodes, weight, tail), ``depth`` counting the tail."""
+    parent, name, depth, nodes, weight = draw(_paths())
+    n, k = parent.size, draw(st.integers(1, 4))
+    parent = np.concatenate([parent, np.zeros(k, np.int64)])
+    name = np.concatenate([name, int(name.max()) + 1 + np.array(draw(st.lists(st.integers(0, 2), min_size=k,
+                                                                              max_size=k)), np.int64)])
+    tail = n + np.array(draw(st.lists(st.integers(0, k - 1), min_size=nodes.size, max_size=nodes.size)), np.int64)
+    tailed = draw(st.booleans())
+    tail *= tailed
+    depth = np.concatenate([depth + tailed, np.ones(k, np.int64)])
+    depth[0] = 0
+    top = np.array(sorted(draw(st.sets(st.integers(n, n + k - 1), max_size=k))), np.int64)  # paths from a value row
+    nodes, weight = np.concatenate([nodes, np.sort(top)]), np.concatenate([weight, np.full(top.size, 3, np.int64)])
+    return parent, name, depth, nodes, weight, np.concatenate([tail, np.zeros(top.size, np.int64)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_tailed(), st.integers(0, 400), st.sampled_from([np.int32, np.int64]))
+def test_tailed_paths_compiled_and_numpy(paths, threshold, dtype):
+    """Paths going on from the root to a last node (``tail``: the grouped graph's value rows,
+    ``GroupedIndex.sandwich``/``inverted``): ``reversed_paths`` and ``caller_view`` against the
+    numpy level-wise merge of the same paths (cut afterwards for the view)."""
+    parent, name, depth, nodes, weight, tail = paths
+    index = _index(parent, name, dtype)
+    walk = sandwich_module.Walk(parent.astype(dtype), name.astype(dtype), depth, tail)
+    want = numpy_only(tree, sandwich_module._callers, index, nodes, weight, threshold or None, walk)
+    got = tree_kernels.reversed_paths(parent.astype(dtype), name.astype(dtype), nodes, weight, threshold or None, tail)
+    assert got is not None
+    for field, have in zip(("parent", "name", "self", "total", "levels"), got, strict=True):
+        assert np.array_equal(getattr(want, field), have), field
+    full = numpy_only(tree, sandwich_module._callers, index, nodes, weight, None, walk)
+    if len(set(nodes.tolist())) == nodes.size:  # the view's nodes: distinct (a graph's rows)
+        got = view_kernel.caller_view(parent.astype(dtype), name.astype(dtype), depth.astype(dtype), nodes, weight,
+                                      max(threshold, 1), tail)
+        assert got is not None
+        for field, want_, have in zip(("parent", "name", "self", "total", "count", "levels"),
+                                      _cut(full, max(threshold, 1)), got, strict=True):
+            assert np.array_equal(want_, have), field
+        assert int(got[4].sum()) == full.parent.size

@@ -34,16 +34,18 @@ __all__ = ["caller_view"]
 
 
 @njit(cache=True, nogil=True)
-def _view(parent, name_of, depth, cur, w, threshold, width, m_parent, m_name, m_total, m_self, m_count,
+def _view(parent, name_of, depth, cur, w, tail, threshold, width, m_parent, m_name, m_total, m_self, m_count,
           bounds, up, root, slot, alone):
     """Merge the reversed paths from ``cur`` level by level as ``_reversed_paths`` does (its
     grouping, :func:`~polyprof.model._tree_compiled._group_level`), making the children of
     the made nodes at least ``threshold`` wide (those narrower are made too, as cut nodes) and
     counting in ``m_count`` every node of the complete tree under a cut node. ``up`` (zeros)
     and ``root`` (-1): the items' columns, of the dtype of the node and group ids (``cur``'s
-    or wider), whose least value ``alone`` marks paths counted at once. Returns (nodes made,
-    levels), or (-1, 0) when the output arrays are full."""
+    or wider), whose least value ``alone`` marks paths counted at once. ``tail`` (empty: none):
+    each path's last node, where it goes on from node 0 (``reversed_paths``'s; ``depth`` then
+    counts it). Returns (nodes made, levels), or (-1, 0) when the output arrays are full."""
     n = cur.size
+    tails = tail.size > 0
     # up >= 0: a made parent; < 0: -(the last level's group + 1). root: the cut node above a counted path
     nxt = np.empty_like(cur)
     key, kt = np.empty(n, np.int64), np.empty(n, np.int64)
@@ -102,7 +104,11 @@ def _view(parent, name_of, depth, cur, w, threshold, width, m_parent, m_name, m_
         k = 0
         for i in range(n):
             g = prov[i]
-            if nxt[i] <= 0:  # the graph's root (node 0) is no caller
+            nx = nxt[i]
+            if nx <= 0 and tails and tail[i] > 0:  # on to its last node
+                nx = tail[i]
+                tail[i] = 0
+            if nx <= 0:  # the graph's root (node 0) is no caller
                 if final[g] >= 0:
                     m_self[final[g]] += w[i]
                 continue
@@ -110,18 +116,21 @@ def _view(parent, name_of, depth, cur, w, threshold, width, m_parent, m_name, m_
             if u == alone:
                 m_count[r] += depth[cur[i]] - 1
             else:
-                cur[k], w[k], up[k], root[k] = nxt[i], w[i], u, r
+                cur[k], w[k], up[k], root[k] = nx, w[i], u, r
+                if tails:
+                    tail[k] = tail[i]
                 k += 1
         n = k
     return made, levels
 
 
 def caller_view(parent: np.ndarray, name_of: np.ndarray, depth: np.ndarray, nodes: np.ndarray,
-                weight: np.ndarray, threshold: int) -> tuple[np.ndarray, ...] | None:
+                weight: np.ndarray, threshold: int, tail: np.ndarray | None = None) -> tuple[np.ndarray, ...] | None:
     """The callers tree of ``nodes`` (each carrying its ``weight``, > 0) cut at ``threshold``:
     (parent, name, self, total, count, level bounds) of the made nodes, level by level as
     ``_reversed_paths`` gives them; ``count``: 1 for kept nodes, for cut ones (narrower than
-    ``threshold``) the nodes of the complete tree in their subtree. None: ids too large."""
+    ``threshold``) the nodes of the complete tree in their subtree; ``tail``: as
+    ``reversed_paths``'s (``depth`` counting it). None: ids too large."""
     w = np.ascontiguousarray(weight, dtype=np.int64)
     name_of, parent, depth = (x if x.dtype in (np.int32, np.int64) and x.flags.c_contiguous else
                               np.ascontiguousarray(x, dtype=np.int64) for x in (name_of, parent, depth))
@@ -129,14 +138,17 @@ def caller_view(parent: np.ndarray, name_of: np.ndarray, depth: np.ndarray, node
         return None
     width = int(name_of.max(initial=0)) + 1
     cap = 4 * (nodes.size + int(np.ceil(int(w.sum()) / max(threshold, 1)))) + 64
+    # never more nodes than the paths have frames (a threshold of 1 on nanoseconds asked for 85 GB)
+    cap = min(cap, int(depth[nodes].sum(dtype=np.int64)) + 64)
     slot = np.empty(table_room(nodes.size), np.int32)
     while True:
         # the items' node ids, made parents and cut nodes: int32 while they fit (the walk's traffic)
         ids = np.int32 if max(cap, parent.size) < np.iinfo(np.int32).max else np.int64
         m_parent, m_name, m_total = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
         m_self, m_count, bounds = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
-        made, levels = _view(parent, name_of, depth, np.array(nodes, dtype=ids), w.copy(), max(threshold, 1), width,
-                             m_parent, m_name, m_total, m_self, m_count, bounds, np.zeros(nodes.size, ids),
+        last = np.zeros(0, ids) if tail is None else np.array(tail, dtype=ids)
+        made, levels = _view(parent, name_of, depth, np.array(nodes, dtype=ids), w.copy(), last, max(threshold, 1),
+                             width, m_parent, m_name, m_total, m_self, m_count, bounds, np.zeros(nodes.size, ids),
                              np.full(nodes.size, -1, ids), slot, np.iinfo(ids).min)
         if made >= 0:
             return (m_parent[:made].copy(), m_name[:made].copy(), m_self[:made].copy(), m_total[:made].copy(),

@@ -22,8 +22,10 @@ takes that route.
 rows, 420 MB on the large benchmark pprof) as a :class:`GroupedIndex`, only its
 rows at least :data:`RESOLUTION` of the total wide (253k, 28 MB), made a batch
 of values at a time; a view that reaches below them makes that value's
-complete subtree, and the search share is summed from the samples. Every
-answer is the complete graph's (tests compare them).
+complete subtree, and the search share is summed from the samples; its sandwich
+and inverted graph are merged from the samples' paths on the name tree, each
+path on to its value's row. Every answer is the complete graph's (tests
+compare them).
 """
 
 from __future__ import annotations
@@ -46,13 +48,27 @@ from polyprof.analysis.flame import (
     _weights,
     flame_tree,
 )
-from polyprof.analysis.flameview import FlameIndex, FlameSlice, SearchResult, missing_node
+from polyprof.analysis.flameview import FlameIndex, FlameSlice, SearchResult, _outermost, missing_node
 from polyprof.analysis.graph import node_map, sum_by
 from polyprof.analysis.labels import label_frames
 from polyprof.analysis.nodes import NodeMap
 from polyprof.analysis.options import Options
+from polyprof.analysis.sandwich import (
+    Graph,
+    SandwichResult,
+    Walk,
+    _innermost_owner,
+    _positions,
+    _ranges,
+    callee_side,
+    inverted_paths,
+    name_code,
+    subtree_callees,
+    with_callers,
+)
 from polyprof.analysis.stacks import CompiledTwin
 from polyprof.errors import OptionsError
+from polyprof.model import tree
 from polyprof.model.profile import Profile, SampleTable, ValueType
 
 __all__ = ["MAX_GROUPS", "GroupedIndex", "applies", "distinct_samples", "grouped_flame", "grouped_index", "load_kernels",
@@ -413,8 +429,9 @@ class GroupedIndex(FlameIndex):
       rows from the made rows when its subtree is all made, else from its group's subtree;
     - children and details from the made rows when they hold them, else from the group's subtree.
 
-    What needs every node (the sandwich, the inverted graph) takes the complete graph
-    (``Session.complete_flame``).
+    The sandwich and the inverted graph, which need every node, are made from the samples on the
+    name tree (:meth:`sandwich`, :meth:`inverted`: each path on to its group's row), not from the
+    complete graph (``complete_index``, made where they do not apply: the root's name, no kernels).
     """
 
     def __init__(self, tree: FlameTree, complete: tuple[np.ndarray, np.ndarray], grouping: _Grouping,
@@ -481,6 +498,122 @@ class GroupedIndex(FlameIndex):
                          width=total, sample_type=t.sample_type, dropped=0, min_width=1,
                          active_filters=t.active_filters, hint=t.hint, identity=t.identity)
         return FlameIndex(part, (ids, sizes))
+
+    def _renumber(self) -> np.ndarray:
+        """The complete graph's id of each name of ``grouping.table`` (0 for names it lacks)."""
+        renumber = np.zeros(len(self.grouping.table), np.int32)
+        renumber[self.used] = np.arange(int(self.used.sum()), dtype=np.int32)
+        return renumber
+
+    def _walk(self, depth: np.ndarray | None = None) -> Walk:
+        """The tree every path of the complete graph climbs without it: the name tree (names as
+        the complete graph's ids; ``depth``: its depths, else none), then one node per group under
+        its root (each path's ``tail``, set by the caller: its group's); depths are those of the
+        complete graph's rows."""
+        g = self.grouping
+        groups = self.left.size - 1
+        parent = np.concatenate([g.shape.parent, np.zeros(groups, g.shape.parent.dtype)])
+        names = self._renumber()[np.concatenate([g.lookup[g.shape.name], g.group_ids])]
+        if depth is None:
+            return Walk(parent, names, np.zeros(0, np.int32))
+        deep = np.ones(parent.size, np.int32)  # a group's row: 1, a node under it one more than in the tree
+        deep[:depth.size] += depth.astype(np.int32)
+        return Walk(parent, names, deep)
+
+    def _items(self, node: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The samples' weight summed per (node of the name tree ``node[sample]`` >= 0, group), as
+        paths: (first node, weight, tail: the group's node of :meth:`_walk`), weight 0 left out;
+        a path from the tree's root starts at its group's node."""
+        g = self.grouping
+        n, groups = len(g.shape.parent), self.left.size - 1
+        on = node >= 0
+        keys, at = np.unique(node[on].astype(np.int64) * groups + g.group[on], return_inverse=True)
+        weight = sum_by(at.reshape(-1), g.values[on], keys.size)
+        live = weight != 0
+        keys, weight = keys[live], weight[live]
+        first, group = keys // groups, keys % groups + n
+        return np.where(first > 0, first, group), weight, np.where(first > 0, group, 0)
+
+    def inverted(self, min_fraction: float) -> FlameTree | None:
+        """The inverted graph of the complete grouped graph (``sandwich.inverted_graph`` of
+        :meth:`complete_index`: the same nodes and numbers; tests compare every column) without
+        it: each (node of the name tree, group)'s self weight carried up the name tree and on to
+        its group's row. None where ``inverted_graph`` is (no compiled kernels)."""
+        walk = self._walk()
+        nodes, weight, tail = self._items(self.grouping.node)
+        return inverted_paths(self, walk.parent, walk.name_id, nodes, weight, tail, 0, min_fraction=min_fraction,
+                              size=len(self))
+
+    def sandwich(self, name: str, *, min_fraction: float = 0.0, max_nodes: int = 0) -> SandwichResult | None:
+        """``sandwich.sandwich`` of the complete grouped graph (the same result; tests compare every
+        column) without it. A group's row: from its subtree (:meth:`part`). A name of the name
+        tree: its callees from the subtrees of its outermost nodes in the tree weighed by every
+        sample (merging by paths sums over the groups), its callers from each (innermost node,
+        group)'s weight carried up the tree and on to the group's row. None for the root's name
+        and without the compiled kernels (then the complete graph's)."""
+        code = name_code(self, name)
+        g = self.grouping
+        n, fast = len(g.shape.parent), tree.compiled(len(self))
+        if code == int(self.tree.name_ids[0]) or fast is None:  # type: ignore[index]
+            return None
+        mine = (self._renumber()[g.group_ids] == code) & self.used[g.group_ids]
+        if (hit := np.flatnonzero(mine)).size:  # a group's row: its subtree alone
+            t = self.part(int(hit[0])).tree
+            assert t.name_ids is not None and t.subtree_size is not None
+            side = callee_side(self, Graph(t.parent, t.depth, t.name_ids, t.self, t.total, t.subtree_size, True),
+                               code, min_fraction)
+            return with_callers(self, name, (side[0], side[1], side[3]), side[4], side[5], side[2], max_nodes,
+                                Walk(t.parent, t.name_ids, t.depth))
+        own = sum_by(g.node, g.values, n)
+        layout = fast.preorder_layout(g.shape.parent, [own])  # totals, width (the totals), left edges, depth, size
+        total, depth, size = layout[0][0], layout[3], layout[4]  # (depth and size int32)
+        del layout
+        names = self._renumber()[g.lookup[g.shape.name]]
+        found = np.flatnonzero((names == code) & (total > 0))
+        outer = _outermost(found, size)
+        if found.size == 1:  # one node, no recursion (a program's main): its subtree as it is
+            top = int(found[0])
+            whole = Graph(g.shape.parent, depth, names, own, total, size, True)
+            cum = int(total[top])
+            threshold = max(int(np.ceil(min_fraction * abs(cum))), 1) if min_fraction > 0 else None
+            callees = subtree_callees(self, whole, top, threshold)
+            flat, end = int(own[top]), top + int(size[top])
+            del whole, total, size, own, names
+            inside = (g.node >= top) & (g.node < end)
+            nodes, weight, tail = self._items(np.where(inside, top, -1))
+            del inside
+            walk = self._walk(depth)
+            walk.tail = tail
+            return with_callers(self, name, (flat, cum, callees), nodes, weight, threshold, max_nodes, walk)
+        members = _ranges(outer, size[outer])
+        members = members[total[members] > 0]
+        # the graph of those subtrees alone (row 0 for the root), in the tree's pre-order; the
+        # name tree's columns let go before its callees are merged (the server's peak)
+        kid = np.concatenate([np.zeros(1, np.int64), members])
+        row = _positions(kid, n)  # each node's row (-1: none; an outermost node's parent: the root's)
+        parent = np.concatenate([[-1], np.maximum(row[g.shape.parent[members]], 0)]).astype(np.int32)
+        before = np.cumsum(row >= 0, dtype=np.int32)  # the rows up to each node
+        sizes = before[kid + size[kid] - 1] - before[kid] + 1
+        del row, before
+        part = Graph(parent, np.concatenate([np.zeros(1, np.int32), depth[members]]),
+                     np.concatenate([names[:1], names[members]]), np.concatenate([[0], own[members]]),
+                     np.concatenate([[int(total[0])], total[members]]), sizes, True)
+        del total, size, own, names, sizes, parent
+        flat, cum, threshold, callees, _, _ = callee_side(self, part, code, min_fraction)
+        # each sample's innermost node of the name (-1: none), then the paths from those
+        inner = np.full(n, -1, np.int32)
+        if int(np.count_nonzero(part.name_id == code)) == outer.size:  # no recursion: each subtree's top
+            inner[members] = np.repeat(outer, np.diff(np.append(np.searchsorted(members, outer), members.size)))
+        else:
+            rows = np.arange(1, kid.size)
+            inner[members] = kid[_innermost_owner(part.parent, rows, _positions(rows, kid.size), part.name_id == code)]
+            del rows
+        del part, members, kid, outer
+        nodes, weight, tail = self._items(inner[g.node])
+        del inner
+        walk = self._walk(depth)
+        walk.tail = tail
+        return with_callers(self, name, (flat, cum, callees), nodes, weight, threshold, max_nodes, walk)
 
     def complete_index(self) -> FlameIndex:
         """The complete grouped graph, indexed (made by :func:`grouped_flame`'s kernels; cached by

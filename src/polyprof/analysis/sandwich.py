@@ -36,7 +36,8 @@ from polyprof.analysis.stacks import CompiledTwin
 from polyprof.errors import OptionsError
 from polyprof.model import tree
 
-__all__ = ["SandwichResult", "inverted_graph", "sandwich"]
+__all__ = ["Graph", "SandwichResult", "Walk", "callee_side", "inverted_graph", "inverted_paths", "name_code", "sandwich",
+           "subtree_callees", "with_callers"]
 
 
 @dataclass(repr=False)
@@ -79,41 +80,89 @@ def sandwich(index: FlameIndex, name: str, *, min_fraction: float = 0.0, max_nod
     direct caller is there) and the complete tree's node ids and subtree sizes in
     ``callers_complete``. Lost: the nodes under the cut ones (counted, not made).
     """
+    code = name_code(index, name)
     t = index.tree
+    graph = Graph(t.parent, t.depth, index.name_id, t.self, t.total, index.size,
+                  t.width is t.total and not t.dropped)
+    flat, cum, threshold, callees, cur, weight = callee_side(index, graph, code, min_fraction)
+    return with_callers(index, name, (flat, cum, callees), cur, weight, threshold, max_nodes,
+                        Walk(t.parent, index.name_id, t.depth))
+
+
+def name_code(index: FlameIndex, name: str) -> int:
+    """``name``'s id in ``index`` (OptionsError for a name the graph does not hold)."""
     try:
-        code = index.distinct.index(name)
+        return index.distinct.index(name)
     except ValueError:
         raise OptionsError(f"no frame named {{fn}}={name[:200]!r} in this flame graph (filters or the "
                            "granularity may have removed it)", options=("fn",)) from None
-    nodes = np.flatnonzero(index.name_id == code)
-    outer = _outermost(nodes, index.size)
-    cum = int(t.total[outer].sum())
+
+
+@dataclass
+class Graph:
+    """The columns of a complete graph (or of the part holding a function's subtrees, in the
+    graph's pre-order) the callees read: ``exact``: its widths are its totals, nothing pruned."""
+
+    parent: np.ndarray
+    depth: np.ndarray
+    name_id: np.ndarray
+    self: np.ndarray
+    total: np.ndarray
+    size: np.ndarray
+    exact: bool
+
+
+@dataclass
+class Walk:
+    """The tree the callers' paths climb (names as the graph's ids, depths), and each path's
+    ``tail`` (see ``reversed_paths``; None: the paths end at the root)."""
+
+    parent: np.ndarray
+    name_id: np.ndarray
+    depth: np.ndarray
+    tail: np.ndarray | None = None
+
+
+def callee_side(index: FlameIndex, g: Graph, code: int, min_fraction: float) -> tuple[
+        int, int, int | None, FlameTree, np.ndarray, np.ndarray]:
+    """(flat, cum, threshold, callees tree) of name ``code`` in graph ``g`` (names and layout as
+    ``index``'s), and the callers' nodes and weights (see :func:`sandwich`)."""
+    nodes = np.flatnonzero(g.name_id == code)
+    outer = _outermost(nodes, g.size)
+    cum = int(g.total[outer].sum())
     threshold = max(int(np.ceil(min_fraction * abs(cum))), 1) if min_fraction > 0 else None
-    members = _ranges(outer, index.size[outer])
-    where = _positions(members, t.parent.size)
+    members = _ranges(outer, g.size[outer])
+    where = _positions(members, g.parent.size)
     per_node = np.zeros(nodes.size, dtype=np.int64)
-    if outer.size == nodes.size and t.width is t.total and not t.dropped:
+    if outer.size == nodes.size and g.exact:
         # no recursion, no negative weight (the layout's width is its totals), nothing pruned
         # but nodes of width 0 (which weigh 0): a subtree's self weights sum to its top's total,
         # no array of every member
-        per_node[:] = t.total[nodes]
+        per_node[:] = g.total[nodes]
     elif outer.size == nodes.size:  # no recursion: each subtree belongs to its top (node i of nodes)
-        np.add.at(per_node, np.repeat(np.arange(nodes.size), index.size[outer]), t.self[members])
+        np.add.at(per_node, np.repeat(np.arange(nodes.size), g.size[outer]), g.self[members])
     else:
-        inner = _innermost_owner(t.parent, members, where, index.name_id == code)
-        np.add.at(per_node, _positions(nodes, t.parent.size)[inner], t.self[members])
+        inner = _innermost_owner(g.parent, members, where, g.name_id == code)
+        np.add.at(per_node, _positions(nodes, g.parent.size)[inner], g.self[members])
         del inner
     # one side at a time, each side's temporaries let go before the other's (the server's peak)
-    callees = _tree(_callees(index, outer, members, where, threshold), index)
+    callees = _tree(_callees(index, g, outer, members, where, threshold), index)
     del members, where
-    flat = int(t.self[nodes].sum())
+    flat = int(g.self[nodes].sum())
     live = per_node != 0
-    cur, weight = nodes[live], per_node[live]
-    del nodes, outer, per_node, live
+    return flat, cum, threshold, callees, nodes[live], per_node[live]
+
+
+def with_callers(index: FlameIndex, name: str, side: tuple[int, int, FlameTree], cur: np.ndarray,
+                 weight: np.ndarray, threshold: int | None, max_nodes: int, walk: Walk) -> SandwichResult:
+    """The sandwich of ``name`` in ``index``: its (flat, cum, callees) ``side`` and the callers
+    tree of ``weight`` carried up ``walk`` from ``cur`` (see :func:`sandwich`)."""
+    flat, cum, callees = side
+    t = index.tree
     if threshold is None and max_nodes > 0 and not (weight < 0).any() and \
-            (view := _callers_view(index, cur, weight, max_nodes)) is not None:
+            (view := _callers_view(index, cur, weight, max_nodes, walk)) is not None:
         return SandwichResult(name, flat, cum, t.root_total, view[0], callees, view[1])
-    callers = _tree(_callers(index, cur, weight, threshold), index)
+    callers = _tree(_callers(index, cur, weight, threshold, walk), index)
     return SandwichResult(name, flat, cum, t.root_total, callers, callees)
 
 
@@ -125,17 +174,31 @@ def inverted_graph(index: FlameIndex, *, min_fraction: float = 0.0) -> FlameTree
     built (their weight stays in their parent's total: a view's hidden width). None for a
     diff or negative weights (``flame_tree`` builds those), or without the compiled kernels."""
     t = index.tree
-    fast = tree.compiled(len(t))
-    if t.is_diff or not len(t) or bool((t.self < 0).any()) or fast is None:
+    if t.is_diff or not len(t) or bool((t.self < 0).any()):
         return None
     nodes = np.flatnonzero(t.self[1:]) + 1  # the root's self is the stacks without frames
+    return inverted_paths(index, t.parent, index.name_id, nodes, t.self[nodes], None, int(t.self[0]),
+                          min_fraction=min_fraction, size=len(t))
+
+
+def inverted_paths(index: FlameIndex, parent: np.ndarray, name_id: np.ndarray, nodes: np.ndarray,
+                   weight: np.ndarray, tail: np.ndarray | None, root_self: int, *, min_fraction: float,
+                   size: int) -> FlameTree | None:
+    """The inverted graph of ``index`` from the paths of a tree (``parent``, names ``name_id`` of
+    ``index``'s): ``weight`` carried from each of ``nodes`` to the root (and on to its node of
+    ``tail``, see ``reversed_paths``), ``root_self`` the root's; see :func:`inverted_graph`.
+    None without the compiled kernels for ``size`` nodes."""
+    fast = tree.compiled(size)
+    if fast is None:
+        return None
+    t = index.tree
     threshold = max(int(np.ceil(min_fraction * t.root_total)), 1) if min_fraction > 0 else 0
-    got = fast.reversed_paths(t.parent, index.name_id, nodes, t.self[nodes], threshold)
+    got = fast.reversed_paths(parent, name_id, nodes, weight, threshold, tail)
     if got is None:
         return None
     m = _Merged(*got)
-    m.total[0] += int(t.self[0])
-    m.self[0] += int(t.self[0])
+    m.total[0] += root_self
+    m.self[0] += root_self
     out = _tree(m, index)
     out.inverted = True
     return out
@@ -227,16 +290,16 @@ class _Merged:
     levels: np.ndarray
 
 
-def _callees(index: FlameIndex, outer: np.ndarray, members: np.ndarray, where: np.ndarray,
+def _callees(index: FlameIndex, t: Graph, outer: np.ndarray, members: np.ndarray, where: np.ndarray,
              threshold: int | None) -> _Merged:
-    """Subtrees of ``outer`` merged by their paths of names (``members``: their nodes, at ``where``)."""
-    t = index.tree
+    """Subtrees of ``outer`` in ``t`` merged by their paths of names (``members``: their nodes, at
+    ``where``)."""
     cum = int(t.total[outer].sum())
     merge = _Merge(len(index.distinct), cum, threshold)
     if not outer.size:
         return merge.finish([])
     # level 0, the outermost nodes, all of one name under the root: one node, the function's cum
-    first = merge.level(np.zeros(1, dtype=np.int64), index.name_id[outer[:1]], np.array([cum], dtype=np.int64))
+    first = merge.level(np.zeros(1, dtype=np.int64), t.name_id[outer[:1]], np.array([cum], dtype=np.int64))
     selfs = [(first, np.array([t.self[outer].sum()], dtype=np.int64))]
     merged = np.full(members.size, -1, dtype=np.int64)
     merged[where[outer]] = first[0]
@@ -253,49 +316,77 @@ def _callees(index: FlameIndex, outer: np.ndarray, members: np.ndarray, where: n
         lv, up = lv[up >= 0], up[up >= 0]  # below a merged-away node: already counted in it
         if not lv.size:
             break
-        merged[lv] = merge.level(up, index.name_id[members[lv]], t.total[members[lv]])
+        merged[lv] = merge.level(up, t.name_id[members[lv]], t.total[members[lv]])
         selfs.append((merged[lv], t.self[members[lv]]))
     return merge.finish(selfs)
 
 
-def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, threshold: int | None) -> _Merged:
-    """Reversed paths from ``nodes`` to the root, each carrying its ``weight`` (not 0), merged."""
-    t = index.tree
-    cur, w = nodes, weight
+def subtree_callees(index: FlameIndex, g: Graph, top: int, threshold: int | None) -> FlameTree:
+    """The callees tree of the function whose only node in tree ``g`` (pre-order, no node of weight
+    0) is ``top``, none of its name below: :func:`_callees` of that one subtree, which merges
+    nothing (a node's children have distinct names), so its nodes at least ``threshold`` wide
+    as they are, level by level in (parent, name) order, without an array per member."""
+    end = top + int(g.size[top])
+    floor = 1 if threshold is None else threshold
+    rows = top + np.flatnonzero(np.abs(g.total[top:end]) >= floor)  # closed under parents (totals shrink down)
+    cum = int(g.total[top])
+    merge = _Merge(len(index.distinct), cum, None)
+    made = np.full(rows.size, -1, np.int64)
+    rows_up = np.searchsorted(rows, g.parent[rows])  # each row's parent's position (the top's: unused)
+    order, bounds = tree.group_by_depth(g.depth[rows] - g.depth[top])
+    selfs = []
+    for d in range(len(bounds) - 1):
+        lv = np.sort(order[bounds[d]:bounds[d + 1]])
+        up = np.zeros(lv.size, np.int64) if d == 0 else made[rows_up[lv]]
+        weight = np.array([cum], np.int64) if d == 0 else g.total[rows[lv]]
+        made[lv] = merge.level(up, g.name_id[rows[lv]], weight)
+        selfs.append((made[lv], g.self[rows[lv]]))
+    return _tree(merge.finish(selfs), index)
+
+
+def _callers(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, threshold: int | None,
+             walk: Walk | None = None) -> _Merged:
+    """Reversed paths from ``nodes`` up ``walk`` (``index``'s graph unless given) to the root, each
+    carrying its ``weight`` (not 0), merged."""
+    walk = walk or Walk(index.tree.parent, index.name_id, np.zeros(0, np.int32))  # (no depth read here)
+    cur, w, tail = nodes, weight, walk.tail
     # at a view's resolution (a threshold) a level has few distinct nodes: one compiled pass per
     # level hashing (parent, name) beats sorting the items; without one, the sorts do
     fast = tree.compiled(cur.size) if threshold else None
-    got = fast.reversed_paths(t.parent, index.name_id, cur, w, threshold) if fast is not None else None
+    got = fast.reversed_paths(walk.parent, walk.name_id, cur, w, threshold, tail) if fast is not None else None
     if got is not None:
         return _Merged(*got)
     merge = _Merge(len(index.distinct), int(w.sum()), threshold)
     up = np.zeros(cur.size, dtype=np.int64)
     ends = []
     while cur.size:
-        ids = merge.level(up, index.name_id[cur], w)
-        nxt = t.parent[cur]
+        ids = merge.level(up, walk.name_id[cur], w)
+        nxt = walk.parent[cur]
+        if tail is not None:  # from the root on to each path's last node
+            on = (nxt <= 0) & (tail > 0)
+            nxt, tail = np.where(on, tail, nxt), np.where(on, 0, tail)
         done = nxt <= 0  # the graph's root (id 0) is no caller
         ends.append((ids[done], w[done]))
         go = ~done & (ids >= 0)
         cur, w, up = nxt[go], w[go], ids[go]
+        tail = None if tail is None else tail[go]
     return merge.finish(ends)
 
 
 _view_kernel = CompiledTwin("polyprof.analysis._sandwich_compiled")
 
 
-def _callers_view(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray,
-                  max_nodes: int) -> tuple[FlameTree, tuple[np.ndarray, np.ndarray]] | None:
+def _callers_view(index: FlameIndex, nodes: np.ndarray, weight: np.ndarray, max_nodes: int,
+                  walk: Walk) -> tuple[FlameTree, tuple[np.ndarray, np.ndarray]] | None:
     """The callers tree cut where it still holds its ``max_nodes`` widest nodes (see
     :mod:`polyprof.analysis._sandwich_compiled`), with each node's id and subtree size in the
     complete tree; None without the compiled kernel (then the complete tree is made)."""
-    t = index.tree
-    kernel = _view_kernel(int(t.depth[nodes].sum()))  # the complete tree's items: the work it saves
+    kernel = _view_kernel(int(walk.depth[nodes].sum()))  # the complete tree's items: the work it saves
     if kernel is None or not nodes.size:
         return None
     threshold = max(int(weight.sum()) // (4 * max_nodes), 1)
     while True:
-        got = kernel.caller_view(t.parent, index.name_id, t.depth, nodes, weight, threshold)
+        got = kernel.caller_view(walk.parent, walk.name_id, walk.depth, nodes, weight, threshold, walk.tail)
         if got is None:
             return None
         parent, name, own, total, count, levels = got

@@ -650,17 +650,19 @@ def table_room(n: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name, m_total, m_self, bounds, slot):  # noqa: ANN001, ANN202, PLR0913
+def _reversed_paths(parent, name_of, cur, w, tail, threshold, width, m_parent, m_name, m_total, m_self, bounds, slot):  # noqa: ANN001, ANN202, PLR0913
     """Merge the paths from ``cur`` up to (not including) node 0 of a tree, one level per step:
     items with equal (merged parent, name) become one node (:func:`_group_level`), nodes
-    lighter than ``threshold`` stop their items. Returns (nodes made, levels), or (-1, 0) when
-    the output arrays are full."""
+    lighter than ``threshold`` stop their items. ``tail`` (empty: none): each item's last
+    node, where its path goes on from node 0 (> 0; 0: it ends there). Returns (nodes made,
+    levels), or (-1, 0) when the output arrays are full."""
     n = cur.size
     up = np.zeros(n, np.int64)
     nxt = np.empty_like(cur)
     key, kt = np.empty(n, np.int64), np.empty(n, np.int64)
     prov = np.empty(n, np.int32)  # ids < n: int32 halves the largest temporaries
     cap = m_parent.size
+    tails = tail.size > 0
     _merged_root(w, m_parent, m_name, m_total, bounds)
     made, levels, found = 1, 1, 1
     while n:
@@ -683,25 +685,34 @@ def _reversed_paths(parent, name_of, cur, w, threshold, width, m_parent, m_name,
         k = 0
         for i in range(n):
             mid = final[prov[i]]
-            if nxt[i] <= 0:  # the graph's root (node 0) is no caller
+            nx = nxt[i]
+            if nx <= 0 and tails and mid >= 0 and tail[i] > 0:  # on to its last node
+                nx = tail[i]
+                tail[i] = 0
+            if nx <= 0:  # the graph's root (node 0) is no caller
                 if mid >= 0:
                     m_self[mid] += w[i]
                 continue
             if mid < 0:
                 continue
-            cur[k], w[k], up[k] = nxt[i], w[i], mid
+            cur[k], w[k], up[k] = nx, w[i], mid
+            if tails:
+                tail[k] = tail[i]
             k += 1
         n = k
     return made, levels
 
 
 def reversed_paths(parent: np.ndarray, name_of: np.ndarray, nodes: np.ndarray, weight: np.ndarray,
-                   threshold: int | None) -> tuple[np.ndarray, ...] | None:
+                   threshold: int | None, tail: np.ndarray | None = None) -> tuple[np.ndarray, ...] | None:
     """The callers tree of :func:`polyprof.analysis.sandwich._callers` (its numpy twin, an
     interned level per step): (parent, name, self, total, level bounds) of the merged reversed
-    paths from ``nodes`` (each carrying its ``weight``, not 0) towards the root."""
+    paths from ``nodes`` (each carrying its ``weight``, not 0) towards the root; ``tail``: each
+    one's last node, where its path goes on from the root (> 0; 0: none; a node whose parent
+    is the root)."""
     cur = np.ascontiguousarray(nodes, dtype=np.int64)  # copied per attempt (the kernel consumes them)
     w = np.ascontiguousarray(weight, dtype=np.int64)
+    last = np.zeros(0, np.int64) if tail is None else np.ascontiguousarray(tail, dtype=np.int64)
     # a flame graph's int32 columns as they are: a copy of each is 24 MB per 3M nodes
     name_of, parent = (x if x.dtype in (np.int32, np.int64) and x.flags.c_contiguous else
                        np.ascontiguousarray(x, dtype=np.int64) for x in (name_of, parent))
@@ -713,7 +724,7 @@ def reversed_paths(parent: np.ndarray, name_of: np.ndarray, nodes: np.ndarray, w
     while True:
         m_parent, m_name, m_total = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
         m_self, bounds = np.zeros(cap, np.int64), np.zeros(cap + 2, np.int64)
-        made, levels = _reversed_paths(parent, name_of, cur.copy(), w.copy(), threshold or 0, width,
+        made, levels = _reversed_paths(parent, name_of, cur.copy(), w.copy(), last.copy(), threshold or 0, width,
                                        m_parent, m_name, m_total, m_self, bounds, slot)
         if made >= 0:
             return (m_parent[:made].copy(), m_name[:made].copy(), m_self[:made].copy(), m_total[:made].copy(),

@@ -85,6 +85,13 @@ STORE_CACHE_BUDGET = 2**30
 INVERTED_RESOLUTION = DEFAULT_MIN_FRACTION
 
 
+def _whole(graph: FlameIndex) -> FlameIndex:
+    """The complete graph of a view: ``graph``, or where it holds a group by at a view's
+    resolution the complete grouped graph (cached as a graph: what a sandwich or inverted graph
+    the grouped view cannot make from its samples is made of)."""
+    return graph.complete_index() if isinstance(graph, GroupedIndex) else graph
+
+
 @dataclass
 class Input:
     """One profile the page can show: its name in the picker, the file it came from."""
@@ -402,7 +409,7 @@ class Session:
         if pin:
             self._flames.pinned.add(key)
         if inverted and base is None:  # made from the (cached) normal graph, at a view's resolution
-            graph = self.complete_flame(index, o)
+            graph = self.flame(index, o)
             return self._flames.get(key, lambda: self._inverted(index, o, graph), guess=0)
         return self._flames.get(key, lambda: self._flame_index(index, o, base, inverted, key))
 
@@ -411,19 +418,14 @@ class Session:
             return made
         return FlameIndex(self._flame_tree(index, o, base, inverted))
 
-    def complete_flame(self, index: int, o: Options) -> FlameIndex:
-        """The complete flame graph of input ``index`` for ``o``: :meth:`flame`'s, or where that
-        holds the grouped graph at a view's resolution (a group by), the complete grouped graph
-        (cached; what the sandwich and the inverted graph are made of)."""
-        graph = self.flame(index, o)
-        if not isinstance(graph, GroupedIndex):
-            return graph
-        return graph.complete_index()
-
     def _inverted(self, index: int, o: Options, graph: FlameIndex) -> FlameIndex:
         """The inverted graph at :data:`INVERTED_RESOLUTION`: from the cached graph (compiled),
         else (no numba, negative weights) built from the samples at the same resolution."""
-        made = inverted_graph(graph, min_fraction=INVERTED_RESOLUTION)
+        if isinstance(graph, GroupedIndex):  # a group by: from its samples, not its complete graph
+            made = graph.inverted(INVERTED_RESOLUTION)
+            if made is not None:
+                return FlameIndex(made)
+        made = inverted_graph(_whole(graph), min_fraction=INVERTED_RESOLUTION)
         if made is None:
             made = flame_tree(self.filtered(index, o), o, max_nodes=0, min_fraction=INVERTED_RESOLUTION, inverted=True)
         return FlameIndex(made)
@@ -486,11 +488,15 @@ class Session:
         (cached). At ``min_fraction`` 0 the callers are made as far as a slice of ``max_nodes``
         reaches (``sandwich(max_nodes=)``: the complete callers of a function called from
         everywhere can be several times the graph)."""
-        graph = self.complete_flame(index, o)
+        graph = self.flame(index, o)
         cut = max_nodes if min_fraction <= 0 else 0
 
         def make() -> tuple[SandwichResult, FlameIndex, FlameIndex]:
-            found = sandwich(graph, name, min_fraction=min_fraction, max_nodes=cut)
+            # a group by: from its samples, not its complete graph (the same result)
+            found = graph.sandwich(name, min_fraction=min_fraction, max_nodes=cut) if isinstance(
+                graph, GroupedIndex) else None
+            if found is None:
+                found = sandwich(_whole(graph), name, min_fraction=min_fraction, max_nodes=cut)
             return found, FlameIndex(found.callers, found.callers_complete), FlameIndex(found.callees)
 
         return self._results.get(("sandwich", index, _view_key(o), name, min_fraction, cut), make)
