@@ -166,19 +166,20 @@ def with_callers(index: FlameIndex, name: str, side: tuple[int, int, FlameTree],
     return SandwichResult(name, flat, cum, t.root_total, callers, callees)
 
 
-def inverted_graph(index: FlameIndex, *, min_fraction: float = 0.0) -> FlameTree | None:
+def inverted_graph(index: FlameIndex, *, min_fraction: float = 0.0, work: int = 0) -> FlameTree | None:
     """The inverted (bottom-up) flame graph of the complete graph ``index``: every node's self
     weight carried up its reversed path and merged by names, as ``flame_tree(inverted=True)``
     builds from the callsites (the same nodes, numbers and child order; tests compare them).
     ``min_fraction`` > 0 merges nodes narrower than that fraction of the total as they are
     built (their weight stays in their parent's total: a view's hidden width). None for a
-    diff or negative weights (``flame_tree`` builds those), or without the compiled kernels."""
+    diff or negative weights (``flame_tree`` builds those), or without the compiled kernels
+    (for ``work`` items, or the graph's nodes if more: what the other route would cost)."""
     t = index.tree
     if t.is_diff or not len(t) or bool((t.self < 0).any()):
         return None
     nodes = np.flatnonzero(t.self[1:]) + 1  # the root's self is the stacks without frames
     return inverted_paths(index, t.parent, index.name_id, nodes, t.self[nodes], None, int(t.self[0]),
-                          min_fraction=min_fraction, size=len(t))
+                          min_fraction=min_fraction, size=max(len(t), work))
 
 
 def inverted_paths(index: FlameIndex, parent: np.ndarray, name_id: np.ndarray, nodes: np.ndarray,

@@ -425,7 +425,11 @@ class Session:
             made = graph.inverted(INVERTED_RESOLUTION)
             if made is not None:
                 return FlameIndex(made)
-        made = inverted_graph(_whole(graph), min_fraction=INVERTED_RESOLUTION)
+        # the compiled kernels for a small graph of many samples: the other route is a walk of
+        # the samples (a group by's label frames on every sample of a 6.5M-sample trace: +110 MB)
+        profile = self.input(index).profile
+        work = len(profile.samples) if profile is not None else 0
+        made = inverted_graph(_whole(graph), min_fraction=INVERTED_RESOLUTION, work=work)
         if made is None:
             made = flame_tree(self.filtered(index, o), o, max_nodes=0, min_fraction=INVERTED_RESOLUTION, inverted=True)
         return FlameIndex(made)
