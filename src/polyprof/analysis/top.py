@@ -156,8 +156,10 @@ def top_root_labels(plain: FilterResult, options: Options | None = None,
     framed = filters.apply(stub, dataclasses.replace(plain_o, tagroot=o.tagroot))
     values, functions = top(framed, plain_o).rows, top(plain, o)
     nodes = node_map(p, o.granularity, inlines=not o.noinlines)
-    taken = set(nodes.names)
-    if any(r.name in taken for r in values) or _root_inline(p, nodes, functions):
+    # every label frame's name, weighed or not (a value whose samples sum to 0 has no row, but
+    # its frame merges with a function of its name all the same)
+    frames = set(node_map(framed.profile, o.granularity, inlines=not o.noinlines).names)
+    if frames & set(nodes.names) or _root_inline(p, nodes, functions):
         return None
     first, second = ("cum", "flat") if o.cum else ("flat", "cum")
 
