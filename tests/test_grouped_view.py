@@ -134,15 +134,22 @@ def test_demo_has_unmade_rows(monkeypatch):
     assert _compare(whole, cut, random.Random(1)) > 0
 
 
-def test_benchmark_profile(monkeypatch):
-    """The large benchmark pprof (when generated) at the web view's resolution: far fewer rows
-    made, and slices, searches, children and details as the complete graph's."""
-    from helpers import REPO
+def _real(name: str):  # noqa: ANN202
+    """The demo profile, or a real Go heap profile with ``bytes`` labels from peer data (a fresh
+    clone has no generated benchmark profiles)."""
+    from helpers import PEER, REPO
 
-    path = REPO / "benchmarks" / "out" / "allocs_small.pb.gz"
+    path = REPO / "examples" / "demo.pb.gz" if name == "demo" else \
+        PEER / "grafana__pyroscope" / "pkg" / "og" / "convert" / "pprof" / "testdata" / "heap.pb.gz"
     if not path.exists():
-        pytest.skip(f"no {path} (benchmarks/bench_pprof.py makes it)")
-    p = polyprof.read(path)
+        pytest.skip(f"peer data not found: {path}")
+    return path
+
+
+def test_real_profile(monkeypatch):
+    """A real Go heap profile at a fine resolution: far fewer rows made, and slices, searches,
+    children and details as the complete graph's."""
+    p = polyprof.read(_real("go_heap"))
     key = sorted({lab.key for ls in p.labelsets for lab in ls})[0]
     whole, cut = _both(p, Options(tagroot=key), resolution=1e-3, batch=1 << 14, monkeypatch=monkeypatch)
     assert len(cut.tree) < len(whole) / 2
@@ -302,15 +309,10 @@ def test_inverted_from_the_samples(seed, index):
             _same_inverted(whole, cut)
 
 
-@pytest.mark.parametrize("name", ["demo", "allocs_small"])
+@pytest.mark.parametrize("name", ["demo", "go_heap"])
 def test_inverted_from_the_samples_real(monkeypatch, name):
-    """The same on the demo profile and the small benchmark pprof (when generated)."""
-    from helpers import REPO
-
-    path = REPO / "examples" / "demo.pb.gz" if name == "demo" else REPO / "benchmarks" / "out" / "allocs_small.pb.gz"
-    if not path.exists():
-        pytest.skip(f"no {path} (benchmarks/bench_pprof.py makes it)")
-    p = polyprof.read(path)
+    """The same on the demo profile and a real Go heap profile."""
+    p = polyprof.read(_real(name))
     for key in sorted({lab.key for ls in p.labelsets for lab in ls})[:2]:
         whole, cut = _both(p, Options(tagroot=key), resolution=1e-3, batch=1 << 14, monkeypatch=monkeypatch)
         _same_inverted(whole, cut)
@@ -361,20 +363,15 @@ def test_sandwich_from_the_samples(seed, index):
             assert cut.sandwich(whole.tree.names[0]) is None  # the root's: the complete graph's
 
 
-@pytest.mark.parametrize("name", ["demo", "allocs_small"])
+@pytest.mark.parametrize("name", ["demo", "go_heap"])
 def test_sandwich_from_the_samples_real(monkeypatch, name):
-    """The same on the demo profile and the small benchmark pprof (when generated): its widest
-    functions and a few values."""
-    from helpers import REPO
-
-    path = REPO / "examples" / "demo.pb.gz" if name == "demo" else REPO / "benchmarks" / "out" / "allocs_small.pb.gz"
-    if not path.exists():
-        pytest.skip(f"no {path} (benchmarks/bench_pprof.py makes it)")
-    p = polyprof.read(path)
+    """The same on the demo profile and a real Go heap profile: its widest functions and a few
+    values."""
+    p = polyprof.read(_real(name))
     key = sorted({lab.key for ls in p.labelsets for lab in ls})[0]
     whole, cut = _both(p, Options(tagroot=key), resolution=1e-3, batch=1 << 14, monkeypatch=monkeypatch)
     t = whole.tree
     by_total = np.argsort(-t.total, kind="stable")
     names = list(dict.fromkeys(t.names[i] for i in by_total[:400].tolist() if i))[:12]
     names += [t.names[i] for i in np.flatnonzero(t.depth == 1)[:3].tolist()]
-    _same_sandwich(whole, cut, names if name == "allocs_small" else _names(whole))
+    _same_sandwich(whole, cut, names if name == "go_heap" else _names(whole))
