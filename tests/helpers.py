@@ -59,6 +59,29 @@ def numpy_only(owner: object, kernel: Any, *args: Any) -> Any:  # noqa: ANN401
         owner._compiled = saved  # type: ignore[attr-defined]
 
 
+def settle(path: Path) -> None:
+    """Date ``path``'s last change back past ``Source.mapped``'s settling time: it is mapped."""
+    import time
+
+    from polyprof.formats import source
+
+    old = time.time() - 2 * source.SETTLED_AFTER
+    os.utime(path, (old, old))
+
+
+def cut_after(monkeypatch: Any, owner: object, name: str, path: Path, size: int) -> None:  # noqa: ANN401
+    """Make ``owner.name`` (a reader's function) cut the file ``path`` to ``size`` bytes once it
+    has read it: a file shrinking while a reader holds its map."""
+    real = getattr(owner, name)
+
+    def cut(*args: Any) -> Any:  # noqa: ANN401
+        got = real(*args)
+        os.truncate(path, size)
+        return got
+
+    monkeypatch.setattr(owner, name, cut)
+
+
 def check_golden(folder: Path, name: str, text: str, *, update: bool) -> None:
     """Compare ``text`` with ``folder/name``; with ``update``, (re)write the file instead.
 

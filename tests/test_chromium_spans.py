@@ -239,30 +239,20 @@ def test_large_file_is_read_from_a_memory_map_as_from_bytes(tmp_path: Path, monk
 def test_a_mapped_file_cut_while_read_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A settled large file is mapped; one found shorter after the read is one clear error
     (``Source.unchanged``), and one just written is read, not mapped (``SETTLED_AFTER``)."""
-    import os
-    import time
+    from helpers import cut_after, settle
 
-    from polyprof.formats import source
     from polyprof.formats.source import Source
 
     out = tmp_path / "demo.chromium"
     polyprof.write(polyprof.read(REPO / "examples" / "demo.pb.gz"), out, format="chromium")
     size = out.stat().st_size
     assert Source.of(str(out)).mapped(1) is None  # just written
-    old = time.time() - 2 * source.SETTLED_AFTER
-    os.utime(out, (old, old))
+    settle(out)
     mapped = Source.of(str(out)).mapped(1)
     assert mapped is not None and len(mapped) == size
     mapped.close()
-    real = reader._read
-
-    def cut_after_reading(data, options):  # noqa: ANN001, ANN202
-        got = real(data, options)
-        os.truncate(out, 10)
-        return got
-
     monkeypatch.setattr(V, "_compiled", V._compiled)  # (whatever a size of 1 loads is undone)
     monkeypatch.setattr(reader, "COMPILED_FROM", 1)
-    monkeypatch.setattr(reader, "_read", cut_after_reading)
+    cut_after(monkeypatch, reader, "_read", out, 10)
     with pytest.raises(MalformedInputError, match=f"shrank from {size} to 10 bytes while it was read"):
         polyprof.read_all(out)

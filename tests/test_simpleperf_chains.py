@@ -191,10 +191,9 @@ def test_a_file_being_written_is_read_and_a_shrink_is_an_error(compiled, monkeyp
     """A mapped file cut while it is read would kill the process (SIGBUS): a file modified in the
     last SETTLED_AFTER seconds is read, not mapped; a mapped file found shorter after the read
     is one clear error, not a profile of a mix of bytes."""
-    import os
-    import time
+    from helpers import cut_after, settle
 
-    from polyprof.formats import simpleperf, source
+    from polyprof.formats import simpleperf
     from polyprof.formats.simpleperf import _reader
     from polyprof.formats.source import Source
 
@@ -204,21 +203,14 @@ def test_a_file_being_written_is_read_and_a_shrink_is_an_error(compiled, monkeyp
     path.write_bytes(data)
     monkeypatch.setattr(simpleperf, "COMPILED_FROM", 0)
     assert Source.of(str(path)).mapped(0) is None  # just written
-    old = time.time() - 2 * source.SETTLED_AFTER
-    os.utime(path, (old, old))
+    settle(path)
     mapped = Source.of(str(path)).mapped(0)
     assert mapped is not None and bytes(mapped) == data
     mapped.close()
     expected = dump(api.read(path))
 
     real = _reader.read_bytes
-
-    def cut_after_reading(buf, options):  # the writer truncates it once every byte was read
-        got = real(buf, options)
-        os.truncate(path, 100)
-        return got
-
-    monkeypatch.setattr(_reader, "read_bytes", cut_after_reading)
+    cut_after(monkeypatch, _reader, "read_bytes", path, 100)  # the writer truncates it once every byte was read
     with pytest.raises(MalformedInputError, match=f"shrank from {len(data)} to 100 bytes while it was read"):
         api.read(path)
     monkeypatch.setattr(_reader, "read_bytes", real)
