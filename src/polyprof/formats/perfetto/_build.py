@@ -154,8 +154,8 @@ def _finish(r: "TraceReader", b: ProfileBuilder, cols: dict[str, np.ndarray], ro
     t = cols["time"][rows] if "time" in present else None
     if t is not None and (t[1:] < t[:-1]).any():
         if consume and isinstance(rows, slice):  # every row, which no other profile needs
-            keys = ("stack", "values", *(k for k in _OPTIONAL if k in present))
-            sort_by_time_in_place(cols["time"], [cols[k] for k in keys if k != "time"] + [labelsets])
+            others = [cols[k] for k in ("stack", "values", *present) if k != "time"]
+            sort_by_time_in_place(cols["time"], others + [labelsets])
         else:
             order = (np.arange(n) if order is None else order)[np.argsort(t, kind="stable")]
     pick = (lambda col: col) if order is None else (lambda col: col[order])  # no copies for a one-profile trace
