@@ -106,7 +106,7 @@ def _general_plan(p: Profile, options: WriteOptions, report: LossReport) -> _Pla
             report.add("sample type samples/count read back as the number of Sample records (one per event "
                        "with a value); each event's own <event>_samples column keeps the source's counts")
     k = np.maximum(values[:, samples], 1) if samples is not None else np.ones(n, np.int64)
-    if int(k.sum()) > max(_MAX_EXPANSION * n, _MAX_RECORDS):
+    if float(k.sum(dtype=np.float64)) > max(_MAX_EXPANSION * n, _MAX_RECORDS):  # (an int64 sum can wrap)
         report.add("values of samples/count not kept: rows standing for several samples written as one "
                    "sample (too many to write one record each)", int((k > 1).sum()))
         k = np.ones(n, np.int64)
