@@ -79,3 +79,20 @@ def test_block_wise_passes_match_whole_column(monkeypatch: pytest.MonkeyPatch) -
     assert _perf.remap_in_place(table, col.copy()).tolist() == table[col].tolist()
     filled = _perf._fill([{"values": p} for p in parts], "values", np.int64, counted=True)
     assert filled.tolist() == [[1, int(v)] for p in parts for v in p[:, 0]]
+
+
+def test_compact_builder_keeps_int32_values_and_constant_columns_without_memory() -> None:
+    b = ProfileBuilder("test", compact=True)
+    b.set_sample_types([("samples", "count"), ("cpu", "nanoseconds")])
+    values = np.array([[1, 2**31 - 1], [1, -(2**31)], [1, 5]], np.int32)
+    b.add_samples_bulk(np.full(3, -1), values, pid=np.full(3, 4242), tid=np.array([1, 2, 1]), cpu=np.zeros(3))
+    s = b.finish().samples
+    assert s.values.dtype == np.int32 and s.values.tolist() == values.tolist()
+    assert s.pid.strides == (0,) and s.pid.tolist() == [4242] * 3 and not s.pid.flags.writeable
+    assert s.cpu.strides == (0,) and s.tid.tolist() == [1, 2, 1] and s.tid.strides != (0,)
+    assert s.values[:, 1].sum() == 2**31 - 1 - 2**31 + 5  # sums widen
+    wide = ProfileBuilder("test", compact=True)
+    wide.set_sample_types([("samples", "count")])
+    wide.add_samples_bulk(np.full(2, -1), np.array([[1], [2**31]]), pid=np.array([1, 2]))
+    s = wide.finish().samples  # int64 values given stay int64; varying columns stay whole
+    assert s.values.dtype == np.int64 and s.values[:, 0].tolist() == [1, 2**31] and s.pid.strides == (4,)

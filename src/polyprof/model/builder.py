@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from polyprof.model.bulk_stacks import intern_stacks
+from polyprof.model.compact import compact_samples
 from polyprof.model.profile import (
     CallsiteTable,
     FunctionTable,
@@ -52,8 +53,11 @@ LineSpec = tuple[int, int, int]  # (function row or -1, line, column)
 class ProfileBuilder:
     """Interns strings, functions, mappings, locations, callsites and labels."""
 
-    def __init__(self, source_format: str = "") -> None:
+    def __init__(self, source_format: str = "", *, compact: bool = False) -> None:
         self.profile = Profile(source_format=source_format)
+        #: keep the samples in compact form (:mod:`polyprof.model.compact`): int32 values as
+        #: given, constant optional columns without memory per sample
+        self.compact = compact
         self._strings: dict[str, int] = {"": 0}
         self._str_list: list[str] = [""]
         self._functions: dict[tuple, int] | None = {}
@@ -302,7 +306,10 @@ class ProfileBuilder:
         self._flush_samples()
         stacks = np.asarray(stack, dtype=np.int32)
         n = len(stacks)
-        chunk = _SampleChunk(stacks, np.asarray(values, dtype=np.int64).reshape(n, len(self.profile.sample_types)),
+        vals = np.asarray(values)
+        if not (self.compact and vals.dtype == np.int32):
+            vals = vals.astype(np.int64, copy=False)
+        chunk = _SampleChunk(stacks, vals.reshape(n, len(self.profile.sample_types)),
                              np.zeros(n, dtype=np.int32) if labelset is None
                              else np.asarray(labelset, dtype=np.int32))
         for name in SampleTable.OPTIONAL_COLUMNS:
@@ -403,7 +410,7 @@ class ProfileBuilder:
                 setattr(table, name, _concat([np.zeros(len(c.stack), dtype) if part is None else part
                                               for c, part in zip(chunks, parts)]))
         self._sample_chunks = []  # the table owns the columns now
-        p.samples = table
+        p.samples = compact_samples(table) if self.compact else table
 
 
 @dataclass
