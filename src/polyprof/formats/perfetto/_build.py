@@ -29,6 +29,7 @@ from polyprof.formats.perfetto._heap import HEAP_TYPES, Dump
 from polyprof.formats.perfetto._perf import PerfConfig, remap_in_place
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.columns import distinct, factorize_rows
+from polyprof.model.compact import is_constant_view
 from polyprof.model.memory import release_free_memory
 from polyprof.model.profile import Label, Profile
 
@@ -131,8 +132,9 @@ def _wall_clock(r: "TraceReader", t: int) -> int:
     return wall if wall is not None and wall > 0 else 0
 
 
-def _new_builder(types: list[tuple[str, str]], default: str, labels: dict[str, Any]) -> ProfileBuilder:
-    b = ProfileBuilder("perfetto")
+def _new_builder(types: list[tuple[str, str]], default: str, labels: dict[str, Any],
+                 compact: bool = False) -> ProfileBuilder:
+    b = ProfileBuilder("perfetto", compact=compact)
     b.set_sample_types(types)
     b.meta.default_sample_type = default
     b.meta.extras.profile_labels = labels
@@ -188,6 +190,7 @@ def sort_by_time_in_place(time: np.ndarray, columns: list[np.ndarray], window: i
     n = time.size
     if n < 2:
         return
+    columns = [c for c in columns if not is_constant_view(c)]  # one value in every row: no permutation changes it
     # later[c]: the earliest time from row c * chunk on (the rows after a window are never
     # sorted before it is, so these stay true)
     later = np.minimum.accumulate(np.minimum.reduceat(time, np.arange(0, n, chunk))[::-1])[::-1]
@@ -287,7 +290,7 @@ def _perf_profiles(r: "TraceReader", cols: dict[str, np.ndarray], window: tuple)
                 if pid in r.processes:
                     labels["process_name"] = r.processes[pid]
             types = cfg.sample_types()
-            b = _new_builder(types, "samples", labels)
+            b = _new_builder(types, "samples", labels, compact=True)  # millions of samples in a long recording
             _perf_meta(r, b, cfg, config, cols, rows)
             labelsets = _labelsets(b, combo, sets, in_place=whole)
             if whole:  # what only the selection and the metadata needed goes before the peak

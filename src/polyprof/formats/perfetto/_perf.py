@@ -29,6 +29,7 @@ from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._sequence import text
 from polyprof.model.builder import sample_dtype
 from polyprof.model.columns import distinct, factorize_rows, unique_inverse
+from polyprof.model.compact import compact_values, constant_column, is_constant_view
 from polyprof.model.memory import release_free_memory
 from polyprof.model.profile import Label, SampleTable
 from polyprof.model.units import split_unit
@@ -315,6 +316,10 @@ class PerfCollector:
             batch = {k: v[keep] for k, v in batch.items()}
         if not self.ctx.options.extra.get("aggregate"):  # full detail reads only whether any has one
             batch.update({k: np.array([batch[k].any()]) for k in ("has_pid", "has_tid", "has_cpu")})
+            # what a big trace's memory holds until the build: a column of one value (the pid of a
+            # one-process recording, the config, the clock, the enums) costs nothing per sample
+            batch.update({k: constant_column(batch[k]) for k in _CONSTANT_KEYS})
+            batch["values"] = compact_values(batch["values"])
         if self.ctx.options.extra.get("aggregate"):
             self.batches.append(batch)
             self._pending += int(keep.sum())
@@ -423,6 +428,10 @@ class PerfCollector:
         return inverse, sets
 
 
+#: batch columns kept as a stride-0 view when every row of the batch holds one value (the ones
+#: the build reads without writing into them: not the times, stacks or values)
+_CONSTANT_KEYS = ("config", "has_ts", "clock", "pid", "tid", "cpu", "mode", "unwind", "skip")
+
 _BLOCK = 1 << 20
 
 
@@ -472,7 +481,15 @@ def _fill(batches: list[dict[str, np.ndarray]], key: str, dtype: Any, counted: b
     n = sum(b[key].shape[0] for b in batches)
     if key == "values":
         width = max(b[key].shape[1] for b in batches) + int(counted)
-        out = np.zeros((n, width), dtype=np.int64)  # untouched pages: filled as the parts go
+        narrow = all(b[key].dtype == np.int32 for b in batches)  # every value fits: the profile keeps int32
+        out = np.zeros((n, width), dtype=np.int32 if narrow else np.int64)  # untouched pages: filled as the parts go
+    elif key in _CONSTANT_KEYS:
+        one = distinct(np.concatenate([b[key][:1] for b in batches if b[key].size]))
+        if one.size == 1 and all(b[key].size < 2 or is_constant_view(b[key]) for b in batches):
+            for b in batches:
+                del b[key]
+            return np.broadcast_to(one.astype(dtype), (n,))  # one value in every row: no memory per row
+        out = np.empty(n, dtype=dtype)
     else:
         out = np.empty(n, dtype=dtype)
     at = freed = 0

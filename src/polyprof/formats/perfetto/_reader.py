@@ -49,6 +49,7 @@ from polyprof.formats.perfetto._sequence import Generation, Sequence, text
 from polyprof.formats.perfetto._stack import StackSampleCollector
 from polyprof.formats.source import Source
 from polyprof.model.columns import distinct, unique_inverse
+from polyprof.model.memory import release_free_memory
 from polyprof.model.profile import Profile
 from polyprof.wire import vector as V
 from polyprof.wire.locate import locate
@@ -56,6 +57,12 @@ from polyprof.wire.locate import locate
 __all__ = ["TraceReader"]
 
 _MAX_NESTING = 4
+
+
+#: chunks read between two returns of the C heap's free pages: each chunk's temporaries are freed
+#: between the sample batches kept, where glibc holds them (230 MB trace: ~90 MB of the peak);
+#: every 16 chunks (64 MB of trace) costs ~0.1 s of system time on that trace, every chunk ~0.5 s
+_TRIM_CHUNKS = 16
 
 
 class TraceReader:
@@ -129,8 +136,10 @@ class TraceReader:
         V.expect(_input_size(source))  # a large trace: compiled kernels from its first chunk
         stream = source.stream()  # gzip inflated on the fly, bounded (one gzip path)
         try:
-            for chunk in chunks(stream):
+            for i, chunk in enumerate(chunks(stream), 1):
                 self.chunk(chunk, 0)
+                if i % _TRIM_CHUNKS == 0:  # chunks' temporaries sit in glibc's heap between the batches kept
+                    release_free_memory()
         except OSError as exc:
             raise InputError(f"cannot read ({exc.strerror or exc})") from None
         finally:
