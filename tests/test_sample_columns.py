@@ -90,9 +90,13 @@ def test_compact_builder_keeps_int32_values_and_constant_columns_without_memory(
     assert s.values.dtype == np.int32 and s.values.tolist() == values.tolist()
     assert s.pid.strides == (0,) and s.pid.tolist() == [4242] * 3 and not s.pid.flags.writeable
     assert s.cpu.strides == (0,) and s.tid.tolist() == [1, 2, 1] and s.tid.strides != (0,)
+    assert (s.pid.dtype, s.tid.dtype, s.cpu.dtype) == (np.int16, np.int8, np.int8)  # narrowest that holds them
     assert s.values[:, 1].sum() == 2**31 - 1 - 2**31 + 5  # sums widen
     wide = ProfileBuilder("test", compact=True)
     wide.set_sample_types([("samples", "count")])
-    wide.add_samples_bulk(np.full(2, -1), np.array([[1], [2**31]]), pid=np.array([1, 2]))
-    s = wide.finish().samples  # int64 values given stay int64; varying columns stay whole
-    assert s.values.dtype == np.int64 and s.values[:, 0].tolist() == [1, 2**31] and s.pid.strides == (4,)
+    wide.add_samples_bulk(np.full(2, -1), np.array([[1], [2**31]]), pid=np.array([1, 2**20]),
+                          tid=np.array([0, 2**40]), cpu=np.array([1, 2], np.uint64))
+    s = wide.finish().samples  # values beyond int32 stay int64; varying columns stay whole
+    assert s.values.dtype == np.int64 and s.values[:, 0].tolist() == [1, 2**31]
+    assert (s.pid.dtype, s.tid.dtype, s.cpu.dtype) == (np.int32, np.int64, np.int8)
+    assert s.pid.tolist() == [1, 2**20] and s.tid.tolist() == [0, 2**40] and s.cpu.tolist() == [1, 2]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from polyprof.model.bulk_stacks import intern_stacks
-from polyprof.model.compact import compact_samples
+from polyprof.model.compact import compact_samples, narrow_column
 from polyprof.model.profile import (
     CallsiteTable,
     FunctionTable,
@@ -316,7 +316,9 @@ class ProfileBuilder:
             col = optional.get(name)
             if col is not None:
                 self._has.add(name)
-                chunk.optional[name] = sample_column(name, col)
+                narrow = narrow_column(np.asarray(col)) if self.compact and name != "time" else None
+                chunk.optional[name] = (narrow if narrow is not None and narrow.dtype.kind == "i"
+                                        and narrow.dtype.itemsize <= 4 else sample_column(name, col))
         self._sample_chunks.append(chunk)
 
     def _flush_samples(self) -> None:

@@ -10,6 +10,10 @@ less memory, and every consumer reads them as it reads the plain form:
   writer or the store fills is int64 whatever the values' type;
   ``tests/test_compact_samples.py`` holds every consumer to identical output
   for the plain and the compact form of the same profile.
+- **pid, tid and cpu in the narrowest integer type** holding their values
+  (int8, int16 or int32: the tids of a device whose ``pid_max`` is 32768 fit
+  int16). Consumers widen with ``astype(np.int64)`` where they compute on
+  them, as they do for the plain form's int32/int16.
 - **a constant optional column** (the ``pid`` of a one-process profile) as a
   read-only view of one value with stride 0: no memory per sample. Indexing
   and ``astype`` give ordinary arrays; nothing writes into a profile's
@@ -25,7 +29,7 @@ import numpy as np
 
 from polyprof.model.profile import SampleTable
 
-__all__ = ["compact_samples", "compact_values", "constant_column", "is_constant_view"]
+__all__ = ["compact_samples", "compact_values", "constant_column", "is_constant_view", "narrow_column"]
 
 _I32 = np.iinfo(np.int32)
 
@@ -37,6 +41,19 @@ def compact_values(values: np.ndarray) -> np.ndarray:
     if values.size and (int(values.min()) < _I32.min or int(values.max()) > _I32.max):
         return values
     return values.astype(np.int32)
+
+
+def narrow_column(col: np.ndarray) -> np.ndarray:
+    """Integer ``col`` in the narrowest signed type of int8, int16 and int32 holding its values
+    (no copy when it already is; unchanged when no such type holds them)."""
+    if col.dtype.kind not in "iu" or not col.size:
+        return col
+    low, high = int(col.min()), int(col.max())
+    for t in (np.int8, np.int16, np.int32):
+        info = np.iinfo(t)
+        if info.min <= low and high <= info.max:
+            return col if col.dtype == t else col.astype(t)
+    return col
 
 
 def constant_column(col: np.ndarray) -> np.ndarray:
@@ -53,13 +70,13 @@ def is_constant_view(col: np.ndarray) -> bool:
 
 
 def compact_samples(table: SampleTable) -> SampleTable:
-    """``table`` in compact form, in place: int32 values when they fit, constant optional columns
-    as stride-0 views. Returns ``table``."""
+    """``table`` in compact form, in place: int32 values when they fit, pid/tid/cpu narrowed,
+    constant optional columns as stride-0 views. Returns ``table``."""
     table.values = compact_values(table.values)
     for name in SampleTable.OPTIONAL_COLUMNS:
         if name == "time" or table.is_deferred(name):  # times are rarely constant; deferred stay deferred
             continue
         col = getattr(table, name)
         if col is not None:
-            setattr(table, name, constant_column(col))
+            setattr(table, name, constant_column(narrow_column(col)))
     return table

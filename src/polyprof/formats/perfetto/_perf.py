@@ -27,7 +27,6 @@ import numpy as np
 
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._sequence import text
-from polyprof.model.builder import sample_dtype
 from polyprof.model.columns import distinct, factorize_rows, unique_inverse
 from polyprof.model.compact import compact_values, constant_column, is_constant_view
 from polyprof.model.memory import release_free_memory
@@ -391,8 +390,8 @@ class PerfCollector:
         cols: dict[str, np.ndarray] = {}
         for key in list(batches[0]):
             dtype = np.result_type(*[b[key] for b in batches])
-            if key in SampleTable.OPTIONAL_COLUMNS:
-                dtype = sample_dtype(key, dtype)  # the profile's own type: it takes the column uncopied
+            if key in SampleTable.OPTIONAL_COLUMNS and key != "time":  # the batches' narrowest type, which the
+                dtype = np.promote_types(dtype, np.int8)  # compact profile keeps: it takes the column uncopied
             cols[key] = _fill(batches, key, np.int64 if key == "ts" else dtype, counted and key == "values")
             release_free_memory()  # the parts just copied sit in glibc's heap: give them back before the next
         cols["time"] = self.ctx.times.trace_times(cols.pop("ts"), cols["has_ts"], cols.pop("clock"), in_place=True)

@@ -60,8 +60,8 @@ _MAX_NESTING = 4
 
 
 #: chunks read between two returns of the C heap's free pages: each chunk's temporaries are freed
-#: between the sample batches kept, where glibc holds them (230 MB trace: ~90 MB of the peak);
-#: every 16 chunks (64 MB of trace) costs ~0.1 s of system time on that trace, every chunk ~0.5 s
+#: between the sample batches kept, where glibc holds them (230 MB trace: tens of MB of the peak);
+#: every 16 chunks (32 MB of trace) costs ~0.1 s of system time on that trace, every chunk ~0.5 s
 _TRIM_CHUNKS = 16
 
 
