@@ -131,6 +131,10 @@ class TimedSamples:
         return result
 
 
+#: Samples gathered per step into the running weights.
+_BLOCK = 1 << 20
+
+
 def timed_samples(src: Profile | FilterResult, options: Options | None = None, *, group: str = "thread",
                   threads: tuple[np.ndarray, list[ThreadInfo]] | None = None, **overrides: Any) -> TimedSamples:
     """The samples of ``src`` (filters of ``options`` applied) grouped by ``group`` and sorted
@@ -144,7 +148,6 @@ def timed_samples(src: Profile | FilterResult, options: Options | None = None, *
     fr = filters.prepare(src, o)
     p = fr.profile
     _, values, vt, total = fr.column(o.sample_index)
-    values = values.astype(np.int64, copy=False)  # (a column of the sample table: no copy)
     of, rows = _groups(threads or sample_threads(p), group)
     samples = np.bincount(of, minlength=len(rows)) if of.size else np.zeros(len(rows), np.int64)
     weight = sum_by(of, values, len(rows))
@@ -184,7 +187,8 @@ def timed_samples(src: Profile | FilterResult, options: Options | None = None, *
     del by_group, grp
     out.running = np.empty(at.size + 1, dtype=np.int64)
     out.running[0] = 0
-    np.take(values, at, out=out.running[1:], mode="clip")  # ("raise" buffers a copy; ``at`` is in range)
+    for lo in range(0, at.size, _BLOCK):  # widened a block at a time (compact int32 values: no int64 copy)
+        out.running[1 + lo:1 + lo + _BLOCK] = values[at[lo:lo + _BLOCK]]
     np.cumsum(out.running[1:], out=out.running[1:])
     out.untimed = 0 if timed is None else int(values[~present].sum())
     return out
