@@ -308,7 +308,7 @@ def test_real_profiles_read_the_same_compact(name: str, tmp_path: Path) -> None:
 EDGE = st.sampled_from([I32.max, I32.min, I32.max - 1, I32.min + 1, 0, 1, -1, 2**30])
 
 
-TYPES = [("samples", "count"), ("cpu", "nanoseconds"), ("alloc_space", "bytes"), ("t", "count")]
+TYPES = [("samples", "count"), ("cpu", "nanoseconds"), ("wall", "milliseconds"), ("alloc_space", "bytes"), ("t", "count")]
 
 
 @st.composite
