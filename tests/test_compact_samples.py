@@ -234,10 +234,10 @@ def store_outputs(make: Callable[[], Profile], tmp: Path) -> dict[str, Any]:
     return got
 
 
-def _assert_same(plain: dict[str, Any], compact: dict[str, Any]) -> None:
+def _assert_same(plain: dict[str, Any], compact: dict[str, Any], run: str) -> None:
     assert plain.keys() == compact.keys()
     differ = [key for key in plain if plain[key] != compact[key]]
-    assert not differ, f"{len(differ)} consumers differ, first {differ[0]}: {plain[differ[0]]!r:.3000} != {compact[differ[0]]!r:.3000}"
+    assert not differ, f"{run}: {len(differ)} consumers differ, first {differ[0]}: {plain[differ[0]]!r:.3000} != {compact[differ[0]]!r:.3000}"
 
 
 def _columns(p: Profile) -> list[Any]:
@@ -248,27 +248,29 @@ def _columns(p: Profile) -> list[Any]:
 
 
 def check_every_consumer(p: Profile, tmp: Path, *, store: bool = False) -> None:
-    """Every consumer on ``p`` and on its compact copy; all of them read the same two sample
-    tables (``copy_with`` shares them), which must come out unchanged: nothing writes into a
-    profile's columns."""
+    """Every consumer on ``p`` and on its compact copy, with numpy kernels and with compiled ones:
+    all four give the plain form's numpy answers. All consumers of one run read the same two
+    sample tables (``copy_with`` shares them), which must come out unchanged: nothing writes
+    into a profile's columns."""
     assert is_compact(compact_copy(p)), "the profile has nothing to compact: the test would compare nothing"
+    commands = cli_commands(p)
+    want: list[dict[str, Any]] = []
     for mode in ("numpy", "compiled"):
-        plain, compact = copy.deepcopy(p), compact_copy(p)
-        held = _columns(plain), _columns(compact)
-        with kernels(mode):
-            _assert_same(library_outputs(plain.copy_with()), library_outputs(compact.copy_with()))
-            _assert_same(web_outputs(plain.copy_with(), base=plain.copy_with()),
-                         web_outputs(compact.copy_with(), base=compact.copy_with()))
-            commands = cli_commands(p)
-            got = cli_outputs(plain.copy_with, commands, tmp / mode)
-            failed = [argv for argv, (code, *_) in got.items() if code != 0]
-            assert len(failed) <= len(got) // 10, f"the comparison would be of errors: {failed}"
-            _assert_same(got, cli_outputs(compact.copy_with, commands, tmp / mode))
-            if store and mode == "numpy":
-                _assert_same(store_outputs(plain.copy_with, tmp / "store-plain"),
-                             store_outputs(compact.copy_with, tmp / "store-compact"))
-        assert (_columns(plain), _columns(compact)) == held  # nothing wrote into either
-        assert polyprof.dump(plain) == polyprof.dump(compact)
+        for make in (copy.deepcopy, compact_copy):
+            q = make(p)
+            held = _columns(q)
+            with kernels(mode):
+                got = [library_outputs(q.copy_with()), web_outputs(q.copy_with(), base=q.copy_with()),
+                       cli_outputs(q.copy_with, commands, tmp / "cli")]
+                if store and mode == "numpy":
+                    got.append(store_outputs(q.copy_with, tmp / "store"))
+            assert _columns(q) == held, f"{mode}, {make.__name__}: a consumer wrote into the sample columns"
+            if not want:
+                failed = [argv for argv, (code, *_) in got[2].items() if code != 0]
+                assert len(failed) <= len(got[2]) // 10, f"the comparison would be of errors: {failed}"
+                want = got
+            for expected, answer in zip(want, got):
+                _assert_same(expected, answer, f"{mode}, {make.__name__}")
 
 
 # ---------------------------------------------------------------- real profiles
