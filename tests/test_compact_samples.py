@@ -373,3 +373,17 @@ def test_perfetto_writer_reads_the_same_compact(name: str, tmp_path: Path) -> No
         write(q, out, WriteOptions())
         written.append(out.getvalue())
     assert written[0] == written[1]
+
+
+def test_a_filtered_copy_keeps_a_constant_column_without_memory() -> None:
+    from polyprof.analysis import filters
+
+    b = ProfileBuilder("test")
+    b.set_sample_types([("samples", "count")])
+    stacks = [b.stack([b.frame(name, "a.c", 1)]) for name in ("main", "work")]
+    for i in range(10):
+        b.add_sample(stacks[i % 2], [1], pid=4242, tid=7 + i % 3, cpu=0, time=i)
+    c = compact_copy(b.finish())
+    kept = filters.apply(c, focus="^work$", tid=(7, 8)).profile.samples
+    assert kept.pid.strides == (0,) and kept.pid.tolist() == [4242] * len(kept) and len(kept) == 4
+    assert kept.tid.tolist() == [8, 7, 8, 7] and kept.cpu.strides == (0,)
