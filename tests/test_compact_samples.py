@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import io
-import json
 import os
 import pickle
 import re
@@ -27,11 +26,11 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from helpers import PEER, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import polyprof
-from helpers import PEER, run_cli
 from polyprof.model.builder import ProfileBuilder
 from polyprof.model.compact import compact_samples, is_constant_view
 from polyprof.model.profile import Label, Profile
@@ -65,7 +64,7 @@ def is_compact(p: Profile) -> bool:
 @contextmanager
 def reading(make: Callable[[], Profile]) -> Iterator[None]:
     """Every read (the command line's, the store's) gives a fresh ``make()``, whatever the file."""
-    def read_all(*args: Any, **kwargs: Any) -> list[Profile]:  # noqa: ARG001
+    def read_all(*args: Any, **kwargs: Any) -> list[Profile]:
         return [make()]
 
     polyprof.read_all  # noqa: B018 - resolve the lazy attribute so it can be patched
