@@ -131,7 +131,7 @@ def cli_commands(p: Profile) -> list[list[str]]:
     out += [["flame", "-o", "OUT.svg"], ["flame", "-o", "OUT.html"], ["flame", "--inverted", "-o", "OUT.svg"],
             ["diff", "IN", "--flame", "OUT.svg", *json_], ["merge", "IN", "-o", "OUT.pb.gz"]]
     out += [["convert", "-o", f"OUT{ext}"] for ext in WRITERS.values()]
-    out += [["convert", "--hide", f["hot"], "-o", "OUT.pb.gz"]]
+    out += [["convert", "--hide", f["hot"], "-o", "OUT.pb.gz"], ["symbolize", "--offline", "-o", "OUT.pb.gz"]]
     return out
 
 
