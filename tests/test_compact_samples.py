@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from unittest import mock
+from urllib.parse import quote
 
 import numpy as np
 import pytest
@@ -88,7 +89,8 @@ def _facts(p: Profile) -> dict[str, Any]:
     rows = top(p, nodecount=0).rows if len(p.samples) else []
     names = [r.name for r in rows if r.name]
     keys = sorted({lab.key for labels in p.labelsets for lab in labels})
-    facts: dict[str, Any] = {"hot": "^" + re.escape(names[0]) + "$" if names else "x",
+    facts: dict[str, Any] = {"name": names[0] if names else "x",
+                             "hot": "^" + re.escape(names[0]) + "$" if names else "x",
                              "any": "|".join(re.escape(n) for n in names[1:4]) or "x", "keys": keys}
     for name in ("pid", "tid"):
         col = getattr(s, name)
@@ -195,20 +197,19 @@ def web_outputs(p: Profile, *, base: Profile | None = None) -> dict[str, Any]:
         resp = application.handle("GET", url, {"Host": "127.0.0.1:8080"})
         return (resp.status, resp.body)
 
-    f = _facts(p)
+    f = {k: quote(v, safe="") if isinstance(v, str) else v for k, v in _facts(p).items()}
     urls = ["/api/session", "/api/info?p=0", "/api/top?p=0&nodecount=0", "/api/tree?p=0", "/api/traces?p=0",
             f"/api/peek?p=0&regex={f['hot']}", "/api/flame?p=0&min_fraction=0&max_nodes=0",
             "/api/flame?p=0&inverted=1", "/api/flame?p=0&min_fraction=0.05", "/api/node?p=0&id=1",
             "/api/calltree?p=0&id=0", "/api/labels?p=0", "/api/timeline?p=0&bins=50",
             "/api/timeline?p=0&group=process", f"/api/top?p=0&hide={f['hot']}", f"/api/top?p=0&prune_from={f['any']}",
             f"/api/flame?p=0&focus={f['any']}", "/api/download?p=0&format=pprof", "/api/download?p=0&format=simpleperf"]
-    hot = f["hot"][1:-1].replace("\\", "")
-    urls += [f"/api/sandwich?p=0&fn={hot}", f"/api/sandwich?p=0&fn={hot}&side=callers&id=0"]
-    for key in f["keys"][:2]:
+    urls += [f"/api/sandwich?p=0&fn={f['name']}", f"/api/sandwich?p=0&fn={f['name']}&side=callers&id=0"]
+    for key in (quote(k, safe="") for k in f["keys"][:2]):
         urls += [f"/api/top?p=0&tagroot={key}", f"/api/flame?p=0&tagroot={key}", f"/api/flame?p=0&tagleaf={key}"]
     if base is not None:
         urls += ["/api/diff?p=0&b=1&by=both&nodecount=0", "/api/flame?p=0&b=1"]
-    return {url: get(url.replace(" ", "%20")) for url in urls}
+    return {url: get(url) for url in urls}
 
 
 def store_outputs(make: Callable[[], Profile], tmp: Path) -> dict[str, Any]:
