@@ -161,7 +161,7 @@ def diff(base: Profile | FilterResult, new: Profile | FilterResult, options: Opt
     notes: list[str] = []
     originals, profiles, index = pair_sides(sides, o, names, notes)
     vt = profiles[1].sample_types[index] if profiles[1].sample_types else ValueType("", "")
-    totals = [int(np.abs(p.samples.values[:, index]).sum()) if p.sample_types else 0 for p in originals]
+    totals = [int(np.abs(p.samples.values[:, index], dtype=np.int64).sum()) if p.sample_types else 0 for p in originals]
     factors, unit = _factors(normalize, originals, vt, totals)
     weights = [_function_weights(p, o, index) for p in profiles]
     rows = []

@@ -107,7 +107,7 @@ class FilterResult:
         values = self.original.samples.values
         if not values.size:
             return 0
-        return int(np.abs(values[:, index]).sum())
+        return int(np.abs(values[:, index], dtype=np.int64).sum())  # (int32 values: |-2**31| needs int64)
 
     def column(self, sample_index: str | int | None) -> tuple[int, np.ndarray, ValueType, int]:
         """(index, filtered values, value type, total before filtering) of a ``--sample-index``."""

@@ -42,7 +42,7 @@ def sum_by(keys: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
         for lo in range(0, keys.size, step):
             out += sum_by(keys[lo:lo + step], values[lo:lo + step], size)
         return out
-    if values.dtype == np.bool_ or int(np.abs(values).sum(dtype=np.float64)) < _EXACT_FLOAT:
+    if values.dtype == np.bool_ or int(np.abs(values, dtype=np.int64).sum(dtype=np.float64)) < _EXACT_FLOAT:
         return np.bincount(keys, weights=values, minlength=size).astype(np.int64)
     out = np.zeros(size, dtype=np.int64)
     np.add.at(out, keys, values.astype(np.int64, copy=False))

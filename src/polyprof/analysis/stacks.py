@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from polyprof.model import tree
+from polyprof.model.compact import take_rows
 from polyprof.model.profile import CallsiteTable, LineTable, LocationTable, Profile, SampleTable, _Once
 from polyprof.wire.vector import import_compiled
 
@@ -97,7 +98,7 @@ class _Take:
         self.column, self.mask = column, mask
 
     def __call__(self, _: object) -> np.ndarray:
-        return self.column[self.mask]
+        return take_rows(self.column, self.mask)  # (a constant pid stays one value: model/compact.py)
 
 
 def selected_from(s: SampleTable) -> tuple[dict[str, np.ndarray], np.ndarray | None]:

@@ -147,7 +147,7 @@ def top_root_labels(plain: FilterResult, options: Options | None = None,
         return None
     # the label frames: every label set once, with the weight its kept samples have
     sets = orig.samples.labelset.astype(np.int64)
-    weight = np.zeros((len(orig.labelsets), orig.samples.values.shape[1]), dtype=orig.samples.values.dtype)
+    weight = np.zeros((len(orig.labelsets), orig.samples.values.shape[1]), dtype=np.int64)
     np.add.at(weight, (sets[plain.rows],), orig.samples.values[plain.rows])  # rows: kept samples in ``orig``
     used = np.unique(sets)
     stub = label_groups.stackless(orig, used, weight[used])

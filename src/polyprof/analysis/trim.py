@@ -72,7 +72,7 @@ def _total(p: Profile, index: int, mean: bool) -> int:
         # pprof sums equal samples before it takes absolute values: a sample and its
         # negated base counterpart (-base) cancel out
         p = compact(p)
-    v = np.abs(p.samples.values[:, index])
+    v = np.abs(p.samples.values[:, index], dtype=np.int64)
     d = p.samples.values[:, 0] if mean else np.zeros(0, dtype=np.int64)
     base = _base_samples(p)
     if base is not None and v[base].sum() > 0:

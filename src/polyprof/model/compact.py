@@ -29,7 +29,7 @@ import numpy as np
 
 from polyprof.model.profile import SampleTable
 
-__all__ = ["compact_samples", "compact_values", "constant_column", "is_constant_view", "narrow_column"]
+__all__ = ["compact_samples", "compact_values", "constant_column", "is_constant_view", "narrow_column", "take_rows"]
 
 _I32 = np.iinfo(np.int32)
 
@@ -67,6 +67,13 @@ def constant_column(col: np.ndarray) -> np.ndarray:
 def is_constant_view(col: np.ndarray) -> bool:
     """True for a column :func:`constant_column` made (one value, stride 0)."""
     return col.ndim == 1 and col.size > 1 and col.strides[0] == 0
+
+
+def take_rows(col: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``col[mask]`` (a boolean mask); a constant view stays one, holding no memory per kept row."""
+    if is_constant_view(col):
+        return np.broadcast_to(col[:1], (int(np.count_nonzero(mask)),))
+    return col[mask]
 
 
 def compact_samples(table: SampleTable) -> SampleTable:

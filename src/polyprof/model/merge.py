@@ -315,7 +315,7 @@ def merge_as_pprof(profiles: Sequence[Profile], names: Sequence[str] | None = No
 def negated(p: Profile, extra_labels: Sequence[Label] = ()) -> Profile:
     """``p`` with every value negated (pprof's ``Scale(-1)``), ``extra_labels`` added to every sample."""
     s = p.samples
-    table = SampleTable(stack=s.stack, values=-s.values, labelset=s.labelset,
+    table = SampleTable(stack=s.stack, values=np.negative(s.values, dtype=np.int64), labelset=s.labelset,
                         **{n: getattr(s, n) for n in s.OPTIONAL_COLUMNS})
     out = p.copy_with(samples=table)
     if not extra_labels:

@@ -351,8 +351,10 @@ class CallStackEncoder:
         vt = p.sample_types[col]
         cpu = vt.type.lower() in _CPU_TIME
         values = p.samples.values
-        counts = values[:, self.count_col] if self.count_col is not None else 1
-        by_period = bool((values[:, col] * _NS[vt.unit] == counts * (self.period_ms * MS)).all())
+        # scaled in int64 whatever the values' type (int32 columns: a product in int32 would wrap)
+        counts = values[:, self.count_col].astype(np.int64, copy=False) if self.count_col is not None else 1
+        by_period = bool((values[:, col].astype(np.int64, copy=False) * _NS[vt.unit]
+                          == counts * (self.period_ms * MS)).all())
         how = ("count x sampling period" if by_period else "in the samples' weights") + (
             ", values converted to nanoseconds" if vt.unit != "nanoseconds" else "")
         self.report.rename(vt, ValueType("cpu" if cpu else "wall", "nanoseconds"), how)
@@ -370,7 +372,8 @@ class CallStackEncoder:
         counts = values[:, self.count_col].tolist() if self.count_col is not None else [1] * n
         weights = values[:, self.weight_col].tolist() if self.weight_col is not None else [1] * n
         if self.time_in_weights and self.time_col is not None:
-            weights = (values[:, self.time_col] * _NS[p.sample_types[self.time_col].unit]).tolist()
+            weights = (values[:, self.time_col].astype(np.int64, copy=False)
+                       * _NS[p.sample_types[self.time_col].unit]).tolist()
         for i, vt in enumerate(p.sample_types):
             if i in (self.count_col, self.weight_col, self.time_col):
                 continue

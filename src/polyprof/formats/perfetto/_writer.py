@@ -322,7 +322,9 @@ class PerfWriter:
         cols = {k: (getattr(s, k).tolist() if getattr(s, k) is not None else None) for k in ("pid", "tid", "cpu")}
         cpu = cols["cpu"]
         running: dict[int, np.ndarray] = {}
-        vals = np.maximum(s.values[:, counters], 0) if counters else np.zeros((len(s), 0), np.int64)
+        # int64 whatever the values' type: each CPU's running counter sums them (int32 would wrap)
+        vals = (np.maximum(s.values[:, counters], 0).astype(np.int64, copy=False) if counters
+                else np.zeros((len(s), 0), np.int64))
         flags = varint(S.F_SEQUENCE_FLAGS << 3) + varint(S.SEQ_NEEDS_INCREMENTAL_STATE)
         seq = varint(S.F_SEQ_ID << 3) + varint(DATA_SEQ)
         fixed = [_fields_of(names[i]) for i in range(len(names))]

@@ -81,7 +81,8 @@ def _heap_values(p: Profile, report: LossReport) -> np.ndarray:
         if (vt.type, vt.unit) not in HEAP_TYPES:
             report.add(f"sample type not kept in a heap dump: {vt.type}/{vt.unit}")
     v = p.samples.values
-    col = lambda name: v[:, index[name]] if name in index else None  # noqa: E731
+    # int64 whatever the values' type: alloc - inuse and inuse + freed of int32 columns would wrap
+    col = lambda name: v[:, index[name]].astype(np.int64, copy=False) if name in index else None  # noqa: E731
     out = np.zeros((len(p.samples), 4), dtype=np.int64)
     for j, (kind, unit) in enumerate((("objects", 0), ("space", 1))):
         alloc, inuse, freed = col(f"alloc_{kind}"), col(f"inuse_{kind}"), col(f"freed_{kind}")
