@@ -96,6 +96,10 @@ def test_did_you_mean(cli):
     assert r.code == 6 and "did you mean 'top'?" in r.err
     r = cli("top", DEMO, "--granularity", "line")
     assert r.code == 6 and "did you mean 'lines'?" in r.err
+    r = cli("graph", DEMO, "--format", "dot")  # a value of another option: that option named
+    assert r.code == 6 and "did you mean --to dot?" in r.err
+    r = cli("top", DEMO, "--format", "jsn")  # close to the option's own choices, not another's
+    assert r.code == 6 and "did you mean 'json'?" in r.err
 
 
 def test_top_unit_takes_its_value(cli):

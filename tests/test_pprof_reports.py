@@ -62,6 +62,30 @@ def test_graph_dot_nodes_and_edges_equal_go(cli, peer):
     assert parts(ours) == parts(text.decode())
 
 
+def test_graph_of_a_node_whose_flat_outweighs_its_callees_equals_go(cli, tmp_path):
+    """A diff's node with a negative flat and lighter callees has a negative entropy total, so
+    pprof's score is NaN (int64(NaN) is math.MinInt64 on amd64, and abs64 of it stays
+    negative): the graph is ordered as go orders it (this was an internal error)."""
+    from polyprof.formats.options import WriteOptions
+    from polyprof.formats.pprof import write
+    from polyprof.model.builder import ProfileBuilder
+
+    go = _live_go()
+    b = ProfileBuilder("test")
+    b.set_sample_types([("samples", "count")])
+    f = {n: b.frame(n, "a.go", 1) for n in ("main", "run", "alloc", "spin")}
+    for names, value in (("alloc run main", 3), ("run main", -10), ("spin main", 4)):
+        b.add_sample(b.stack([f[n] for n in names.split()]), [value])
+    path = tmp_path / "diff.pb.gz"
+    with open(path, "wb") as out:
+        write(b.finish(), out, WriteOptions())
+    code, text, err = go.run(["-dot"], path)
+    assert code == 0, err
+    r = cli("graph", path)
+    assert r.code == 0, r.err
+    assert r.out == text.decode()
+
+
 @pytest.mark.skipif(not RUNTIME_SRC.is_dir(), reason="Go runtime sources not installed (Debian golang-go)")
 @pytest.mark.parametrize("args", [[r"pprof\.Do"], [r"runtime/pprof\.", "-alloc_space"], [r"main\."]],
                          ids=["absolute path", "several routines", "source missing"])

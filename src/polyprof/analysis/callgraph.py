@@ -164,9 +164,9 @@ def _entropy_order(nodes: NodeMap, flat: np.ndarray, cum: np.ndarray, members: l
         f, c = int(flat[n]), int(cum[n])
         s = 1.0 if n not in ins else _edge_entropy(ins[n], 0)
         s += 1.0 if n not in outs else _edge_entropy(outs[n], f)
-        score[n] = int(s * float(c)) + f
+        score[n] = _wrap64(_go_int64(s * float(c)) + f)
     names, infos = nodes.names, nodes.infos
-    return sorted(members, key=lambda n: (-abs(score[n]), names[n], -abs(int(flat[n])), infos[n]))
+    return sorted(members, key=lambda n: (-_abs64(score[n]), names[n], -abs(int(flat[n])), infos[n]))
 
 
 def _edge_entropy(weights: list[int], own: int) -> float:
@@ -174,7 +174,25 @@ def _edge_entropy(weights: list[int], own: int) -> float:
     if total == 0:
         return 0.0
     parts = [abs(x) / total for x in weights] + ([abs(own) / total] if own > 0 else [])
-    return sum(-f * math.log2(f) if f > 0 else float("nan") for f in parts)
+    return sum(-f * math.log2(f) if f > 0 else float("nan") for f in parts)  # Go: -0 * log2(0) is NaN
+
+
+def _go_int64(x: float) -> int:
+    """Go's ``int64(x)`` as pprof's amd64 build computes it: NaN (an edge of weight 0), the
+    infinities and values out of range give math.MinInt64."""
+    if math.isnan(x) or not -(2.0**63) <= x < 2.0**63:
+        return -(1 << 63)
+    return int(x)
+
+
+def _wrap64(v: int) -> int:
+    """``v`` wrapped to a Go int64."""
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _abs64(v: int) -> int:
+    """pprof's abs64: the negation wraps, so abs64(math.MinInt64) stays negative."""
+    return _wrap64(-v) if v < 0 else v
 
 
 def _select(order: list[int], count: int, tags_of) -> list[int]:  # noqa: ANN001

@@ -69,10 +69,15 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(BAD_OPTION)
 
     def _suggestion(self, message: str) -> str:
-        m = re.search(r"invalid choice: '([^']*)'", message)
+        m = re.search(r"(?:argument (\S+): )?invalid choice: '([^']*)'", message)
         if m:
-            choices = [c for a in self._actions for c in (a.choices or ()) if isinstance(c, str)]
-            close = difflib.get_close_matches(m.group(1), choices, n=1)
+            named, value = m.group(1) or "", m.group(2)
+            own = [a for a in self._actions if named in ("/".join(a.option_strings), a.metavar, a.dest)]
+            for a in self._actions:  # a value of another option ("--format dot" for "--to dot")
+                if a.option_strings and a not in own and value in (a.choices or ()):
+                    return f" (did you mean {a.option_strings[-1]} {value}?)"
+            choices = [c for a in (own or self._actions) for c in (a.choices or ()) if isinstance(c, str)]
+            close = difflib.get_close_matches(value, choices, n=1)
             return f" (did you mean {close[0]!r}?)" if close else ""
         m = re.search(r"unrecognized arguments: (.*)", message)
         if not m:
