@@ -38,6 +38,8 @@ STB_LOCAL = 0
 SHN_UNDEF, SHN_LORESERVE = 0, 0xFF00
 #: sections of PLT stubs (lazy binding, IBT's second PLT, GOT-only stubs), each named ``@plt``
 _PLT_SECTIONS = frozenset({".plt", ".plt.sec", ".plt.got", ".iplt"})
+#: the name of a PLT stub's frame, as simpleperf names it (no file, no line: stubs have no DWARF)
+PLT_NAME = "@plt"
 #: Sections we decompress or copy are refused past this (MiniDebugInfo is a few MB).
 MAX_SECTION_COPY = 256 << 20
 _ADDRESS_END = (1 << 64) - 1  # the last address of a 64-bit space
@@ -311,7 +313,7 @@ class ElfFile:
         llvm-symbolizer does), and a debug file keeps the section headers to find them."""
         plts = [s for s in self.sections if s.name in _PLT_SECTIONS and s.addr and s.size]
         return Symbols(np.array([s.addr for s in plts], dtype=np.uint64), np.array([s.size for s in plts], np.uint64),
-                       ["@plt"] * len(plts), [""] * len(plts),
+                       [PLT_NAME] * len(plts), [""] * len(plts),
                        np.array([min(s.addr + s.size, _ADDRESS_END) for s in plts], dtype=np.uint64))
 
     def _read_symbols(self, table: Section) -> Symbols:

@@ -20,7 +20,7 @@ import numpy as np
 from polyprof.errors import PolyprofError
 from polyprof.symbolize.answers import Answers
 from polyprof.symbolize.cache import ResultCache
-from polyprof.symbolize.elf import ElfFile, Symbols
+from polyprof.symbolize.elf import PLT_NAME, ElfFile, Symbols
 from polyprof.symbolize.frames import Frame
 from polyprof.symbolize.llvm import LlvmPool, LlvmSymbolizerError, find_llvm_symbolizer
 
@@ -28,8 +28,9 @@ __all__ = ["ENGINES", "BadDebugInfoError", "Module", "Resolver"]
 
 ENGINES = ("auto", "llvm", "python")
 _MASK = (1 << 64) - 1
-#: bumped when the same debug file would be answered differently (2: ``@plt`` stubs)
-_RULES = "rules2"
+#: bumped when the same debug file would be answered differently (2: ``@plt`` stubs; 3: a stub's
+#: file is "" for both engines)
+_RULES = "rules3"
 
 
 class BadDebugInfoError(PolyprofError):
@@ -175,4 +176,8 @@ def _name_from_symbols(answers: Answers, syms: Symbols) -> Answers:
     if not hit.any():
         return answers
     picked = rows[hit].tolist()
-    return answers.name_outermost(hit, [syms.names[j] for j in picked], [syms.files[j] for j in picked])
+    names = [syms.names[j] for j in picked]
+    # a PLT stub has no DWARF: its file is the @plt symbol's (""), not the one llvm-symbolizer takes
+    # from the symbol it stretches over the stubs (crtstuff.c of a Rust binary's _fini)
+    plt = np.fromiter((n == PLT_NAME for n in names), dtype=bool, count=len(names))
+    return answers.name_outermost(hit, names, [syms.files[j] for j in picked], own_file=plt)
