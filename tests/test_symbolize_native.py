@@ -226,6 +226,12 @@ def test_pure_python_and_llvm_symbolizer_give_identical_answers(lang):  # noqa: 
     if plt is not None and plt.addr + 1 in addresses:  # named as simpleperf names them (llvm-symbolizer alone says _init)
         assert python[plt.addr + 1] == [Frame(function="@plt", file="", line=0, column=0)]
     assert len(llvm) > 0.9 * len(addresses)
+    # an unwinder's stray return address outside code (.eh_frame, .rodata, data) stays unnamed by both,
+    # as simpleperf leaves it (llvm-symbolizer alone names .eh_frame after __FRAME_END__)
+    outside = [a for s in debug.sections if s.addr and s.size and not s.executable
+               for a in range(s.addr, s.addr + s.size, 16)]
+    assert len(outside) > 100
+    assert Resolver("python").resolve(module, outside) == Resolver("llvm").resolve(module, outside) == {}
 
 
 def _program_addresses(lang: str) -> tuple[ElfFile, list[int]]:
