@@ -4,7 +4,9 @@ C, C++ (-O2, templates, inlining) and Rust (when ``rustc`` is installed)
 programs from ``tests/fixtures/symbolize`` are compiled with debug info and
 frame pointers; for each, ``bin/NAME`` is the unstripped build,
 ``debug/NAME.debug`` the ``objcopy --only-keep-debug`` file and
-``run/NAME`` the ``strip``ped copy that is run and recorded. Recordings are
+``run/NAME`` the ``strip``ped copy that is run and recorded. Each program
+runs for the seconds of its own CPU time it is given, not wall time: a
+recording gets about the same samples however loaded the machine is. Recordings are
 made with the host simpleperf of the ``perftools`` wheel (test extra):
 ``plain.trace`` is simpleperf's report of the stripped binary (address
 frames), ``self.trace`` the same recording reported with ``--symdir bin``

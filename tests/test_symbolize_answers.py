@@ -35,6 +35,10 @@ def test_symbol_names_go_on_the_outermost_frame_and_fill_empty_answers():
     named = a.name_outermost(np.array([True, True, False]), ["sym1", "sym2"], ["/s1", "/s2"])
     assert [named.frames(i) for i in range(3)] == [
         [Frame("in", "", 5, 0), Frame("sym1", "/s1", 6, 0)], [Frame("sym2", "/s2", 0, 0)], [Frame("x", "/f", 1, 0)]]
+    # where the symbol's own file is asked for (a PLT stub), it replaces the frame's file too
+    b = Answers.from_frames([1, 2], [[Frame("_fini", "crtstuff.c", 0, 0)], [Frame("_fini", "crtstuff.c", 0, 0)]])
+    named = b.name_outermost(np.array([True, True]), ["@plt", "f"], ["", "/s"], own_file=np.array([True, False]))
+    assert [named.frames(i) for i in range(2)] == [[Frame("@plt", "", 0, 0)], [Frame("f", "crtstuff.c", 0, 0)]]
 
 
 def test_llvm_output_parsed_in_bulk():

@@ -157,12 +157,14 @@ class Answers:
 
     # ------------------------------------------------------------ changing
 
-    def name_outermost(self, hit: np.ndarray, names: list[str], files: list[str]) -> Answers:
+    def name_outermost(self, hit: np.ndarray, names: list[str], files: list[str],
+                       own_file: np.ndarray | None = None) -> Answers:
         """The symbol table's names on the outermost frame of each address where ``hit``.
 
         ``names``/``files`` hold one entry per hit address (in order). The name
         replaces the outermost frame's; the file fills it only where it had
-        none; an address without frames gains one frame with that name.
+        none, or replaces it where ``own_file`` (one flag per hit address) is
+        set; an address without frames gains one frame with that name.
         """
         codes = {s: i for i, s in enumerate(self.strings)}
         strings = list(self.strings)
@@ -188,7 +190,8 @@ class Answers:
         fn, fl = cols[0], cols[1]
         last = starts[1:][hit] - 1
         fn[last] = name_code
-        fl[last] = np.where(fl[last] == 0, file_code, fl[last])
+        replace = fl[last] == 0 if own_file is None else (fl[last] == 0) | own_file
+        fl[last] = np.where(replace, file_code, fl[last])
         return Answers(self.addresses, starts, fn, fl, cols[2], cols[3], strings)
 
     def in_first_use_order(self) -> Answers:

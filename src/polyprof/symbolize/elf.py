@@ -32,12 +32,15 @@ ELF_MAGIC = b"\x7fELF"
 ET_EXEC, ET_DYN, ET_REL = 2, 3, 1
 PT_LOAD, PF_X = 1, 1
 SHT_SYMTAB, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 2, 7, 8, 11
+SHF_EXECINSTR = 0x4
 NT_GNU_BUILD_ID = 3
 STT_NOTYPE, STT_FUNC, STT_FILE, STT_GNU_IFUNC = 0, 2, 4, 10
 STB_LOCAL = 0
 SHN_UNDEF, SHN_LORESERVE = 0, 0xFF00
 #: sections of PLT stubs (lazy binding, IBT's second PLT, GOT-only stubs), each named ``@plt``
 _PLT_SECTIONS = frozenset({".plt", ".plt.sec", ".plt.got", ".iplt"})
+#: the name of a PLT stub's frame, as simpleperf names it (no file, no line: stubs have no DWARF)
+PLT_NAME = "@plt"
 #: Sections we decompress or copy are refused past this (MiniDebugInfo is a few MB).
 MAX_SECTION_COPY = 256 << 20
 _ADDRESS_END = (1 << 64) - 1  # the last address of a 64-bit space
@@ -75,6 +78,11 @@ class Section:
     size: int
     link: int
     entsize: int
+    flags: int = 0
+
+    @property
+    def executable(self) -> bool:
+        return bool(self.flags & SHF_EXECINSTR)
 
 
 @dataclass
@@ -196,10 +204,10 @@ class ElfFile:
             s = raw[self.shstrndx]
             names = bytes(self._span(s[4], s[5], "section name table"))
         out = []
-        for name_off, stype, _, addr, off, size, link, _, _, entsize in raw:
+        for name_off, stype, flags, addr, off, size, link, _, _, entsize in raw:
             end = names.find(b"\0", name_off)
             name = names[name_off:end if end >= 0 else None].decode("utf-8", "replace") if name_off < len(names) else ""
-            out.append(Section(name, stype, addr, off, size, link, entsize))
+            out.append(Section(name, stype, addr, off, size, link, entsize, flags))
         return out
 
     def validate(self) -> None:
@@ -260,6 +268,18 @@ class ElfFile:
         s = self.section(".debug_info")
         return s is not None and s.type != SHT_NOBITS and s.size > 0
 
+    @cached_property
+    def code_ranges(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(starts, ends) of the executable sections, else of the executable segments; None when
+        the file tells neither (then any address may be code)."""
+        ranges = [(s.addr, s.addr + s.size) for s in self.sections if s.executable and s.size]
+        if not ranges:
+            ranges = [(g.vaddr, g.vaddr + g.memsz) for g in self.segments if g.executable and g.memsz]
+        if not ranges:
+            return None
+        return (np.array([a for a, _ in ranges], dtype=np.uint64),
+                np.array([min(b, _ADDRESS_END) for _, b in ranges], dtype=np.uint64))
+
     def loading_address(self) -> int:
         """Breakpad's module base: the vaddr of the segment mapped from file offset 0."""
         for seg in self.segments:
@@ -311,7 +331,7 @@ class ElfFile:
         llvm-symbolizer does), and a debug file keeps the section headers to find them."""
         plts = [s for s in self.sections if s.name in _PLT_SECTIONS and s.addr and s.size]
         return Symbols(np.array([s.addr for s in plts], dtype=np.uint64), np.array([s.size for s in plts], np.uint64),
-                       ["@plt"] * len(plts), [""] * len(plts),
+                       [PLT_NAME] * len(plts), [""] * len(plts),
                        np.array([min(s.addr + s.size, _ADDRESS_END) for s in plts], dtype=np.uint64))
 
     def _read_symbols(self, table: Section) -> Symbols:

@@ -20,7 +20,7 @@ import numpy as np
 from polyprof.errors import PolyprofError
 from polyprof.symbolize.answers import Answers
 from polyprof.symbolize.cache import ResultCache
-from polyprof.symbolize.elf import ElfFile, Symbols
+from polyprof.symbolize.elf import PLT_NAME, ElfFile, Symbols
 from polyprof.symbolize.frames import Frame
 from polyprof.symbolize.llvm import LlvmPool, LlvmSymbolizerError, find_llvm_symbolizer
 
@@ -28,8 +28,9 @@ __all__ = ["ENGINES", "BadDebugInfoError", "Module", "Resolver"]
 
 ENGINES = ("auto", "llvm", "python")
 _MASK = (1 << 64) - 1
-#: bumped when the same debug file would be answered differently (2: ``@plt`` stubs)
-_RULES = "rules2"
+#: bumped when the same debug file would be answered differently (2: ``@plt`` stubs; 3: a stub's
+#: file is "" for both engines, and addresses outside code get no frames)
+_RULES = "rules3"
 
 
 class BadDebugInfoError(PolyprofError):
@@ -66,6 +67,17 @@ class Module:
                 if len(syms):
                     return syms
         return (self.debug or self.binary).symbols  # type: ignore[union-attr]
+
+    def is_code(self, addresses: np.ndarray) -> np.ndarray:
+        """Which of ``addresses`` lie in the module's code (executable sections, else segments)."""
+        for f in (self.debug, self.binary):
+            found = f.code_ranges if f is not None else None
+            if found is not None:
+                inside = np.zeros(len(addresses), dtype=bool)
+                for start, end in zip(*found):  # a handful of sections
+                    inside |= (addresses >= start) & (addresses < end)
+                return inside
+        return np.ones(len(addresses), dtype=bool)
 
     def cache_key(self) -> str:
         # the rules' version first: answers cached under older naming rules are not reused
@@ -151,9 +163,16 @@ class Resolver:
         cached = self.cache.get(key, distinct)
         todo = distinct[~np.isin(distinct, cached.addresses)] if len(cached) else distinct
         if len(todo):
+            # a frame's pc is code: an unwinder's stray return address elsewhere (.eh_frame, data)
+            # stays unnamed by both engines, as simpleperf leaves it (llvm-symbolizer alone would
+            # name it after a data symbol such as __FRAME_END__)
+            code = module.is_code(todo)
+            asked = todo[code]
             path = module.dwarf_path
-            fresh = self._dwarf(path, todo) if path else Answers.empty(todo)
+            fresh = self._dwarf(path, asked) if path and len(asked) else Answers.empty(asked)
             fresh = _name_from_symbols(fresh, module.symbols())
+            if not code.all():
+                fresh = Answers.concat([fresh, Answers.empty(todo[~code])])
             self.cache.put(key, fresh)
             cached = Answers.concat([cached, fresh])
         return cached.lookup(wanted)[0]
@@ -175,4 +194,8 @@ def _name_from_symbols(answers: Answers, syms: Symbols) -> Answers:
     if not hit.any():
         return answers
     picked = rows[hit].tolist()
-    return answers.name_outermost(hit, [syms.names[j] for j in picked], [syms.files[j] for j in picked])
+    names = [syms.names[j] for j in picked]
+    # a PLT stub has no DWARF: its file is the @plt symbol's (""), not the one llvm-symbolizer takes
+    # from the symbol it stretches over the stubs (crtstuff.c of a Rust binary's _fini)
+    plt = np.fromiter((n == PLT_NAME for n in names), dtype=bool, count=len(names))
+    return answers.name_outermost(hit, names, [syms.files[j] for j in picked], own_file=plt)
