@@ -61,7 +61,7 @@ def reference_timed(fr: filters.FilterResult, of: np.ndarray, rank: np.ndarray) 
 def check(p: Profile) -> None:
     of, infos = sample_threads(p)
     want_of, want_infos = reference_threads(p)
-    assert of.dtype == np.int64 and of.tolist() == want_of
+    assert of.dtype == np.int32 and of.tolist() == want_of  # (int32: half the memory per sample)
     assert [(t.name, t.pid, t.tid, t.process_name) for t in infos] == want_infos
     if not p.sample_types:
         return
@@ -141,3 +141,15 @@ def test_peer_files(monkeypatch):
             checked += 1
             with_threads += len(sample_threads(p)[1]) > 1
     assert checked > 50 and with_threads > 5, (checked, with_threads)
+
+
+@pytest.mark.parametrize("groups", [1, 3, 64, 65])
+@pytest.mark.parametrize("n", [0, 1, 10, 5000])
+def test_stable_order_is_argsort(monkeypatch, groups, n):
+    """The timeline's grouping of rows (int32, a block at a time, for few groups) is the stable argsort."""
+    monkeypatch.setattr(timeline, "_BLOCK", 7)  # blocks that split every group's rows
+    rng = np.random.default_rng(n * 100 + groups)
+    grp = rng.integers(0, groups, n).astype(np.int16)
+    got = timeline._stable_order(grp, np.bincount(grp, minlength=groups))
+    assert got.tolist() == np.argsort(grp, kind="stable").tolist()
+    assert got.dtype == (np.int32 if groups <= timeline._FEW_GROUPS else np.int64)

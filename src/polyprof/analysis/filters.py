@@ -376,7 +376,9 @@ def _prune_plan(p: Profile, rx: re.Pattern[str]) -> tuple[np.ndarray, np.ndarray
         return None
     cs = p.callsites
     old = p.samples.stack
-    deepest = np.append(stacks.nearest(cs, prune[cs.location]), -1)[old]
+    near = stacks.nearest(cs, prune[cs.location])  # per callsite (11M on the large pprof: no copy of it)
+    deepest = np.where(old >= 0, near[old], -1)  # (old -1: no stack; near[-1] is a placeholder)
+    del near
     return pos >= np.where(prune, first, 0)[line_loc], np.where(deepest >= 0, deepest, old)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from polyprof.analysis import filters, label_groups
 from polyprof.analysis.filters import FilterResult
-from polyprof.analysis.graph import node_map
+from polyprof.analysis.graph import node_map, sum_by
 from polyprof.analysis.nodes import NodeMap
 from polyprof.analysis.options import Options, resolve
 from polyprof.analysis.reshape_view import ReshapeView
@@ -146,10 +146,15 @@ def top_root_labels(plain: FilterResult, options: Options | None = None,
     if (p.samples.stack < 0).any():
         return None
     # the label frames: every label set once, with the weight its kept samples have
-    sets = orig.samples.labelset.astype(np.int64)
-    weight = np.zeros((len(orig.labelsets), orig.samples.values.shape[1]), dtype=np.int64)
-    np.add.at(weight, (sets[plain.rows],), orig.samples.values[plain.rows])  # rows: kept samples in ``orig``
-    used = np.unique(sets)
+    sets, sample_values = orig.samples.labelset, orig.samples.values
+    kept = sets[plain.rows]  # rows: kept samples in ``orig``
+    weight = np.zeros((len(orig.labelsets), sample_values.shape[1]), dtype=np.int64)
+    for j in range(sample_values.shape[1]):  # exact int64 sums a chunk at a time (np.add.at of int32
+        weight[:, j] = sum_by(kept, sample_values[plain.rows, j], len(orig.labelsets))  # into int64: a slow loop)
+    del kept
+    present = np.zeros(len(orig.labelsets), dtype=bool)
+    present[sets] = True
+    used = np.flatnonzero(present)
     stub = label_groups.stackless(orig, used, weight[used])
     unset: dict[str, Any] = {k: None for k in ("tagroot", *filters.FILTERS)}
     plain_o = dataclasses.replace(o, **unset)

@@ -122,7 +122,7 @@ def fold(p: Profile, options: WriteOptions, report: LossReport | None = None) ->
     heads = [None if h is None else _clean(h, report) for h in heads]
     live = np.nonzero(values != 0)[0]
     stack = p.samples.stack.astype(np.int64)[live]
-    key = thread_of[live] * (len(p.callsites) + 1) + stack + 1
+    key = thread_of[live].astype(np.int64) * (len(p.callsites) + 1) + stack + 1
     uniq, inverse = np.unique(key, return_inverse=True)
     sums = np.zeros(uniq.size, dtype=np.int64)
     np.add.at(sums, inverse.reshape(-1), values[live])

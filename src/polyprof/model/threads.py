@@ -84,7 +84,7 @@ def sample_threads(p: Profile) -> tuple[np.ndarray, list[ThreadInfo]]:
     ls_names, ls_pids, ls_tids = _labelset_columns(p)
     name_ids = {nm: i for i, nm in enumerate(dict.fromkeys(x for x in ls_names if x))}
     ls_name_id = np.array([name_ids.get(x, -1) if x else -1 for x in ls_names], dtype=np.int64)
-    inverse = np.zeros(n, dtype=np.int64)
+    inverse = np.zeros(n, dtype=np.int32)  # (threads are fewer than 2**31: half the memory per sample)
     uniq = np.zeros((3, 0), dtype=np.int64)  # the (pid, tid, name) of each thread so far, in order
     for lo in range(0, n, _STEP):  # numbered step by step: new threads of a step follow the older ones
         ls = s.labelset[lo:lo + _STEP]
