@@ -377,8 +377,10 @@ def _prune_plan(p: Profile, rx: re.Pattern[str]) -> tuple[np.ndarray, np.ndarray
     cs = p.callsites
     old = p.samples.stack
     near = stacks.nearest(cs, prune[cs.location])  # per callsite (11M on the large pprof: no copy of it)
-    deepest = np.where(old >= 0, near[old], -1)  # (old -1: no stack; near[-1] is a placeholder)
-    del near
+    deepest = np.full(old.shape, -1, dtype=np.int64)  # (old -1: no stack)
+    has = old >= 0
+    deepest[has] = near[old[has]]
+    del near, has
     return pos >= np.where(prune, first, 0)[line_loc], np.where(deepest >= 0, deepest, old)
 
 
