@@ -145,9 +145,10 @@ def _stable_order(grp: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.argsort(grp, kind="stable")
     out = np.empty(grp.size, dtype=np.int32)
     at = np.concatenate(([0], np.cumsum(counts)[:-1]))  # where each group's next row goes
+    groups = np.flatnonzero(counts).tolist()
     for lo in range(0, grp.size, _BLOCK):
         block = grp[lo:lo + _BLOCK]
-        for g in np.flatnonzero(counts).tolist():
+        for g in groups:
             rows = np.flatnonzero(block == g)
             out[at[g]:at[g] + rows.size] = rows + lo
             at[g] += rows.size

@@ -316,9 +316,9 @@ class ProfileBuilder:
             col = optional.get(name)
             if col is not None:
                 self._has.add(name)
-                narrow = narrow_column(np.asarray(col)) if self.compact and name != "time" else None
-                chunk.optional[name] = (narrow if narrow is not None and narrow.dtype.kind == "i"
-                                        and narrow.dtype.itemsize <= 4 else sample_column(name, col))
+                col = np.asarray(col)
+                compact = self.compact and name != "time" and col.dtype.kind in "iu"
+                chunk.optional[name] = narrow_column(col) if compact else sample_column(name, col)
         self._sample_chunks.append(chunk)
 
     def _flush_samples(self) -> None:

@@ -44,16 +44,17 @@ def compact_values(values: np.ndarray) -> np.ndarray:
 
 
 def narrow_column(col: np.ndarray) -> np.ndarray:
-    """Integer ``col`` in the narrowest signed type of int8, int16 and int32 holding its values
-    (no copy when it already is; unchanged when no such type holds them)."""
-    if col.dtype.kind not in "iu" or not col.size:
-        return col
-    low, high = int(col.min()), int(col.max())
+    """Integer ``col`` in the narrowest signed type of int8, int16 and int32 holding its values,
+    else int64 (no copy when it already is that type; an empty column is int8)."""
+    if not col.size:
+        return col.astype(np.int8)
+    high = int(col.max())
+    low = 0 if col.dtype.kind == "u" else int(col.min())  # (decoded varints: one pass, not two)
     for t in (np.int8, np.int16, np.int32):
         info = np.iinfo(t)
         if info.min <= low and high <= info.max:
             return col if col.dtype == t else col.astype(t)
-    return col
+    return col.astype(np.int64, copy=False)
 
 
 def constant_column(col: np.ndarray) -> np.ndarray:

@@ -28,9 +28,9 @@ import numpy as np
 from polyprof.formats.perfetto import _schema as S
 from polyprof.formats.perfetto._sequence import text
 from polyprof.model.columns import distinct, factorize_rows, unique_inverse
-from polyprof.model.compact import compact_values, constant_column, is_constant_view
+from polyprof.model.compact import compact_values, constant_column, is_constant_view, narrow_column
 from polyprof.model.memory import release_free_memory
-from polyprof.model.profile import Label, SampleTable
+from polyprof.model.profile import Label
 from polyprof.model.units import split_unit
 from polyprof.wire import vector as V
 
@@ -125,20 +125,6 @@ def config_of(defaults: Any, stats: Any) -> PerfConfig:
 
 
 _SCALARS = {"cpu": 1, "pid": 2, "tid": 3, "iid": 4, "mode": 5, "tb": 6, "unwind": 16, "lost": 17, "skip": 18}
-
-
-def _narrow(col: np.ndarray) -> np.ndarray:
-    """``col`` in the narrowest signed integer type holding its values (pids, tids, cpus, enums:
-    one to four bytes; ``np.concatenate`` of batches widens to the widest part)."""
-    if not col.size:
-        return col.astype(np.int8)
-    high = int(col.max())
-    low = 0 if col.dtype.kind == "u" else int(col.min())  # decoded varints: one pass, not two
-    for t in (np.int8, np.int16, np.int32):
-        info = np.iinfo(t)
-        if info.min <= low and high <= info.max:
-            return col.astype(t)
-    return col.astype(np.int64)
 
 
 def _dense(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -305,12 +291,13 @@ class PerfCollector:
         # Full detail: no sample-count column (1 each), ``columns`` puts it back. Compact dtypes: the
         # batches are what memory holds for a big trace.
         values = self._values(c, pk, cpu, keep, counted=bool(self.ctx.options.extra.get("aggregate")))
-        batch = {"config": _narrow(pk["config"]), "ts": pk["ts"], "has_ts": pk["has_ts"],
-                 "clock": _narrow(pk["clock"]), "pid": _narrow(c["pid"]), "tid": _narrow(c["tid"]),
-                 "cpu": _narrow(cpu), "has_pid": c["has_pid"], "has_tid": c["has_tid"], "has_cpu": c["has_cpu"],
-                 "stack": stack, "mode": _narrow(c["mode"]),
-                 "unwind": _narrow(np.where(c["has_unwind"], c["unwind"].astype(np.int64), -1)),
-                 "skip": _narrow(np.where(c["has_skip"], c["skip"].astype(np.int64), -1)), "values": values}
+        batch = {"config": narrow_column(pk["config"]), "ts": pk["ts"], "has_ts": pk["has_ts"],
+                 "clock": narrow_column(pk["clock"]), "pid": narrow_column(c["pid"]),
+                 "tid": narrow_column(c["tid"]), "cpu": narrow_column(cpu),
+                 "has_pid": c["has_pid"], "has_tid": c["has_tid"], "has_cpu": c["has_cpu"],
+                 "stack": stack, "mode": narrow_column(c["mode"]),
+                 "unwind": narrow_column(np.where(c["has_unwind"], c["unwind"].astype(np.int64), -1)),
+                 "skip": narrow_column(np.where(c["has_skip"], c["skip"].astype(np.int64), -1)), "values": values}
         if not keep.all():
             batch = {k: v[keep] for k, v in batch.items()}
         if not self.ctx.options.extra.get("aggregate"):  # full detail reads only whether any has one
@@ -389,9 +376,8 @@ class PerfCollector:
         counted = not self.ctx.options.extra.get("aggregate")  # the batches lack the sample count
         cols: dict[str, np.ndarray] = {}
         for key in list(batches[0]):
-            dtype = np.result_type(*[b[key] for b in batches])
-            if key in SampleTable.OPTIONAL_COLUMNS and key != "time":  # the batches' narrowest type, which the
-                dtype = np.promote_types(dtype, np.int8)  # compact profile keeps: it takes the column uncopied
+            dtype = np.result_type(*[b[key] for b in batches])  # (pid/tid/cpu: the narrowest type, which the
+            # compact profile keeps: it takes the column uncopied)
             cols[key] = _fill(batches, key, np.int64 if key == "ts" else dtype, counted and key == "values")
             release_free_memory()  # the parts just copied sit in glibc's heap: give them back before the next
         cols["time"] = self.ctx.times.trace_times(cols.pop("ts"), cols["has_ts"], cols.pop("clock"), in_place=True)
