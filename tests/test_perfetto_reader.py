@@ -69,6 +69,19 @@ def by_pid(profiles, pid):  # noqa: ANN001, ANN201
     return next(p for p in profiles if p.extras["profile_labels"].get("pid") == pid)
 
 
+def test_perf_packets_that_are_only_lost_record_notices_make_no_profile():
+    """A batch of perf packets without one sample is an empty batch: the build reads it as
+    no samples (the compact column fill once took it for a column of one value and failed)."""
+    t = TraceMaker()
+    t.clock_snapshot(boottime=BOOT, monotonic=MONO, realtime=WALL)
+    d = t.packet(seq=7, flags=CLEARED).trace_packet_defaults
+    d.timestamp_clock_id = 3  # MONOTONIC
+    d.perf_sample_defaults.timebase.counter = 1  # SW_CPU_CLOCK
+    p = t.packet(seq=7, ts=MONO + 600, flags=NEEDS)
+    p.perf_sample.cpu, p.perf_sample.kernel_records_lost = 1, 7
+    assert read(t.bytes()) == []
+
+
 def test_perf_sample_types_event_and_period(perf_profiles):
     p = by_pid(perf_profiles, 10)
     check(p)

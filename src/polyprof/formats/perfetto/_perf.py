@@ -468,14 +468,14 @@ def _fill(batches: list[dict[str, np.ndarray]], key: str, dtype: Any, counted: b
         width = max(b[key].shape[1] for b in batches) + int(counted)
         narrow = all(b[key].dtype == np.int32 for b in batches)  # every value fits: the profile keeps int32
         out = np.zeros((n, width), dtype=np.int32 if narrow else np.int64)  # untouched pages: filled as the parts go
-    elif key in _CONSTANT_KEYS:
-        one = distinct(np.concatenate([b[key][:1] for b in batches if b[key].size]))
-        if one.size == 1 and all(b[key].size < 2 or is_constant_view(b[key]) for b in batches):
-            for b in batches:
-                del b[key]
-            return np.broadcast_to(one.astype(dtype), (n,))  # one value in every row: no memory per row
-        out = np.empty(n, dtype=dtype)
     else:
+        firsts = [b[key][:1] for b in batches if b[key].size] if key in _CONSTANT_KEYS else []
+        if firsts and all(b[key].size < 2 or is_constant_view(b[key]) for b in batches):
+            one = distinct(np.concatenate(firsts))
+            if one.size == 1:  # one value in every row: no memory per row
+                for b in batches:
+                    del b[key]
+                return np.broadcast_to(one.astype(dtype), (n,))
         out = np.empty(n, dtype=dtype)
     at = freed = 0
     for b in batches:
